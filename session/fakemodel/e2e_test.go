@@ -1,0 +1,195 @@
+package fakemodel
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+const cliRel = "node_modules/@anthropic-ai/claude-code/bin/claude.exe"
+
+// findCLI locates the real Claude Code CLI: $CCBRIDGE_TEST_CLAUDE, else
+// <repo>/.tools/..., else /tmp/cctry/.... Without one the test is skipped,
+// unless CI=true.
+func findCLI(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CCBRIDGE_TEST_CLAUDE"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("CCBRIDGE_TEST_CLAUDE: %v", err)
+		}
+		return p
+	}
+	var candidates []string
+	if dir, err := os.Getwd(); err == nil {
+		for ; ; dir = filepath.Dir(dir) {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				candidates = append(candidates, filepath.Join(dir, ".tools", cliRel))
+				break
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	candidates = append(candidates, filepath.Join("/tmp/cctry", cliRel))
+	for _, p := range candidates {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("Claude Code CLI not found (tried $CCBRIDGE_TEST_CLAUDE, %s); run scripts/install-tools.sh", strings.Join(candidates, ", "))
+	}
+	t.Skipf("Claude Code CLI not found (tried $CCBRIDGE_TEST_CLAUDE, %s)", strings.Join(candidates, ", "))
+	return ""
+}
+
+// cliEnv is the parent environment without anything that could point the
+// CLI elsewhere, plus a scratch HOME and the server's variables. Proxy
+// variables go too: the CLI sends even loopback requests through
+// HTTP_PROXY/HTTPS_PROXY unless NO_PROXY lists 127.0.0.1.
+func cliEnv(home string, srv *Server) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch u := strings.ToUpper(k); {
+		case u == "HOME", u == "CLAUDECODE", strings.HasPrefix(u, "ANTHROPIC_"), strings.HasPrefix(u, "CLAUDE_"),
+			u == "HTTP_PROXY", u == "HTTPS_PROXY", u == "ALL_PROXY", u == "NO_PROXY":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(append(env, "HOME="+home), srv.Env()...)
+}
+
+func TestEndToEndRealCLI(t *testing.T) {
+	cli := findCLI(t)
+	sc, err := Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startSC(t, sc)
+	cwd := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cli,
+		"--output-format", "stream-json", "--input-format", "stream-json", "--verbose",
+		"--permission-prompt-tool", "stdio", "--include-partial-messages")
+	cmd.Dir = cwd
+	cmd.Env = cliEnv(t.TempDir(), srv)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		if _, err := stdin.Write(append(b, '\n')); err != nil {
+			t.Fatalf("write to CLI: %v", err)
+		}
+	}
+	prompt := func(s string) {
+		send(map[string]any{"type": "user", "session_id": "", "parent_tool_use_id": nil,
+			"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": s}}}})
+	}
+
+	// The API error comes second: a session whose last turn failed exits
+	// with 1, and the failed prompt is merged into the next request.
+	prompts := []string{"hello", "APIERR400 now", "WRITEFILE please"}
+	var results []gjson.Result
+	var asked []string
+	prompt(prompts[0])
+	rd := bufio.NewReaderSize(stdout, 1<<20)
+	for {
+		line, err := rd.ReadBytes('\n')
+		if len(line) > 0 {
+			if !gjson.ValidBytes(line) {
+				t.Fatalf("CLI wrote non-JSON: %q", line)
+			}
+			m := gjson.ParseBytes(line)
+			switch m.Get("type").String() {
+			case "control_request":
+				if m.Get("request.subtype").String() == "can_use_tool" {
+					asked = append(asked, m.Get("request.tool_name").String())
+					send(map[string]any{"type": "control_response", "response": map[string]any{
+						"subtype": "success", "request_id": m.Get("request_id").String(),
+						"response": map[string]any{"behavior": "allow"}}})
+				}
+			case "result":
+				results = append(results, m)
+				if len(results) < len(prompts) {
+					prompt(prompts[len(results)])
+				} else {
+					stdin.Close()
+				}
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read CLI: %v", err)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("CLI exit: %v (results %d)\nstderr: %s", err, len(results), stderr.String())
+	}
+	if len(results) != 3 {
+		t.Fatalf("%d results, want 3\nstderr: %s", len(results), stderr.String())
+	}
+
+	if r := results[0]; r.Get("is_error").Bool() || r.Get("result").String() != "Hello from the mock model. " {
+		t.Errorf("text turn: %s", r.Raw)
+	}
+
+	if r := results[1]; !r.Get("is_error").Bool() || !strings.Contains(r.Get("result").String(), "400") {
+		t.Errorf("APIERR400 turn: %s", r.Raw)
+	}
+
+	if r := results[2]; r.Get("is_error").Bool() || r.Get("result").String() != "Done. " || r.Get("num_turns").Int() != 2 {
+		t.Errorf("WRITEFILE turn: %s", r.Raw)
+	}
+	if strings.Join(asked, ",") != "Write" {
+		t.Errorf("can_use_tool asked for %v, want [Write]", asked)
+	}
+	if b, err := os.ReadFile(filepath.Join(cwd, "written.txt")); err != nil || string(b) != "hello world\n" {
+		t.Errorf("written.txt: %q %v", b, err)
+	}
+
+	// What the server saw: the CLI's calls, each answered by the right step.
+	var seen []string
+	for _, r := range srv.Requests() {
+		if r.Path == "/v1/messages" {
+			seen = append(seen, fmt.Sprintf("%s/%d", r.Rule, r.Step))
+		}
+		if r.Status == 404 {
+			t.Logf("unknown endpoint used: %s %s", r.Method, r.Path)
+		}
+	}
+	got := strings.Join(seen, " ")
+	t.Logf("server saw %s", got)
+	if !strings.HasPrefix(got, "fallback/0 APIERR400/0") || !strings.HasSuffix(got, "APIERR400/0 WRITEFILE/0 WRITEFILE/1") {
+		t.Errorf("server saw %s", got)
+	}
+}
