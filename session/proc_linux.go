@@ -1,0 +1,33 @@
+//go:build linux
+
+package session
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// setPdeathsig makes the kernel SIGKILL the child when the thread that forked
+// it ends (see Start for why that thread lives as long as ccbridge).
+func setPdeathsig(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
+
+const (
+	pPID    = 1          // P_PID
+	wNowait = 0x01000000 // WNOWAIT
+)
+
+// waitNoReap blocks until pid has exited, leaving it a zombie for cmd.Wait to
+// reap (waitid with WNOWAIT, as os.Process does internally).
+func waitNoReap(pid int) error {
+	var siginfo [128]byte
+	for {
+		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid),
+			uintptr(unsafe.Pointer(&siginfo[0])), syscall.WEXITED|wNowait, 0, 0)
+		if errno != syscall.EINTR {
+			if errno != 0 {
+				return errno
+			}
+			return nil
+		}
+	}
+}

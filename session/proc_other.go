@@ -1,0 +1,12 @@
+//go:build unix && !linux
+
+package session
+
+import "syscall"
+
+// setPdeathsig does nothing: only Linux has a parent-death signal.
+func setPdeathsig(*syscall.SysProcAttr) {}
+
+// waitNoReap does nothing here; the wait goroutine then signals the group
+// just after reaping the child.
+func waitNoReap(int) error { return nil }

@@ -1,0 +1,101 @@
+//go:build linux
+
+package session
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+func init() {
+	// tty reports what it sees of its terminal, echoes stdin lines until
+	// EOF, says "bye" on stderr and exits 0.
+	registerFake("tty", func([]string) {
+		isTTY := func(fd int) bool {
+			var tio syscall.Termios
+			_, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.TCGETS, uintptr(unsafe.Pointer(&tio)))
+			return e == 0
+		}
+		var ws struct{ Rows, Cols, X, Y uint16 }
+		syscall.Syscall(syscall.SYS_IOCTL, 1, syscall.TIOCGWINSZ, uintptr(unsafe.Pointer(&ws)))
+		sid, _, _ := syscall.RawSyscall(syscall.SYS_GETSID, 0, 0, 0)
+		fmt.Printf("tty 0=%v 1=%v 2=%v size=%dx%d pgid=%d sid=%d\n",
+			isTTY(0), isTTY(1), isTTY(2), ws.Rows, ws.Cols, syscall.Getpgrp(), sid)
+		br := bufio.NewReader(os.Stdin)
+		for {
+			line, err := br.ReadString('\n')
+			os.Stdout.WriteString(line)
+			if err != nil {
+				break
+			}
+		}
+		fmt.Fprintln(os.Stderr, "bye")
+	})
+}
+
+func TestPTY(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig("tty")
+	cfg.PTY = true
+	cfg.PTYRows, cfg.PTYCols = 45, 123
+	cfg.Grace = 10 * time.Second // CloseStdin's end-of-file must be enough
+	c := start(t, cfg)
+	out := readLines(c.Stdout())
+	want := fmt.Sprintf("tty 0=true 1=true 2=false size=45x123 pgid=%d sid=%d", c.Pid(), c.Pid())
+	out.expect(t, want) // also proves there is no "\r\n" translation
+
+	// Raw mode: no echo (each line comes back once), no length limit,
+	// control characters pass through.
+	for _, s := range []string{"hello", strings.Repeat("p", 100<<10), "a\rb\x03c\x04d", `{"type":"user"}`} {
+		if _, err := io.WriteString(c.Stdin(), s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.next(t); got != s {
+			t.Fatalf("echo = %.60q (%d bytes), want %.60q (%d bytes)", got, len(got), s, len(s))
+		}
+	}
+
+	t0 := time.Now()
+	if err := c.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if took := time.Since(t0); took > 10*time.Second {
+		t.Errorf("Shutdown took %v: end-of-file did not reach the child", took)
+	}
+	if err := out.eof(t, 5*time.Second); err != io.EOF {
+		t.Errorf("stdout ended with %v, want io.EOF", err)
+	}
+	ex := c.Exit()
+	if ex.Code != 0 || ex.Signal != 0 || ex.Stderr != "bye\n" {
+		t.Errorf("Exit = %+v, want code 0 and stderr bye", ex)
+	}
+	if _, err := c.Stdin().Write([]byte("late\n")); err == nil {
+		t.Error("Write after CloseStdin succeeded")
+	}
+}
+
+func TestPTYKill(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig("hang")
+	cfg.PTY = true
+	c := start(t, cfg)
+	out := readLines(c.Stdout())
+	out.expect(t, "ready")
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.eof(t, 5*time.Second); err != io.EOF {
+		t.Errorf("stdout ended with %v, want io.EOF", err)
+	}
+	if ex := waitDone(t, c, 5*time.Second); ex.Signal != syscall.SIGKILL || ex.Code != 137 {
+		t.Errorf("Exit = %+v, want SIGKILL", ex)
+	}
+}
