@@ -1,0 +1,507 @@
+package adapter
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/session"
+)
+
+// DropIn runs one session in drop-in mode: the child is started with the
+// host's own CLI arguments and every line passes both ways unchanged. What
+// ccbridge adds is listed on Run.
+//
+// The zero value of each field means its default. A DropIn is used once.
+type DropIn struct {
+	// Child says how to start the CLI: path, arguments, environment, grace
+	// periods. Required: Child.Path.
+	Child session.Config
+
+	// MaxLine caps a host line, which is held whole so that it can be
+	// checked before it reaches the CLI. Default framing.DefaultMaxLine.
+	// Lines from the CLI have no cap: a large one is streamed to the host
+	// in pieces.
+	MaxLine int
+
+	// InterruptWindow: a second SIGINT within it starts the staged
+	// shutdown. Default 2 s.
+	InterruptWindow time.Duration
+
+	Logger *slog.Logger
+
+	// Now is the clock, for tests. Default time.Now.
+	Now func() time.Time
+}
+
+// Run starts the child and relays until it has exited, then returns the
+// exit code ccbridge should exit with (the child's).
+//
+// What it adds to a plain relay:
+//   - A host line that is not valid JSON (or not UTF-8) is never written to
+//     the CLI, which would die of it; it is dropped with a warning on the log.
+//   - SIGINT on signals becomes an in-band interrupt control_request; the
+//     CLI's control_response to it is swallowed. A second SIGINT within
+//     InterruptWindow, SIGTERM or SIGHUP starts the staged shutdown.
+//   - End of the host's input closes the child's stdin; once every
+//     outstanding turn has its result, the staged shutdown runs.
+//   - If the child exits while turns are outstanding (prompts sent, results
+//     not seen), one synthetic error result per outstanding turn is written
+//     so that the host never waits forever.
+//
+// When the host does not speak stream-json (no --input-format stream-json in
+// the arguments), its input is copied to the child as raw bytes; when the
+// child does not write stream-json, its output is copied raw and no
+// synthetic result is written.
+//
+// Run returns once the child is gone and its output is written. It does not
+// wait for the goroutine reading uiIn, which may stay blocked on the host
+// until the process exits.
+func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
+	d.defaults()
+	log := d.Logger
+	args := d.Child.Args
+	jsonIn := argValue(args, "--input-format") == "stream-json"
+	jsonOut := argValue(args, "--output-format") == "stream-json"
+
+	child, err := session.Start(d.Child)
+	if err != nil {
+		return 1, fmt.Errorf("starting the CLI: %w", err)
+	}
+	log.Info("claude started", "pid", child.Pid(), "path", d.Child.Path, "args", len(args))
+
+	r := &relay{
+		log:       log,
+		child:     child,
+		toUI:      framing.NewWriter(uiOut),
+		toChild:   framing.NewWriter(child.Stdin()),
+		idPrefix:  "ccbridge-" + randomHex(4) + "-",
+		notify:    make(chan struct{}, 1),
+		uiEOF:     make(chan struct{}),
+		childEOF:  make(chan struct{}),
+		sessionID: []byte(resumeIDFromArgs(args)),
+	}
+	if !jsonIn {
+		// The prompt came with the arguments (or as raw stdin): one turn.
+		r.prompts.Store(1)
+	}
+
+	if jsonIn {
+		go r.pumpUI(uiIn, d.MaxLine)
+	} else {
+		go r.copyUI(uiIn)
+	}
+	if jsonOut {
+		go r.pumpChild()
+	} else {
+		go r.copyChild(uiOut)
+	}
+
+	var (
+		lastInt   time.Time
+		eof       bool
+		shutdown  sync.Once
+		stopChild = func(why string) {
+			shutdown.Do(func() {
+				log.Info("staged shutdown", "reason", why)
+				go child.Shutdown(context.WithoutCancel(ctx))
+			})
+		}
+	)
+	done := ctx.Done()
+	for {
+		select {
+		case <-done:
+			done = nil
+			stopChild("context cancelled")
+		case sig := <-signals:
+			switch {
+			case sig != os.Interrupt && sig != syscall.SIGINT:
+				stopChild(sig.String())
+			case eof:
+				// The child's stdin is closed: an interrupt can no
+				// longer be delivered in band.
+				stopChild("SIGINT after the host's input ended")
+			case !lastInt.IsZero() && d.Now().Sub(lastInt) < d.InterruptWindow:
+				stopChild("second SIGINT")
+			default:
+				lastInt = d.Now()
+				if err := r.interrupt(); err != nil {
+					log.Warn("interrupt not delivered; shutting down", "err", err)
+					stopChild("interrupt not delivered")
+				}
+			}
+		case <-r.uiEOF:
+			eof = true
+			r.uiEOF = nil
+			log.Debug("host input ended", "outstanding", r.outstanding())
+			if r.outstanding() == 0 {
+				stopChild("host input ended")
+			}
+		case <-r.notify:
+			if eof && r.outstanding() == 0 {
+				stopChild("host input ended and every turn has its result")
+			}
+		case <-r.childEOF:
+			<-child.Done()
+			exit := child.Exit()
+			log.Info("claude exited", "code", exit.Code, "signal", exit.Signal)
+			if jsonOut {
+				for n := r.outstanding(); n > 0; n-- {
+					if err := r.toUI.WriteLine(r.syntheticResult(exit)); err != nil {
+						return exit.Code, fmt.Errorf("writing the synthetic result: %w", err)
+					}
+				}
+			}
+			if err := r.toUI.Flush(); err != nil {
+				return exit.Code, err
+			}
+			return exit.Code, nil
+		}
+	}
+}
+
+func (d *DropIn) defaults() {
+	if d.MaxLine <= 0 {
+		d.MaxLine = framing.DefaultMaxLine
+	}
+	if d.InterruptWindow <= 0 {
+		d.InterruptWindow = 2 * time.Second
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Child.Logger == nil {
+		d.Child.Logger = d.Logger
+	}
+}
+
+// relay is the state of one drop-in session. Each field has one writer:
+// prompts the host pump, results, sessionID and cost the child pump (read by
+// Run only after childEOF is closed, or through the atomics).
+type relay struct {
+	log        *slog.Logger
+	child      *session.Child
+	toUI       *framing.Writer
+	toChild    *framing.Writer
+	idPrefix   string
+	interrupts atomic.Int64
+
+	prompts atomic.Int64
+	results atomic.Int64
+
+	notify   chan struct{} // a result arrived
+	uiEOF    chan struct{} // closed when the host's input ended
+	childEOF chan struct{} // closed when the child's output ended
+
+	sessionID []byte
+	cost      []byte // the last result's total_cost_usd, raw
+}
+
+func (r *relay) outstanding() int64 {
+	n := r.prompts.Load() - r.results.Load()
+	if n < 0 {
+		return 0
+	}
+	return n
+}
+
+// pumpUI reads the host's lines, drops the ones that would kill the CLI,
+// counts prompts and writes the rest to the child.
+func (r *relay) pumpUI(in io.Reader, maxLine int) {
+	defer close(r.uiEOF)
+	defer r.closeChildStdin()
+	fr := framing.NewReader(in, maxLine)
+	for {
+		line, err := fr.ReadLine()
+		if err != nil {
+			var long *framing.LineTooLongError
+			if errors.As(err, &long) {
+				r.log.Warn("host line dropped: longer than --max-line", "size", long.Size, "max", long.Max)
+				continue
+			}
+			if !errors.Is(err, io.EOF) {
+				r.log.Warn("reading the host's input", "err", err)
+			}
+			return
+		}
+		if !utf8.Valid(line) || !gjson.ValidBytes(line) {
+			r.log.Warn("host line dropped: not valid JSON; the CLI exits on such a line",
+				"size", len(line), "preview", preview(line))
+			continue
+		}
+		if gjson.GetBytes(line, "type").Str == "user" {
+			r.prompts.Add(1)
+		}
+		err = r.toChild.AppendLine(line)
+		if err == nil && fr.Buffered() == 0 {
+			err = r.toChild.Flush()
+		}
+		if err != nil {
+			r.log.Warn("writing to the CLI", "err", err)
+			return
+		}
+	}
+}
+
+// copyUI copies a host that does not speak stream-json straight through.
+func (r *relay) copyUI(in io.Reader) {
+	defer close(r.uiEOF)
+	defer r.closeChildStdin()
+	if _, err := io.Copy(r.child.Stdin(), in); err != nil {
+		r.log.Warn("copying the host's input", "err", err)
+	}
+}
+
+func (r *relay) closeChildStdin() {
+	if err := r.toChild.Flush(); err != nil {
+		r.log.Debug("flushing to the CLI", "err", err)
+	}
+	if err := r.child.CloseStdin(); err != nil {
+		r.log.Debug("closing the CLI's stdin", "err", err)
+	}
+}
+
+// pumpChild passes the child's lines to the host unchanged, noting results
+// and session ids and swallowing answers to ccbridge's own requests.
+func (r *relay) pumpChild() {
+	defer close(r.childEOF)
+	fr := framing.NewReader(r.child.Stdout(), 0)
+	var sn sniffer
+	for {
+		seg, first, last, err := fr.ReadSegment()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				r.log.Debug("reading the CLI's output", "err", err)
+			}
+			if ferr := r.toUI.Flush(); ferr != nil {
+				r.log.Warn("writing to the host", "err", ferr)
+			}
+			return
+		}
+		if first && last {
+			err = r.passLine(seg)
+		} else {
+			err = r.streamLine(fr, seg, last, &sn)
+		}
+		if err == nil && fr.Buffered() == 0 {
+			err = r.toUI.Flush()
+		}
+		if err != nil {
+			r.log.Warn("writing to the host", "err", err)
+			// The host is gone; keep draining so that the child never
+			// blocks on a full pipe while it shuts down.
+			_, _ = io.Copy(io.Discard, r.child.Stdout())
+			return
+		}
+	}
+}
+
+// passLine handles a line that fits in one read.
+func (r *relay) passLine(line []byte) error {
+	switch gjson.GetBytes(line, "type").Str {
+	case "result":
+		r.noteResult(line)
+	case "system":
+		if id := gjson.GetBytes(line, "session_id"); id.Type == gjson.String {
+			r.sessionID = append(r.sessionID[:0], id.Str...)
+		}
+	case "control_response":
+		id := gjson.GetBytes(line, "response.request_id").Str
+		if len(id) > len(r.idPrefix) && id[:len(r.idPrefix)] == r.idPrefix {
+			r.log.Debug("answer to ccbridge's own request swallowed", "request_id", id)
+			return nil
+		}
+	}
+	return r.toUI.AppendLine(line)
+}
+
+// streamLine passes a line too large for one read in pieces, holding the
+// host writer for the whole line so that nothing interleaves with it.
+func (r *relay) streamLine(fr *framing.Reader, seg []byte, last bool, sn *sniffer) error {
+	sn.reset()
+	var rerr error
+	werr := r.toUI.Stream(func(w io.Writer) error {
+		for {
+			sn.write(seg)
+			if _, err := w.Write(seg); err != nil {
+				return err
+			}
+			if last {
+				return nil
+			}
+			seg, _, last, rerr = fr.ReadSegment()
+			if rerr != nil {
+				// The child's output ended inside a line: end the line
+				// here so that the host's framing stays intact.
+				return nil
+			}
+		}
+	})
+	switch string(sn.typ) {
+	case "result":
+		if len(sn.sessionID) > 0 {
+			r.sessionID = append(r.sessionID[:0], sn.sessionID...)
+		}
+		r.countResult()
+	case "system":
+		if len(sn.sessionID) > 0 {
+			r.sessionID = append(r.sessionID[:0], sn.sessionID...)
+		}
+	}
+	if werr != nil {
+		return werr
+	}
+	return rerr
+}
+
+func (r *relay) noteResult(line []byte) {
+	if id := gjson.GetBytes(line, "session_id"); id.Type == gjson.String {
+		r.sessionID = append(r.sessionID[:0], id.Str...)
+	}
+	if c := gjson.GetBytes(line, "total_cost_usd"); c.Type == gjson.Number {
+		r.cost = append(r.cost[:0], c.Raw...)
+	}
+	r.countResult()
+}
+
+func (r *relay) countResult() {
+	r.results.Add(1)
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+// copyChild copies a child that does not write stream-json straight through.
+func (r *relay) copyChild(out io.Writer) {
+	defer close(r.childEOF)
+	if _, err := io.Copy(out, r.child.Stdout()); err != nil && !errors.Is(err, os.ErrClosed) {
+		r.log.Debug("copying the CLI's output", "err", err)
+	}
+}
+
+// interrupt asks the CLI to stop the current turn, in band.
+func (r *relay) interrupt() error {
+	n := r.interrupts.Add(1)
+	line := make([]byte, 0, 96)
+	line = append(line, `{"type":"control_request","request_id":"`...)
+	line = append(line, r.idPrefix...)
+	line = strconv.AppendInt(line, n, 10)
+	line = append(line, `","request":{"subtype":"interrupt"}}`...)
+	r.log.Info("SIGINT: interrupting the current turn")
+	return r.toChild.WriteLine(line)
+}
+
+// syntheticResult is the result line written for a turn the child did not
+// finish. It has every field of a CLI error result, so that hosts parse it
+// as they parse the real ones, and "ccbridge_synthetic":true.
+func (r *relay) syntheticResult(exit session.Exit) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"type":"result","subtype":"error_during_execution","is_error":true`)
+	b.WriteString(`,"duration_ms":0,"duration_api_ms":0,"num_turns":0,"result":""`)
+	b.WriteString(`,"stop_reason":null,"terminal_reason":"child_exited","total_cost_usd":`)
+	if len(r.cost) > 0 {
+		b.Write(r.cost)
+	} else {
+		b.WriteByte('0')
+	}
+	b.WriteString(`,"usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}`)
+	b.WriteString(`,"modelUsage":{},"permission_denials":[],"errors":[`)
+	b.Write(jsonString(exitSummary(exit)))
+	if tail := exit.Stderr; tail != "" {
+		b.WriteByte(',')
+		b.Write(jsonString(tail))
+	}
+	b.WriteString(`],"session_id":`)
+	b.Write(jsonString(string(r.sessionID)))
+	b.WriteString(`,"uuid":"`)
+	b.WriteString(uuid.NewString())
+	b.WriteString(`","ccbridge_synthetic":true}`)
+	return b.Bytes()
+}
+
+func exitSummary(exit session.Exit) string {
+	if exit.Signal != 0 {
+		return fmt.Sprintf("claude exited during the turn: killed by signal %s (exit code %d)", exit.Signal, exit.Code)
+	}
+	return fmt.Sprintf("claude exited during the turn with code %d", exit.Code)
+}
+
+// argValue returns the value of a CLI flag given as "--name value" or
+// "--name=value", or "" when absent. The last occurrence wins, as in the CLI.
+func argValue(args []string, name string) string {
+	v := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return v
+		case a == name && i+1 < len(args):
+			v = args[i+1]
+			i++
+		case len(a) > len(name) && a[:len(name)] == name && a[len(name)] == '=':
+			v = a[len(name)+1:]
+		}
+	}
+	return v
+}
+
+// resumeIDFromArgs is the session id the child will use when the arguments
+// fix it, so that a synthetic result written before the first frame still
+// names the session.
+func resumeIDFromArgs(args []string) string {
+	if id := argValue(args, "--session-id"); id != "" {
+		return id
+	}
+	for _, a := range args {
+		if a == "--fork-session" {
+			return ""
+		}
+	}
+	if id := argValue(args, "--resume"); id != "" {
+		return id
+	}
+	return argValue(args, "-r")
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return strconv.FormatInt(time.Now().UnixNano(), 16)
+	}
+	return hex.EncodeToString(b)
+}
+
+// jsonString encodes s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func jsonString(s string) []byte {
+	return gjson.AppendJSONString(make([]byte, 0, len(s)+2), s)
+}
+
+// preview is a short, printable prefix of a line for a log message.
+func preview(line []byte) string {
+	const max = 80
+	if len(line) > max {
+		line = line[:max]
+	}
+	return string(bytes.ToValidUTF8(line, []byte("?")))
+}

@@ -1,0 +1,320 @@
+package adapter
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/framing"
+)
+
+// host drives a DropIn in memory.
+type host struct {
+	t     *testing.T
+	in    *io.PipeWriter
+	lines chan []byte
+	sigs  chan os.Signal
+	done  chan struct{}
+	code  int
+	err   error
+}
+
+func startHost(t *testing.T, d *DropIn) *host {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	h := &host{t: t, in: inW, lines: make(chan []byte, 4096), sigs: make(chan os.Signal, 4), done: make(chan struct{})}
+	go func() {
+		h.code, h.err = d.Run(context.Background(), inR, outW, h.sigs)
+		outW.Close()
+		close(h.done)
+	}()
+	go func() {
+		fr := framing.NewReader(outR, 0)
+		for {
+			line, err := fr.ReadLine()
+			if err != nil {
+				close(h.lines)
+				return
+			}
+			h.lines <- bytes.Clone(line)
+		}
+	}()
+	t.Cleanup(func() {
+		h.in.Close()
+		select {
+		case <-h.done:
+		case <-time.After(20 * time.Second):
+			t.Errorf("Run did not return")
+		}
+	})
+	return h
+}
+
+func (h *host) send(line string) {
+	h.t.Helper()
+	if _, err := io.WriteString(h.in, line+"\n"); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *host) next() []byte {
+	h.t.Helper()
+	select {
+	case l, ok := <-h.lines:
+		if !ok {
+			h.t.Fatal("output ended")
+		}
+		return l
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("no line within 10 s")
+		return nil
+	}
+}
+
+func (h *host) rest() [][]byte {
+	var all [][]byte
+	for l := range h.lines {
+		all = append(all, l)
+	}
+	return all
+}
+
+func (h *host) wait() int {
+	h.t.Helper()
+	select {
+	case <-h.done:
+	case <-time.After(20 * time.Second):
+		h.t.Fatal("Run did not return")
+	}
+	if h.err != nil {
+		h.t.Fatalf("Run: %v", h.err)
+	}
+	return h.code
+}
+
+const userMsg = `{"type":"user","session_id":"","message":{"role":"user","content":[{"type":"text","text":"hi"}]},"parent_tool_use_id":null}`
+
+// TestDropInTranscripts plays the CLI side of every recorded transcript
+// through drop-in mode: the host must get the CLI's lines byte for byte, and
+// the CLI must get the host's valid lines byte for byte.
+func TestDropInTranscripts(t *testing.T) {
+	files, err := filepath.Glob("../testdata/transcripts/*.ndjson")
+	if err != nil || len(files) < 70 {
+		t.Fatalf("transcripts: %d files, %v", len(files), err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".ndjson"), func(t *testing.T) {
+			t.Parallel()
+			abs, _ := filepath.Abs(file)
+			received := filepath.Join(t.TempDir(), "received")
+			in, out := readTranscript(abs)
+			h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "transcript", streamJSONArgs,
+				"FAKE_TRANSCRIPT="+abs, "FAKE_RECEIVED="+received)})
+			raw, _ := os.ReadFile(abs)
+			users, results := 0, 0
+			for _, l := range bytes.Split(raw, []byte("\n")) {
+				if bytes.HasPrefix(l, []byte(">> ")) {
+					h.send(string(l[3:])) // invalid lines too: ccbridge must drop them
+					if gjson.ValidBytes(l[3:]) && gjson.GetBytes(l[3:], "type").Str == "user" {
+						users++
+					}
+				}
+			}
+			h.in.Close()
+			got := h.rest()
+			h.wait()
+			for _, o := range out {
+				if gjson.GetBytes(o.line, "type").Str == "result" {
+					results++
+				}
+			}
+			synthetic := max(0, users-results)
+			if len(got) != len(out)+synthetic {
+				t.Fatalf("host got %d lines, want %d CLI lines + %d synthetic", len(got), len(out), synthetic)
+			}
+			for i, o := range out {
+				if !bytes.Equal(got[i], o.line) {
+					t.Fatalf("line %d changed:\n got %.300s\nwant %.300s", i, got[i], o.line)
+				}
+			}
+			for _, l := range got[len(out):] {
+				if !gjson.GetBytes(l, "ccbridge_synthetic").Bool() {
+					t.Errorf("extra line is not a synthetic result: %.300s", l)
+				}
+			}
+			gotIn, _ := os.ReadFile(received)
+			var wantIn []byte
+			for _, l := range in {
+				wantIn = append(append(wantIn, l...), '\n')
+			}
+			if !bytes.Equal(gotIn, wantIn) {
+				t.Errorf("the CLI received %d bytes, want the %d bytes of the host's valid lines", len(gotIn), len(wantIn))
+			}
+		})
+	}
+}
+
+func TestDropInSIGINTInterruptsInBand(t *testing.T) {
+	h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "turns", streamJSONArgs)})
+	h.sigs <- syscall.SIGINT
+	// The fake answers the interrupt; that answer must not reach the host.
+	h.send(userMsg)
+	for _, want := range []string{"system", "result"} {
+		if got := gjson.GetBytes(h.next(), "type").Str; got != want {
+			t.Fatalf("got a %q line, want %q (the interrupt's answer leaked?)", got, want)
+		}
+	}
+	// A host's own control_request is answered to the host.
+	h.send(`{"type":"control_request","request_id":"mine","request":{"subtype":"interrupt"}}`)
+	if l := h.next(); gjson.GetBytes(l, "response.request_id").Str != "mine" {
+		t.Fatalf("host's own control_response not passed: %s", l)
+	}
+	h.in.Close()
+	if rest := h.rest(); len(rest) != 0 {
+		t.Errorf("unexpected lines: %q", rest)
+	}
+	if code := h.wait(); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+}
+
+// clock returns the given times in order, one a call, and then the last.
+func clock(times ...time.Time) func() time.Time {
+	var mu sync.Mutex
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t := times[0]
+		if len(times) > 1 {
+			times = times[1:]
+		}
+		return t
+	}
+}
+
+func TestDropInSecondSIGINTShutsDown(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	d := &DropIn{Child: fakeCLIConfig(t, "turns", streamJSONArgs), Now: clock(t0, t0.Add(time.Second))}
+	h := startHost(t, d)
+	h.sigs <- syscall.SIGINT
+	h.sigs <- syscall.SIGINT
+	// The staged shutdown closes the child's stdin; the fake exits at EOF.
+	h.rest()
+	if code := h.wait(); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+}
+
+func TestDropInSIGINTsFarApartOnlyInterrupt(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	d := &DropIn{Child: fakeCLIConfig(t, "turns", streamJSONArgs), Now: clock(t0, t0.Add(3*time.Second))}
+	h := startHost(t, d)
+	h.sigs <- syscall.SIGINT
+	h.sigs <- syscall.SIGINT
+	h.send(userMsg)
+	h.next()
+	if l := h.next(); gjson.GetBytes(l, "type").Str != "result" {
+		t.Fatalf("session did not go on after two SIGINTs 3 s apart: %s", l)
+	}
+}
+
+func TestDropInSIGTERMShutsDown(t *testing.T) {
+	h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "turns", streamJSONArgs)})
+	h.sigs <- syscall.SIGTERM
+	h.rest()
+	h.wait()
+}
+
+func TestDropInChildDiesMidTurn(t *testing.T) {
+	h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "die", streamJSONArgs)})
+	h.send(userMsg)
+	got := h.rest()
+	if code := h.wait(); code != 3 {
+		t.Errorf("exit code %d, want the child's 3", code)
+	}
+	if len(got) != 3 {
+		t.Fatalf("got %d lines, want init, assistant, one synthetic result", len(got))
+	}
+	res := got[2]
+	for path, want := range map[string]string{
+		"type": "result", "subtype": "error_during_execution", "is_error": "true",
+		"session_id": "sess-die", "ccbridge_synthetic": "true",
+	} {
+		if v := gjson.GetBytes(res, path); v.String() != want {
+			t.Errorf("synthetic result %s = %q, want %q", path, v.String(), want)
+		}
+	}
+	if !strings.Contains(gjson.GetBytes(res, "errors").Raw, "fell over") {
+		t.Errorf("synthetic result lacks the stderr tail: %s", res)
+	}
+	if !gjson.ValidBytes(res) {
+		t.Errorf("synthetic result is not JSON: %s", res)
+	}
+}
+
+func TestDropInLargeResultCounted(t *testing.T) {
+	// A result line far larger than one read is streamed in pieces; it
+	// must still count as the turn's result, so no synthetic one follows.
+	const size = 3 << 20
+	h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "bigresult", streamJSONArgs, "FAKE_SIZE=3145728")})
+	h.send(userMsg)
+	l := h.next()
+	if len(l) < size || gjson.GetBytes(l, "type").Str != "result" || !gjson.ValidBytes(l) {
+		t.Fatalf("large result: %d bytes, type %q", len(l), gjson.GetBytes(l, "type").Str)
+	}
+	h.in.Close()
+	if rest := h.rest(); len(rest) != 0 {
+		t.Errorf("%d lines after the large result, want none (no synthetic result)", len(rest))
+	}
+	h.wait()
+}
+
+func TestDropInRawModeCopiesBytes(t *testing.T) {
+	// Without --input-format stream-json the host's bytes go through as
+	// they are, JSON or not.
+	args := []string{"-p", "--output-format", "text"}
+	h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "echo", args)})
+	h.send("not json at all")
+	if l := h.next(); string(l) != "not json at all" {
+		t.Fatalf("raw line changed: %q", l)
+	}
+	h.in.Close()
+	h.rest()
+	h.wait()
+}
+
+func TestDropInOverlongHostLineDropped(t *testing.T) {
+	h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "turns", streamJSONArgs), MaxLine: 1024})
+	h.send(`{"type":"user","pad":"` + strings.Repeat("z", 4096) + `"}`)
+	h.send(userMsg)
+	h.next()
+	res := h.next()
+	if gjson.GetBytes(res, "result").Str != "turn 1" {
+		t.Fatalf("the over-long line reached the CLI, or the next did not: %s", res)
+	}
+}
+
+func TestArgValue(t *testing.T) {
+	args := []string{"--model", "a", "--input-format=stream-json", "--resume", "r1", "--", "--model", "z"}
+	for name, want := range map[string]string{"--model": "a", "--input-format": "stream-json", "--resume": "r1", "--absent": ""} {
+		if got := argValue(args, name); got != want {
+			t.Errorf("argValue(%s) = %q, want %q", name, got, want)
+		}
+	}
+	if got := resumeIDFromArgs([]string{"--resume", "r", "--fork-session"}); got != "" {
+		t.Errorf("a fork has a new id, got %q", got)
+	}
+	if got := resumeIDFromArgs([]string{"--resume=r", "--session-id", "s"}); got != "s" {
+		t.Errorf("--session-id wins, got %q", got)
+	}
+}

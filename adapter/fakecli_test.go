@@ -1,0 +1,219 @@
+package adapter
+
+// The fake CLI: the test binary re-run as a child, in one of the modes
+// below. Tests start it through session.Start with fakeCLIConfig.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/session"
+)
+
+const fakeCLIEnv = "CCBRIDGE_FAKE_CLI"
+
+var (
+	fakeModes   = map[string]func(){}
+	fakeUsedMu  sync.Mutex
+	fakeUsed    = map[string]bool{}
+	fakeModeArg = map[string]string{}
+)
+
+func registerFake(name string, fn func()) {
+	if _, dup := fakeModes[name]; dup {
+		panic("duplicate fake CLI mode " + name)
+	}
+	fakeModes[name] = fn
+}
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(fakeCLIEnv); mode != "" {
+		fn, ok := fakeModes[mode]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "unknown fake CLI mode %q\n", mode)
+			os.Exit(99)
+		}
+		fn()
+		os.Exit(0)
+	}
+	code := m.Run()
+	if code == 0 && !testing.Short() {
+		var unused []string
+		for name := range fakeModes {
+			if !fakeUsed[name] {
+				unused = append(unused, name)
+			}
+		}
+		sort.Strings(unused)
+		if len(unused) > 0 && os.Getenv("CCBRIDGE_ONLY") == "" && !strings.Contains(strings.Join(os.Args, " "), "-test.run") {
+			fmt.Fprintf(os.Stderr, "fake CLI modes never used: %v\n", unused)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// fakeCLIConfig is a session config that starts the fake CLI in mode.
+func fakeCLIConfig(t testing.TB, mode string, args []string, env ...string) session.Config {
+	fakeUsedMu.Lock()
+	fakeUsed[mode] = true
+	fakeUsedMu.Unlock()
+	return session.Config{
+		Path:      os.Args[0],
+		Args:      args,
+		Env:       append([]string{fakeCLIEnv + "=" + mode}, env...),
+		Grace:     2e9,
+		TermGrace: 1e9,
+	}
+}
+
+// streamJSONArgs is what drop-in hosts pass.
+var streamJSONArgs = []string{"--output-format", "stream-json", "--input-format", "stream-json", "--verbose"}
+
+func init() {
+	// transcript: plays the CLI side of the transcript named by
+	// FAKE_TRANSCRIPT. Each "<<" line is written once every ">>" line
+	// before it (that is valid JSON) has been read; what was read is
+	// written to FAKE_RECEIVED.
+	registerFake("transcript", func() {
+		in, out := readTranscript(os.Getenv("FAKE_TRANSCRIPT"))
+		_ = in
+		stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
+		w := bufio.NewWriter(os.Stdout)
+		var received bytes.Buffer
+		read := 0
+		for _, o := range out {
+			for read < o.after {
+				line, err := stdin.ReadBytes('\n')
+				if err != nil {
+					break
+				}
+				received.Write(line)
+				read++
+			}
+			w.Write(o.line)
+			w.WriteByte('\n')
+			w.Flush()
+		}
+		// Then read the rest until EOF, as the CLI does.
+		for {
+			line, err := stdin.ReadBytes('\n')
+			received.Write(line)
+			if err != nil {
+				break
+			}
+		}
+		os.WriteFile(os.Getenv("FAKE_RECEIVED"), received.Bytes(), 0o644)
+	})
+
+	// turns: answers every user line with an init and a result; answers
+	// an interrupt control_request with a control_response. Exits at EOF
+	// with code 0.
+	registerFake("turns", func() {
+		stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
+		n := 0
+		for {
+			line, err := stdin.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			switch gjson.GetBytes(line, "type").Str {
+			case "user":
+				n++
+				fmt.Printf(`{"type":"system","subtype":"init","session_id":"sess-1"}`+"\n"+
+					`{"duration_ms":1,"type":"result","subtype":"success","is_error":false,"result":"turn %d","session_id":"sess-1","total_cost_usd":0.5}`+"\n", n)
+			case "control_request":
+				fmt.Printf(`{"type":"control_response","response":{"subtype":"success","request_id":%q,"response":{"still_queued":[]}}}`+"\n",
+					gjson.GetBytes(line, "request_id").Str)
+			}
+		}
+	})
+
+	// die: reads one user line, starts the turn with a large frame and an
+	// init carrying the session id, then exits with code 3 and a last word
+	// on stderr.
+	registerFake("die", func() {
+		stdin := bufio.NewReader(os.Stdin)
+		if _, err := stdin.ReadBytes('\n'); err != nil {
+			os.Exit(9)
+		}
+		big := strings.Repeat("x", 300<<10)
+		fmt.Printf(`{"type":"system","subtype":"init","session_id":"sess-die"}` + "\n")
+		fmt.Printf(`{"type":"assistant","message":{"content":[{"type":"text","text":%q}]},"session_id":"sess-die"}`+"\n", big)
+		fmt.Fprintln(os.Stderr, "fatal: the fake CLI fell over")
+		os.Exit(3)
+	})
+
+	// bigresult: answers a user line with a result line of FAKE_SIZE bytes
+	// whose type key comes last, then waits for EOF.
+	registerFake("bigresult", func() {
+		stdin := bufio.NewReader(os.Stdin)
+		size, _ := strconv.Atoi(os.Getenv("FAKE_SIZE"))
+		for {
+			line, err := stdin.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			if gjson.GetBytes(line, "type").Str != "user" {
+				continue
+			}
+			w := bufio.NewWriterSize(os.Stdout, 1<<16)
+			w.WriteString(`{"result":"`)
+			chunk := []byte(strings.Repeat("y", 1<<16))
+			for left := size; left > 0; left -= len(chunk) {
+				if left < len(chunk) {
+					chunk = chunk[:left]
+				}
+				w.Write(chunk)
+			}
+			w.WriteString(`","nested":{"type":"not-this","session_id":"no"},"session_id":"sess-big","type":"result"}` + "\n")
+			w.Flush()
+		}
+	})
+
+	// echo: copies stdin to stdout unchanged.
+	registerFake("echo", func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := os.Stdin.Read(buf)
+			os.Stdout.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	})
+}
+
+type transcriptOut struct {
+	line  []byte
+	after int // how many valid host lines precede it
+}
+
+// readTranscript splits a transcript into host lines (">> ") and CLI lines
+// ("<< "), keeping the CLI lines' bytes exactly.
+func readTranscript(path string) (in [][]byte, out []transcriptOut) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		switch {
+		case bytes.HasPrefix(l, []byte(">> ")):
+			if gjson.ValidBytes(l[3:]) {
+				in = append(in, l[3:])
+			}
+		case bytes.HasPrefix(l, []byte("<< ")):
+			out = append(out, transcriptOut{line: l[3:], after: len(in)})
+		}
+	}
+	return in, out
+}

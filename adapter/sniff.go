@@ -1,0 +1,97 @@
+package adapter
+
+// sniffer reads the top-level "type" and "session_id" string values of a
+// JSON object that arrives in pieces, without holding the object. Drop-in
+// mode uses it for lines too large to keep whole: key order in CLI frames is
+// not stable, so a prefix match would be wrong, and a full parse would need
+// the whole line.
+//
+// It tracks only nesting depth and string state, so it costs a few
+// instructions a byte and never allocates after its first use. Values longer
+// than maxSniffValue are cut; a type or id is far shorter.
+type sniffer struct {
+	depth   int
+	inStr   bool
+	esc     bool
+	wantKey bool
+	role    byte // 'k' for a top-level key, 'v' for a top-level string value, 0 otherwise
+	buf     []byte
+	key     []byte
+
+	typ       []byte
+	sessionID []byte
+}
+
+const maxSniffValue = 256
+
+func (s *sniffer) reset() {
+	s.depth, s.inStr, s.esc, s.wantKey, s.role = 0, false, false, false, 0
+	s.buf, s.key = s.buf[:0], s.key[:0]
+	s.typ, s.sessionID = s.typ[:0], s.sessionID[:0]
+}
+
+// write feeds the next piece of the line.
+func (s *sniffer) write(p []byte) {
+	for _, c := range p {
+		if s.inStr {
+			switch {
+			case s.esc:
+				s.esc = false
+			case c == '\\':
+				s.esc = true
+			case c == '"':
+				s.inStr = false
+				s.endString()
+				continue
+			}
+			if s.role != 0 && len(s.buf) < maxSniffValue {
+				s.buf = append(s.buf, c)
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			s.inStr = true
+			s.buf = s.buf[:0]
+			s.role = 0
+			if s.depth == 1 {
+				if s.wantKey {
+					s.role = 'k'
+				} else {
+					s.role = 'v'
+				}
+			}
+		case '{', '[':
+			s.depth++
+			if s.depth == 1 {
+				s.wantKey = c == '{'
+			}
+		case '}', ']':
+			s.depth--
+		case ':':
+			if s.depth == 1 {
+				s.wantKey = false
+			}
+		case ',':
+			if s.depth == 1 {
+				s.wantKey = true
+				s.key = s.key[:0]
+			}
+		}
+	}
+}
+
+func (s *sniffer) endString() {
+	switch s.role {
+	case 'k':
+		s.key = append(s.key[:0], s.buf...)
+	case 'v':
+		switch string(s.key) {
+		case "type":
+			s.typ = append(s.typ[:0], s.buf...)
+		case "session_id":
+			s.sessionID = append(s.sessionID[:0], s.buf...)
+		}
+	}
+	s.role = 0
+}

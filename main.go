@@ -1,0 +1,272 @@
+// Command ccbridge sits between a user interface and one Claude Code CLI
+// child process. Run it with the CLI's own arguments (drop-in mode) or with
+// --ui DIALECT (dialect mode); see the README for both.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ccbridge/ccbridge/adapter"
+	"github.com/ccbridge/ccbridge/session"
+	"github.com/ccbridge/ccbridge/session/fakemodel"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+func main() {
+	// Only the real stdout carries protocol; anything a dependency prints
+	// lands in the log instead.
+	stdout := os.Stdout
+	os.Stdout = os.Stderr
+	os.Exit(run(os.Args[1:], os.Stdin, stdout, os.Stderr, os.Getenv))
+}
+
+// config is everything ccbridge takes from its flags and environment.
+type config struct {
+	ui          string
+	claude      string
+	fakeModel   string
+	cwd         string
+	maxLine     int
+	logLevel    slog.Level
+	grace       time.Duration
+	termGrace   time.Duration
+	demo        bool
+	opts        session.Options
+	dropInArgs  []string
+	interruptIn time.Duration
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+
+	self, _ := os.Executable()
+	path, err := session.FindCLI(cfg.claude, getenv, self)
+	if err != nil {
+		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
+		return 127
+	}
+
+	child := session.Config{
+		Path:      path,
+		Dir:       cfg.cwd,
+		Grace:     cfg.grace,
+		TermGrace: cfg.termGrace,
+		Logger:    log,
+	}
+	if cfg.fakeModel != "" {
+		sc, err := fakemodel.Load(cfg.fakeModel)
+		if err != nil {
+			fmt.Fprintf(stderr, "ccbridge: --fake-model: %v\n", err)
+			return 2
+		}
+		srv, err := fakemodel.Start(sc, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "ccbridge: --fake-model: %v\n", err)
+			return 1
+		}
+		defer srv.Close()
+		child.Env = append(child.Env, srv.Env()...)
+		log.Info("fake model serving", "url", srv.URL(), "scenario", cfg.fakeModel)
+	}
+
+	switch {
+	case cfg.demo:
+		child.Args, err = session.BuildArgs(adapter.StreamArgs, cfg.opts)
+		if err == nil {
+			err = adapter.Demo(context.Background(), child, stdout)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "ccbridge: demo: %v\n", err)
+			return 1
+		}
+		return 0
+	case cfg.ui == "":
+		child.Args = cfg.dropInArgs
+	case cfg.ui == "stream":
+		child.Args, err = session.BuildArgs(adapter.StreamArgs, cfg.opts)
+		if err != nil {
+			fmt.Fprintf(stderr, "ccbridge: %v\n", err)
+			return 2
+		}
+	default:
+		fmt.Fprintf(stderr, "ccbridge: --ui %q is not available in this build (available: stream)\n", cfg.ui)
+		return 2
+	}
+
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(signals)
+
+	d := &adapter.DropIn{Child: child, MaxLine: cfg.maxLine, Logger: log}
+	code, err := d.Run(context.Background(), stdin, stdout, signals)
+	if err != nil {
+		log.Error("ccbridge", "err", err)
+		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// parseConfig reads the environment, then the flags. Without --ui (and
+// without --demo) every argument belongs to the CLI: that is drop-in mode,
+// configured through CCBRIDGE_* variables only.
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	cfg := config{
+		claude:    getenv("CCBRIDGE_CLAUDE"),
+		fakeModel: getenv("CCBRIDGE_FAKE_MODEL"),
+	}
+	var err error
+	if cfg.maxLine, err = envInt(getenv, "CCBRIDGE_MAX_LINE"); err != nil {
+		return cfg, err
+	}
+	if cfg.logLevel, err = parseLevel(getenv("CCBRIDGE_LOG_LEVEL")); err != nil {
+		return cfg, fmt.Errorf("CCBRIDGE_LOG_LEVEL: %w", err)
+	}
+	if cfg.grace, err = envDuration(getenv, "CCBRIDGE_GRACE"); err != nil {
+		return cfg, err
+	}
+	if cfg.termGrace, err = envDuration(getenv, "CCBRIDGE_TERM_GRACE"); err != nil {
+		return cfg, err
+	}
+
+	if len(args) == 0 {
+		usage(stderr, nil)
+		return cfg, errors.New("no arguments: give the CLI's arguments (drop-in mode) or --ui DIALECT")
+	}
+	if !dialectMode(args) {
+		if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			usage(stderr, nil)
+			return cfg, flag.ErrHelp
+		}
+		cfg.dropInArgs = args
+		return cfg, nil
+	}
+
+	fs := flag.NewFlagSet("ccbridge", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.ui, "ui", "", "UI dialect: stream")
+	fs.BoolVar(&cfg.demo, "demo", false, "run the offline demo: one turn with a permission request, answered")
+	fs.StringVar(&cfg.claude, "claude", cfg.claude, "path of the Claude Code CLI (default $CCBRIDGE_CLAUDE, else claude on PATH)")
+	fs.StringVar(&cfg.fakeModel, "fake-model", cfg.fakeModel, "serve a fake Messages API to the CLI: \"default\" or a scenario file")
+	fs.StringVar(&cfg.cwd, "cwd", "", "working directory of the CLI (default: ccbridge's)")
+	fs.IntVar(&cfg.maxLine, "max-line", cfg.maxLine, "largest UI line held whole, in bytes (default 256 MiB)")
+	level := fs.String("log-level", cfg.logLevel.String(), "log level on stderr: debug, info, warn, error (debug includes payload previews)")
+	fs.DurationVar(&cfg.grace, "grace", cfg.grace, "shutdown: wait after closing the CLI's stdin before SIGTERM (default 10s)")
+	fs.DurationVar(&cfg.termGrace, "term-grace", cfg.termGrace, "shutdown: wait after SIGTERM before SIGKILL (default 5s)")
+	fs.StringVar(&cfg.opts.Model, "model", "", "model for the CLI (--model)")
+	fs.StringVar(&cfg.opts.PermissionMode, "permission-mode", "", "permission mode for the CLI (--permission-mode)")
+	fs.StringVar(&cfg.opts.Resume, "resume", "", "resume this session id")
+	fs.BoolVar(&cfg.opts.Continue, "continue", false, "continue the most recent session in the working directory")
+	fs.BoolVar(&cfg.opts.ForkSession, "fork-session", false, "with --resume or --continue: fork into a new session")
+	fs.StringVar(&cfg.opts.SessionID, "session-id", "", "session id (a UUID) for a new or forked session")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stderr, fs)
+			return cfg, err
+		}
+		return cfg, fmt.Errorf("%w (see ccbridge --ui stream --help)", err)
+	}
+	if cfg.logLevel, err = parseLevel(*level); err != nil {
+		return cfg, fmt.Errorf("--log-level: %w", err)
+	}
+	cfg.opts.Extra = fs.Args()
+	if cfg.ui == "" && !cfg.demo {
+		return cfg, errors.New("--ui needs a dialect, for example --ui stream")
+	}
+	if cfg.demo && cfg.fakeModel == "" {
+		cfg.fakeModel = "default"
+	}
+	return cfg, nil
+}
+
+// dialectMode reports whether ccbridge's own flags are in use: --ui or
+// --demo before any "--".
+func dialectMode(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "ui" || name == "demo") {
+			return true
+		}
+	}
+	return false
+}
+
+func usage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, `ccbridge %s: a bridge between a UI and one Claude Code CLI child.
+
+Drop-in mode (every argument goes to the CLI, unchanged):
+  ccbridge --output-format stream-json --input-format stream-json --verbose [more CLI flags]
+  configured through CCBRIDGE_CLAUDE, CCBRIDGE_FAKE_MODEL, CCBRIDGE_MAX_LINE,
+  CCBRIDGE_LOG_LEVEL, CCBRIDGE_GRACE and CCBRIDGE_TERM_GRACE.
+
+Dialect mode:
+  ccbridge --ui DIALECT [flags] [-- extra CLI arguments]
+  ccbridge --demo [flags]
+
+`, version)
+	if fs == nil {
+		fmt.Fprintln(w, "Run ccbridge --ui stream --help for the flags.")
+		return
+	}
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if s == "" {
+		return slog.LevelInfo, nil
+	}
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}
+
+func envInt(getenv func(string) string, name string) (int, error) {
+	s := getenv(name)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q: want a number of bytes", name, s)
+	}
+	return n, nil
+}
+
+func envDuration(getenv func(string) string, name string) (time.Duration, error) {
+	s := getenv(name)
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s=%q: want a duration such as 10s", name, s)
+	}
+	return d, nil
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs every test: format and vet checks, the unit tests and the end-to-end
+# tests against the real Claude Code CLI (installed into .tools/ when
+# missing), all under the race detector, then each fuzz target for a
+# bounded time. CI runs exactly this (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZTIME=${FUZZTIME:-20s}
+
+CCBRIDGE_TEST_CLAUDE=$(scripts/install-tools.sh)
+export CCBRIDGE_TEST_CLAUDE
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'; git ls-files --others --exclude-standard '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go build"
+go build -o bin/ccbridge .
+
+echo "== go test -race (unit and end-to-end against the real CLI)"
+go test -race -count=1 -timeout 15m ./...
+
+echo "== fuzz ($FUZZTIME each)"
+for target in $(grep -rhoE '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' . | sed 's/^func //' | sort -u); do
+  pkg=$(dirname "$(grep -rlE "^func $target\(" --include='*_test.go' . | head -1)")
+  echo "-- $target in $pkg"
+  go test -run='^$' -fuzz="^$target\$" -fuzztime="$FUZZTIME" "$pkg"
+done
+echo "all tests passed"
