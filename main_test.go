@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestParseConfigDropIn(t *testing.T) {
+	args := []string{"--output-format", "stream-json", "--model", "m", "--resume=x"}
+	cfg, err := parseConfig(args, env("CCBRIDGE_CLAUDE", "/c", "CCBRIDGE_MAX_LINE", "1024",
+		"CCBRIDGE_GRACE", "3s", "CCBRIDGE_LOG_LEVEL", "debug"), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ui != "" || !slices.Equal(cfg.dropInArgs, args) {
+		t.Errorf("drop-in args changed: %q", cfg.dropInArgs)
+	}
+	if cfg.claude != "/c" || cfg.maxLine != 1024 || cfg.grace != 3*time.Second || cfg.logLevel.String() != "DEBUG" {
+		t.Errorf("environment not applied: %+v", cfg)
+	}
+}
+
+func TestParseConfigDialect(t *testing.T) {
+	cfg, err := parseConfig([]string{"--ui", "stream", "--model", "opus", "--resume", "abc",
+		"--fork-session", "--grace=1s", "--", "--add-dir", "/tmp"}, env(), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ui != "stream" || cfg.opts.Model != "opus" || cfg.opts.Resume != "abc" || !cfg.opts.ForkSession ||
+		cfg.grace != time.Second || !slices.Equal(cfg.opts.Extra, []string{"--add-dir", "/tmp"}) {
+		t.Errorf("flags not parsed: %+v", cfg)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  func(string) string
+		want string
+	}{
+		{nil, env(), "no arguments"},
+		{[]string{"--ui", "stream", "--bogus"}, env(), "bogus"},
+		{[]string{"--output-format", "x"}, env("CCBRIDGE_MAX_LINE", "lots"), "CCBRIDGE_MAX_LINE"},
+		{[]string{"--output-format", "x"}, env("CCBRIDGE_GRACE", "soon"), "CCBRIDGE_GRACE"},
+		{[]string{"--output-format", "x"}, env("CCBRIDGE_LOG_LEVEL", "loud"), "CCBRIDGE_LOG_LEVEL"},
+		{[]string{"--ui", "stream", "--log-level", "loud"}, env(), "--log-level"},
+	}
+	for _, c := range cases {
+		_, err := parseConfig(c.args, c.env, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("parseConfig(%q): %v, want an error about %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestParseConfigHelp(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := parseConfig([]string{"--help"}, env(), &out); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("--help: %v", err)
+	}
+	if !strings.Contains(out.String(), "Drop-in mode") {
+		t.Errorf("help text: %s", out.String())
+	}
+	out.Reset()
+	if _, err := parseConfig([]string{"--ui", "stream", "--help"}, env(), &out); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("--ui stream --help: %v", err)
+	}
+	if !strings.Contains(out.String(), "-permission-mode") {
+		t.Errorf("dialect help lacks the flags: %s", out.String())
+	}
+}
+
+func TestDialectMode(t *testing.T) {
+	for args, want := range map[string]bool{
+		"--ui stream":                   true,
+		"--ui=ipc":                      true,
+		"--demo":                        true,
+		"--output-format stream-json":   false,
+		"--model m -- --ui":             false,
+		"--append-system-prompt x --ui": true,
+	} {
+		if got := dialectMode(strings.Fields(args)); got != want {
+			t.Errorf("dialectMode(%s) = %v, want %v", args, got, want)
+		}
+	}
+}
+
+func TestRunReportsMissingCLI(t *testing.T) {
+	var stderr bytes.Buffer
+	code := run([]string{"--output-format", "stream-json"}, strings.NewReader(""), &bytes.Buffer{}, &stderr,
+		env("CCBRIDGE_CLAUDE", "/nonexistent/claude", "PATH", "/nonexistent"))
+	if code != 127 || !strings.Contains(stderr.String(), "/nonexistent/claude") {
+		t.Errorf("code %d, stderr %q", code, stderr.String())
+	}
+}
+
+func TestRunRejectsInvalidSessionFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	code := run([]string{"--ui", "stream", "--claude", "/bin/true", "--resume", "a", "--continue"},
+		strings.NewReader(""), &bytes.Buffer{}, &stderr, env())
+	if code != 2 || !strings.Contains(stderr.String(), "continue") {
+		t.Errorf("code %d, stderr %q", code, stderr.String())
+	}
+}
