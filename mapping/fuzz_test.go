@@ -1,0 +1,88 @@
+package mapping_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/ipc"
+	"github.com/tidwall/gjson"
+)
+
+// fuzzSeeds returns one short CLI line per Kind seen in the transcripts, plus
+// the routing table's lines.
+func fuzzSeeds(t testing.TB) []string {
+	seeds := []string{"", "{", "{}", `{"type":""}`, `{"type":"result"}`, `{"type":"user","message":{"content":[{"type":"tool_result"}]}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":"x","delta":7}}`}
+	for _, c := range routeCases {
+		seeds = append(seeds, c.line)
+	}
+	files, _ := filepath.Glob("../testdata/transcripts/*.ndjson")
+	seen := map[mapping.Kind]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			l, ok := bytes.CutPrefix(sc.Bytes(), []byte("<< "))
+			if !ok || len(l) > 4096 {
+				continue
+			}
+			if k := mapping.Route(l).Kind; !seen[k] {
+				seen[k] = true
+				seeds = append(seeds, string(l))
+			}
+		}
+	}
+	return seeds
+}
+
+// FuzzRoute: Route never panics, and for any valid line the ipc translator
+// (fed around it with some state) and the auto-replies produce valid JSON.
+func FuzzRoute(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add([]byte(s))
+	}
+	const (
+		init = `{"type":"system","subtype":"init","session_id":"s1","cwd":"/p","tools":[],"model":"m","permissionMode":"default"}`
+		ask  = `{"type":"control_request","request_id":"R1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{},"tool_use_id":"toolu_1"}}`
+		res  = `{"type":"result","subtype":"success","is_error":false,"total_cost_usd":1}`
+	)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ev := mapping.Route(data)
+		if !strings.Contains(string(data), ev.Line) {
+			t.Fatalf("Line %q is not part of the input", ev.Line)
+		}
+		if ev.Kind >= mapping.Kind(len(mapping.Kinds())) {
+			t.Fatalf("undefined kind %d", ev.Kind)
+		}
+		valid := gjson.ValidBytes(data)
+		tr := ipc.New(ipc.Options{ForwardUnknown: true})
+		var out [][]byte
+		for _, l := range []string{init, ask} {
+			out = tr.FromCLI(mapping.Route([]byte(l)), out)
+		}
+		out = tr.FromCLI(ev, out)
+		out = tr.FromCLI(mapping.Route([]byte(res)), out)
+		reply, _ := mapping.AppendAutoReply(nil, &ev)
+		if !valid {
+			return // the adapter never routes such lines; not panicking is enough
+		}
+		for _, o := range out {
+			if !json.Valid(o) || bytes.IndexByte(o, '\n') >= 0 {
+				t.Fatalf("invalid output %q for input %q", o, data)
+			}
+		}
+		if reply != nil && !json.Valid(reply) {
+			t.Fatalf("invalid auto-reply %q", reply)
+		}
+	})
+}

@@ -1,0 +1,82 @@
+package ipc
+
+// CommandKind says which inbound message a Command came from.
+type CommandKind uint8
+
+const (
+	CmdUserMessage    CommandKind = iota + 1 // user_message → a stdin user envelope
+	CmdToolApproval                          // tool_approval → control_response to can_use_tool
+	CmdQuestionAnswer                        // question_answer → control_response to AskUserQuestion
+	CmdInterrupt                             // interrupt → control_request interrupt
+	CmdPermissionMode                        // permission_mode → control_request set_permission_mode
+	CmdModelChange                           // model_change → control_request set_model
+	CmdStopTask                              // stop_task → control_request stop_task
+	CmdSessionCommand                        // session_command → respawn the CLI (no stdin line)
+)
+
+var commandNames = [...]string{"", "user_message", "tool_approval", "question_answer", "interrupt", "permission_mode", "model_change", "stop_task", "session_command"}
+
+// String returns the inbound type the kind comes from.
+func (k CommandKind) String() string {
+	if int(k) < len(commandNames) && k > 0 {
+		return commandNames[k]
+	}
+	return "unknown"
+}
+
+// Command is what one valid inbound ipc line asks for.
+type Command struct {
+	Kind CommandKind
+
+	// Stdin is the one line to write to the CLI's stdin, without the
+	// trailing newline. It is nil for CmdSessionCommand.
+	Stdin []byte
+
+	// RequestID is the control_request id FromUI chose for CmdInterrupt,
+	// CmdPermissionMode, CmdModelChange and CmdStopTask (already tracked:
+	// its control_response is matched by FromCLI, and the adapter may
+	// time it out), or the CLI's request id that CmdToolApproval and
+	// CmdQuestionAnswer answer (already settled).
+	RequestID string
+
+	// EndsTurn is set on a deny with interrupt:true: the CLI will end the
+	// turn (result error_during_execution, aborted_tools).
+	EndsTurn bool
+
+	// Respawn says how to restart the CLI for CmdSessionCommand.
+	Respawn Respawn
+}
+
+// Control reports whether the command belongs to the control tier: it
+// must reach the CLI at once and never wait behind ordinary work. Only
+// user messages (which the CLI queues itself) and session commands are
+// ordinary.
+func (c *Command) Control() bool {
+	return c.Kind != CmdUserMessage && c.Kind != CmdSessionCommand
+}
+
+// RespawnMode is how a session_command restarts the CLI.
+type RespawnMode uint8
+
+const (
+	RespawnNone     RespawnMode = iota
+	RespawnNew                  // a fresh session: no --resume
+	RespawnResume               // --resume SessionID
+	RespawnContinue             // --continue: the most recent session in the cwd
+	RespawnFork                 // --resume SessionID --fork-session, or --continue --fork-session when SessionID is ""
+)
+
+var respawnNames = [...]string{"none", "new", "resume", "continue", "fork"}
+
+func (m RespawnMode) String() string {
+	if int(m) < len(respawnNames) {
+		return respawnNames[m]
+	}
+	return "none"
+}
+
+// Respawn is a request to restart the CLI child.
+type Respawn struct {
+	Mode      RespawnMode
+	SessionID string
+}

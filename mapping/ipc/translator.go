@@ -1,0 +1,320 @@
+package ipc
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
+	"github.com/tidwall/gjson"
+)
+
+// Version is the value of "ipc_version" on every outbound message.
+const Version = 2
+
+// Outbound message types.
+const (
+	TypeSessionInit             = "session_init"
+	TypeSystemMetadata          = "system_metadata"
+	TypeAssistantText           = "assistant_text"
+	TypeThinkingText            = "thinking_text"
+	TypeToolUse                 = "tool_use"
+	TypeToolResult              = "tool_result"
+	TypeToolUseStructured       = "tool_use_structured"
+	TypeControlRequestForward   = "control_request_forward"
+	TypeControlRequestCancelled = "control_request_cancelled"
+	TypeTurnComplete            = "turn_complete"
+	TypeTurnCancelled           = "turn_cancelled"
+	TypeCostUpdate              = "cost_update"
+	TypeCompactBoundary         = "compact_boundary"
+	TypeStatus                  = "status"
+	TypeTaskUpdate              = "task_update"
+	TypeError                   = "error"
+	TypeUnknown                 = "unknown"
+)
+
+// Reasons carried by control_request_cancelled.
+const (
+	// ReasonWithdrawn: the CLI sent control_cancel_request (for example an
+	// interrupt arrived while the prompt was open).
+	ReasonWithdrawn = "withdrawn"
+	// ReasonTurnEnded: the turn's result arrived while the request was still
+	// unanswered.
+	ReasonTurnEnded = "turn_ended"
+	// ReasonResolvedByCLI: the tool's result arrived while the request was
+	// unanswered (the CLI failed the request itself, as on stdin EOF).
+	ReasonResolvedByCLI = "resolved_by_cli"
+)
+
+// Options configure a Translator. The zero value works.
+type Options struct {
+	// ForwardUnknown forwards lines of unknown types and subtypes as
+	// {"type":"unknown","ipc_version":2,"raw":<line>} (--forward-unknown).
+	// Without it they produce nothing.
+	ForwardUnknown bool
+
+	// RequestIDPrefix prefixes the ids of the control requests FromUI
+	// builds; a counter follows it. Default "ccbridge-".
+	RequestIDPrefix string
+}
+
+// Translator turns routed CLI events into ipc lines and ipc lines from the
+// UI into commands for the CLI, keeping the small per-session state both
+// directions need. It does no I/O and is not safe for concurrent use: one
+// goroutine (the adapter's event loop) owns it.
+type Translator struct {
+	opt Options
+
+	sessionID string
+	meta      []byte // last system_metadata line sent
+
+	msgs  map[string]*msgState // per API message id, cleared at each result
+	tools map[string]toolInfo  // per tool_use_id, cleared at each result
+
+	turnMsgID string // last main-thread assistant message id of the turn
+	turnText  string // last main-thread assistant text of the turn
+
+	pending  map[string]*Pending // can_use_tool requests not yet answered
+	order    []string            // their ids in arrival order
+	settled  [32]string          // recently answered ids, a ring
+	settledN int
+	outbound map[string]string // control requests we wrote → subtype
+	nextID   uint64
+
+	prevTotal float64 // total_cost_usd of the previous result of this process
+}
+
+type msgState struct {
+	seq    int // next seq for assistant_text / thinking_text
+	open   int // content block index between start and stop, else -1
+	frames int // assistant frames seen
+}
+
+type toolInfo struct {
+	name   string
+	parent string // parent_tool_use_id of the frame that carried the tool_use
+	plan   string // ExitPlanMode's plan, whose can_use_tool input is {}
+}
+
+// Pending is an open can_use_tool request.
+type Pending struct {
+	RequestID       string
+	ToolName        string
+	ToolUseID       string
+	ParentToolUseID string
+	Input           string // raw JSON of request.input
+	IsQuestion      bool   // AskUserQuestion or ExitPlanMode
+}
+
+// New returns a Translator for one UI session.
+func New(opt Options) *Translator {
+	if opt.RequestIDPrefix == "" {
+		opt.RequestIDPrefix = "ccbridge-"
+	}
+	return &Translator{
+		opt:      opt,
+		msgs:     make(map[string]*msgState),
+		tools:    make(map[string]toolInfo),
+		pending:  make(map[string]*Pending),
+		outbound: make(map[string]string),
+	}
+}
+
+// SessionID returns the current session id, "" until one is known.
+func (t *Translator) SessionID() string { return t.sessionID }
+
+// Pending returns the open can_use_tool requests in arrival order.
+func (t *Translator) Pending() []Pending {
+	ps := make([]Pending, 0, len(t.order))
+	for _, id := range t.order {
+		ps = append(ps, *t.pending[id])
+	}
+	return ps
+}
+
+// Lookup returns the open can_use_tool request with this id.
+func (t *Translator) Lookup(requestID string) (Pending, bool) {
+	p, ok := t.pending[requestID]
+	if !ok {
+		return Pending{}, false
+	}
+	return *p, true
+}
+
+// Settle marks a can_use_tool request answered, so a later answer is refused
+// and the turn's end does not report it cancelled. FromUI settles the
+// requests it answers; call Settle for answers written some other way. It
+// reports whether the request was open.
+func (t *Translator) Settle(requestID string) bool {
+	if _, ok := t.pending[requestID]; !ok {
+		return false
+	}
+	t.drop(requestID)
+	t.settled[t.settledN%len(t.settled)] = requestID
+	t.settledN++
+	return true
+}
+
+func (t *Translator) wasSettled(requestID string) bool {
+	for _, id := range t.settled {
+		if id != "" && id == requestID {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *Translator) drop(requestID string) {
+	delete(t.pending, requestID)
+	for i, id := range t.order {
+		if id == requestID {
+			t.order = append(t.order[:i], t.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// CancelPending settles every open request and appends a
+// control_request_cancelled line with reason for each, in arrival order.
+// The adapter calls it when the child dies or is replaced (reason such as
+// "child_exited" or "respawn").
+func (t *Translator) CancelPending(reason string, out [][]byte) [][]byte {
+	for len(t.order) > 0 {
+		id := t.order[0]
+		out = append(out, cancelledLine(id, reason))
+		t.Settle(id)
+	}
+	return out
+}
+
+// Track records a control_request the adapter wrote to the CLI itself (such
+// as initialize), so that its control_response is recognised: an error
+// answer then becomes an ipc error line. FromUI tracks the requests it
+// builds.
+func (t *Translator) Track(requestID, subtype string) {
+	t.outbound[requestID] = subtype
+}
+
+// Untrack forgets a control_request we wrote, for one the adapter gave up
+// waiting for; a late answer is then ignored.
+func (t *Translator) Untrack(requestID string) {
+	delete(t.outbound, requestID)
+}
+
+// Outstanding reports whether a control_request we wrote is still
+// unanswered, and its subtype.
+func (t *Translator) Outstanding(requestID string) (subtype string, ok bool) {
+	subtype, ok = t.outbound[requestID]
+	return subtype, ok
+}
+
+// ResetProcess forgets the state tied to one CLI process: outstanding
+// control requests, per-message and per-tool state, and the previous cost
+// total. Call it when a new child starts, after CancelPending. The session
+// id and the last system_metadata stay, so that a resumed session does not
+// repeat session_init and an unchanged metadata is not sent again.
+func (t *Translator) ResetProcess() {
+	clear(t.outbound)
+	t.endTurn()
+	t.prevTotal = 0
+}
+
+func (t *Translator) endTurn() {
+	clear(t.msgs)
+	clear(t.tools)
+	t.turnMsgID = ""
+	t.turnText = ""
+}
+
+func (t *Translator) newRequestID() string {
+	t.nextID++
+	return t.opt.RequestIDPrefix + strconv.FormatUint(t.nextID, 10)
+}
+
+func (t *Translator) msg(id string) *msgState {
+	if m, ok := t.msgs[id]; ok {
+		return m
+	}
+	m := &msgState{open: -1}
+	t.msgs[strings.Clone(id)] = m
+	return m
+}
+
+// line builds one outbound message: {"type":T,"ipc_version":2,…}.
+type line struct{ b []byte }
+
+func newLine(typ string, hint int) line {
+	b := make([]byte, 0, 40+len(typ)+hint)
+	b = append(b, `{"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","ipc_version":2`...)
+	return line{b}
+}
+
+func (l *line) str(k, v string) {
+	l.b = jsonw.Key(l.b, k)
+	l.b = jsonw.String(l.b, v)
+}
+
+// strOrNull writes v, or null when v is empty.
+func (l *line) strOrNull(k, v string) {
+	l.b = jsonw.Key(l.b, k)
+	if v == "" {
+		l.b = append(l.b, "null"...)
+		return
+	}
+	l.b = jsonw.String(l.b, v)
+}
+
+// raw copies r's bytes, or null when r does not exist.
+func (l *line) raw(k string, r gjson.Result) {
+	l.b = jsonw.Key(l.b, k)
+	l.b = jsonw.Raw(l.b, r.Raw)
+}
+
+// rawIf copies r's bytes only when r exists.
+func (l *line) rawIf(k string, r gjson.Result) {
+	if r.Exists() {
+		l.raw(k, r)
+	}
+}
+
+func (l *line) rawStr(k, raw string) {
+	l.b = jsonw.Key(l.b, k)
+	l.b = jsonw.Raw(l.b, raw)
+}
+
+func (l *line) boolean(k string, v bool) {
+	l.b = jsonw.Key(l.b, k)
+	l.b = jsonw.Bool(l.b, v)
+}
+
+func (l *line) int(k string, v int) {
+	l.b = jsonw.Key(l.b, k)
+	l.b = jsonw.Int(l.b, int64(v))
+}
+
+func (l *line) float(k string, v float64) {
+	l.b = jsonw.Key(l.b, k)
+	l.b = jsonw.Float(l.b, v)
+}
+
+func (l *line) done() []byte { return append(l.b, '}') }
+
+func cancelledLine(requestID, reason string) []byte {
+	l := newLine(TypeControlRequestCancelled, len(requestID)+len(reason)+32)
+	l.str("request_id", requestID)
+	l.str("reason", reason)
+	return l.done()
+}
+
+// AppendError appends an ipc error line:
+// {"type":"error","ipc_version":2,"code":…,"message":…,"recoverable":…}.
+// The adapter uses it for its own failures (code such as "child_exited").
+func AppendError(dst []byte, code, message string, recoverable bool) []byte {
+	l := line{dst}
+	l.b = append(l.b, `{"type":"error","ipc_version":2`...)
+	l.str("code", code)
+	l.str("message", message)
+	l.boolean("recoverable", recoverable)
+	return l.done()
+}

@@ -1,0 +1,451 @@
+package mapping
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Route classifies one line of the CLI's stdout. It copies the line once (so
+// the Event does not alias the caller's buffer) and reads only the routing
+// fields with gjson.
+//
+// The caller checks the line once at the boundary (gjson.ValidBytes, which
+// also rejects invalid UTF-8) and should not route lines that fail; Route
+// itself never panics on any input, valid or not, and never returns an
+// error: what it cannot classify is KindUnknown with the line kept.
+func Route(line []byte) Event {
+	return RouteString(string(trimSpaceBytes(line)))
+}
+
+// RouteString is Route for a line the caller already holds as a string. The
+// Event aliases s; nothing is copied.
+func RouteString(s string) Event {
+	s = strings.TrimSpace(s)
+	ev := Event{Line: s, Index: -1}
+	if len(s) == 0 || s[0] != '{' {
+		return ev
+	}
+	root := gjson.Result{Type: gjson.JSON, Raw: s}
+	ev.Body = root
+
+	var f topFields
+	root.ForEach(func(k, v gjson.Result) bool {
+		f.set(k.Str, v)
+		return true
+	})
+	if f.typ.Type != gjson.String {
+		return ev
+	}
+	ev.Type = f.typ.Str
+	ev.SessionID = str(f.sessionID)
+	ev.UUID = str(f.uuid)
+	ev.ParentToolUseID = str(f.parentToolUseID)
+
+	switch ev.Type {
+	case "system":
+		ev.Subtype = str(f.subtype)
+		ev.Kind = systemKind(ev.Subtype)
+		switch ev.Kind {
+		case KindPermissionDenied:
+			ev.ToolName = str(f.toolName)
+			ev.ToolUseID = str(f.toolUseID)
+		case KindTaskStarted, KindTaskProgress, KindTaskNotification:
+			ev.ToolUseID = str(f.toolUseID)
+		case KindLocalCommandOutput:
+			ev.Text = root.Get("content").Str
+		}
+	case "assistant":
+		ev.Kind = KindAssistant
+		ev.Body = f.message
+		ev.MessageID = str(f.message.Get("id"))
+		ev.BlockType = str(f.message.Get("content.0.type"))
+		ev.IsError = f.isAPIError.Type == gjson.True
+		ev.LocalCommand = str(f.localCommandRun.Get("command"))
+	case "user":
+		ev.Body = f.message
+		ev.IsReplay = f.isReplay.Type == gjson.True
+		routeUser(&ev, f.message.Get("content"))
+	case "stream_event":
+		ev.Body = f.event
+		ev.MessageID = str(f.apiMessageID)
+		routeStream(&ev, f.event)
+	case "result":
+		ev.Kind = KindResult
+		ev.Subtype = str(f.subtype)
+		ev.IsError = f.isError.Type == gjson.True
+		ev.LocalCommand = str(f.localCommand)
+		ev.Result = classifyResult(ev.Subtype, ev.IsError, str(f.terminalReason), f.apiErrorStatus)
+	case "control_request":
+		ev.Body = f.request
+		ev.RequestID = str(f.requestID)
+		ev.Subtype = str(f.request.Get("subtype"))
+		ev.Kind = controlRequestKind(ev.Subtype)
+		switch ev.Kind {
+		case KindCanUseTool:
+			ev.ToolName = str(f.request.Get("tool_name"))
+			ev.ToolUseID = str(f.request.Get("tool_use_id"))
+		case KindHookCallback:
+			ev.ToolUseID = str(f.request.Get("tool_use_id"))
+		}
+	case "control_response":
+		ev.Kind = KindControlResponse
+		ev.Body = f.response
+		ev.RequestID = str(f.response.Get("request_id"))
+		ev.Subtype = str(f.response.Get("subtype"))
+		ev.IsError = ev.Subtype == "error"
+	case "control_cancel_request":
+		ev.Kind = KindControlCancelRequest
+		ev.RequestID = str(f.requestID)
+	case "keep_alive":
+		ev.Kind = KindKeepAlive
+	case "command_lifecycle":
+		ev.Kind = KindCommandLifecycle
+	case "tool_progress":
+		ev.Kind = KindToolProgress
+		ev.ToolName = str(f.toolName)
+		ev.ToolUseID = str(f.toolUseID)
+	case "tool_use_summary":
+		ev.Kind = KindToolUseSummary
+	case "rate_limit_event":
+		ev.Kind = KindRateLimitEvent
+	case "prompt_suggestion":
+		ev.Kind = KindPromptSuggestion
+	case "auth_status":
+		ev.Kind = KindAuthStatus
+	case "conversation_reset":
+		ev.Kind = KindConversationReset
+	case "active_goal":
+		ev.Kind = KindActiveGoal
+	case "autocompact_state":
+		ev.Kind = KindAutocompactState
+	case "transcript_mirror":
+		ev.Kind = KindTranscriptMirror
+	}
+	return ev
+}
+
+// topFields holds the top-level members the router looks at, gathered in
+// one pass because key order is not stable (a result's "type" sits in the
+// middle of the object).
+type topFields struct {
+	typ, subtype, sessionID, uuid, parentToolUseID gjson.Result
+	requestID, apiMessageID, toolName, toolUseID   gjson.Result
+	message, event, request, response              gjson.Result
+	isReplay, isError, isAPIError                  gjson.Result
+	terminalReason, apiErrorStatus, localCommand   gjson.Result
+	localCommandRun                                gjson.Result
+}
+
+func (f *topFields) set(key string, v gjson.Result) {
+	switch key {
+	case "type":
+		f.typ = v
+	case "subtype":
+		f.subtype = v
+	case "session_id":
+		f.sessionID = v
+	case "uuid":
+		f.uuid = v
+	case "parent_tool_use_id":
+		f.parentToolUseID = v
+	case "request_id":
+		f.requestID = v
+	case "api_message_id":
+		f.apiMessageID = v
+	case "tool_name":
+		f.toolName = v
+	case "tool_use_id":
+		f.toolUseID = v
+	case "message":
+		f.message = v
+	case "event":
+		f.event = v
+	case "request":
+		f.request = v
+	case "response":
+		f.response = v
+	case "isReplay":
+		f.isReplay = v
+	case "is_error":
+		f.isError = v
+	case "is_api_error_message":
+		f.isAPIError = v
+	case "terminal_reason":
+		f.terminalReason = v
+	case "api_error_status":
+		f.apiErrorStatus = v
+	case "local_command":
+		f.localCommand = v
+	case "local_command_run":
+		f.localCommandRun = v
+	}
+}
+
+// str returns r's string value, or "" when r is not a JSON string.
+func str(r gjson.Result) string {
+	if r.Type == gjson.String {
+		return r.Str
+	}
+	return ""
+}
+
+func systemKind(subtype string) Kind {
+	switch subtype {
+	case "init":
+		return KindSystemInit
+	case "status":
+		return KindStatus
+	case "thinking_tokens":
+		return KindThinkingTokens
+	case "compact_boundary":
+		return KindCompactBoundary
+	case "api_retry":
+		return KindAPIRetry
+	case "task_started":
+		return KindTaskStarted
+	case "task_progress":
+		return KindTaskProgress
+	case "task_updated":
+		return KindTaskUpdated
+	case "task_notification":
+		return KindTaskNotification
+	case "background_tasks_changed":
+		return KindBackgroundTasksChanged
+	case "hook_started":
+		return KindHookStarted
+	case "hook_progress":
+		return KindHookProgress
+	case "hook_response":
+		return KindHookResponse
+	case "session_state_changed":
+		return KindSessionStateChanged
+	case "session_title_changed":
+		return KindSessionTitleChanged
+	case "permission_denied":
+		return KindPermissionDenied
+	case "local_command_output":
+		return KindLocalCommandOutput
+	case "informational":
+		return KindInformational
+	case "notification":
+		return KindNotification
+	case "commands_changed":
+		return KindCommandsChanged
+	case "files_persisted":
+		return KindFilesPersisted
+	case "memory_recall":
+		return KindMemoryRecall
+	case "model_refusal_fallback":
+		return KindModelRefusalFallback
+	case "model_refusal_no_fallback":
+		return KindModelRefusalNoFallback
+	case "control_request_progress":
+		return KindControlRequestProgress
+	case "elicitation_complete":
+		return KindElicitationComplete
+	case "plugin_install":
+		return KindPluginInstall
+	case "mirror_error":
+		return KindMirrorError
+	case "worker_shutting_down":
+		return KindWorkerShuttingDown
+	case "session_writes_lost":
+		return KindSessionWritesLost
+	}
+	return KindUnknownSystem
+}
+
+func controlRequestKind(subtype string) Kind {
+	switch subtype {
+	case "can_use_tool":
+		return KindCanUseTool
+	case "hook_callback":
+		return KindHookCallback
+	case "mcp_message":
+		return KindMCPMessage
+	case "elicitation":
+		return KindElicitation
+	case "request_user_dialog":
+		return KindRequestUserDialog
+	case "oauth_token_refresh":
+		return KindOAuthTokenRefresh
+	case "host_auth_token_refresh":
+		return KindHostAuthTokenRefresh
+	case "remote_control_work_secret":
+		return KindRemoteControlWorkSecret
+	}
+	if strings.HasPrefix(subtype, "ui_") {
+		return KindUIRequest
+	}
+	return KindUnknownControlRequest
+}
+
+// Tags wrapping the output of local slash commands in replayed user frames.
+const (
+	localStdoutOpen  = "<local-command-stdout>"
+	localStdoutClose = "</local-command-stdout>"
+	localStderrOpen  = "<local-command-stderr>"
+	localStderrClose = "</local-command-stderr>"
+)
+
+// LocalCommandOutput reports whether s is wrapped in <local-command-stdout>
+// or <local-command-stderr> tags and returns the text inside (the closing
+// tag is optional) and whether it was stderr.
+func LocalCommandOutput(s string) (text string, isStderr, ok bool) {
+	switch {
+	case strings.HasPrefix(s, localStdoutOpen):
+		return strings.TrimSuffix(s[len(localStdoutOpen):], localStdoutClose), false, true
+	case strings.HasPrefix(s, localStderrOpen):
+		return strings.TrimSuffix(s[len(localStderrOpen):], localStderrClose), true, true
+	}
+	return "", false, false
+}
+
+// routeUser picks the user sub-kind from message.content: a string or an
+// array of blocks.
+func routeUser(ev *Event, content gjson.Result) {
+	ev.Kind = KindUser
+	if ev.IsReplay {
+		ev.Kind = KindUserReplay
+	}
+	var first string
+	switch {
+	case content.Type == gjson.String:
+		first = content.Str
+	case content.IsArray():
+		firstText := true
+		content.ForEach(func(_, b gjson.Result) bool {
+			switch b.Get("type").Str {
+			case "tool_result":
+				ev.Kind = KindToolResult
+				ev.ToolUseID = str(b.Get("tool_use_id"))
+				return false
+			case "text":
+				if firstText {
+					first = b.Get("text").Str
+					firstText = false
+				}
+			}
+			return true
+		})
+		if ev.Kind == KindToolResult {
+			return
+		}
+	}
+	if text, isErr, ok := LocalCommandOutput(first); ok {
+		ev.Kind = KindUserLocalCommand
+		ev.Text = text
+		ev.IsError = isErr
+	}
+}
+
+// routeStream is tier 2: the stream_event's inner event.
+func routeStream(ev *Event, e gjson.Result) {
+	ev.Kind = KindUnknownStreamEvent
+	var typ, index, delta, block, message gjson.Result
+	e.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "type":
+			typ = v
+		case "index":
+			index = v
+		case "delta":
+			delta = v
+		case "content_block":
+			block = v
+		case "message":
+			message = v
+		}
+		return true
+	})
+	ev.Subtype = str(typ)
+	if index.Type == gjson.Number {
+		ev.Index = int(index.Int())
+	}
+	switch ev.Subtype {
+	case "message_start":
+		ev.Kind = KindMessageStart
+		if ev.MessageID == "" {
+			ev.MessageID = str(message.Get("id"))
+		}
+	case "content_block_start":
+		ev.Kind = KindContentBlockStart
+		ev.BlockType = str(block.Get("type"))
+		ev.ToolUseID = str(block.Get("id"))
+		ev.ToolName = str(block.Get("name"))
+	case "content_block_delta":
+		ev.DeltaType = str(delta.Get("type"))
+		switch ev.DeltaType {
+		case "text_delta":
+			ev.Kind = KindTextDelta
+			ev.Text = str(delta.Get("text"))
+		case "thinking_delta":
+			ev.Kind = KindThinkingDelta
+			ev.Text = str(delta.Get("thinking"))
+		case "signature_delta":
+			ev.Kind = KindSignatureDelta
+			ev.Text = str(delta.Get("signature"))
+		case "input_json_delta":
+			ev.Kind = KindInputJSONDelta
+			ev.Text = str(delta.Get("partial_json"))
+		case "citations_delta":
+			ev.Kind = KindCitationsDelta
+		default:
+			ev.Kind = KindUnknownDelta
+		}
+	case "content_block_stop":
+		ev.Kind = KindContentBlockStop
+	case "message_delta":
+		ev.Kind = KindMessageDelta
+	case "message_stop":
+		ev.Kind = KindMessageStop
+	case "ping":
+		ev.Kind = KindStreamPing
+	case "error":
+		ev.Kind = KindStreamError
+	}
+}
+
+// classifyResult implements ResultClass. An interrupt wins over everything
+// (a priority:"now" abort reports subtype success); an API error is
+// recognised by terminal_reason or api_error_status, not by the subtype.
+func classifyResult(subtype string, isError bool, terminalReason string, apiErrorStatus gjson.Result) ResultClass {
+	switch terminalReason {
+	case "aborted_streaming", "aborted_tools":
+		return ResultInterrupted
+	}
+	if isError && (terminalReason == "api_error" || (apiErrorStatus.Exists() && apiErrorStatus.Type != gjson.Null)) {
+		return ResultAPIError
+	}
+	switch subtype {
+	case "error_max_turns":
+		return ResultMaxTurns
+	case "error_max_budget_usd":
+		return ResultBudget
+	case "error_max_structured_output_retries":
+		return ResultStructuredOutput
+	}
+	if terminalReason == "budget_exhausted" {
+		return ResultBudget
+	}
+	if terminalReason == "max_turns" {
+		return ResultMaxTurns
+	}
+	if isError || strings.HasPrefix(subtype, "error") {
+		return ResultError
+	}
+	return ResultSuccess
+}
+
+func trimSpaceBytes(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
