@@ -47,6 +47,7 @@ type config struct {
 	opts        session.Options
 	dropInArgs  []string
 	interruptIn time.Duration
+	forwardUnk  bool
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -109,14 +110,28 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 			fmt.Fprintf(stderr, "ccbridge: %v\n", err)
 			return 2
 		}
+	case cfg.ui == "ipc":
 	default:
-		fmt.Fprintf(stderr, "ccbridge: --ui %q is not available in this build (available: stream)\n", cfg.ui)
+		fmt.Fprintf(stderr, "ccbridge: --ui %q is not available in this build (available: stream, ipc)\n", cfg.ui)
 		return 2
 	}
 
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(signals)
+
+	if cfg.ui == "ipc" {
+		s := &adapter.IPC{Child: child, Options: cfg.opts, MaxLine: cfg.maxLine, Logger: log,
+			InterruptTimeout: cfg.interruptIn, ForwardUnknown: cfg.forwardUnk}
+		code, err := s.Run(context.Background(), stdin, stdout, signals)
+		if err != nil {
+			fmt.Fprintf(stderr, "ccbridge: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+		return code
+	}
 
 	d := &adapter.DropIn{Child: child, MaxLine: cfg.maxLine, Logger: log}
 	code, err := d.Run(context.Background(), stdin, stdout, signals)
@@ -167,7 +182,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 
 	fs := flag.NewFlagSet("ccbridge", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.ui, "ui", "", "UI dialect: stream")
+	fs.StringVar(&cfg.ui, "ui", "", "UI dialect: stream, ipc")
+	fs.DurationVar(&cfg.interruptIn, "interrupt-timeout", 5*time.Second, "ipc: wait this long for the CLI to acknowledge an interrupt, then restart it")
+	fs.BoolVar(&cfg.forwardUnk, "forward-unknown", false, "ipc: forward CLI messages of unknown types as {\"type\":\"unknown\"}")
 	fs.BoolVar(&cfg.demo, "demo", false, "run the offline demo: one turn with a permission request, answered")
 	fs.StringVar(&cfg.claude, "claude", cfg.claude, "path of the Claude Code CLI (default $CCBRIDGE_CLAUDE, else claude on PATH)")
 	fs.StringVar(&cfg.fakeModel, "fake-model", cfg.fakeModel, "serve a fake Messages API to the CLI: \"default\" or a scenario file")

@@ -318,3 +318,34 @@ func AppendError(dst []byte, code, message string, recoverable bool) []byte {
 	l.boolean("recoverable", recoverable)
 	return l.done()
 }
+
+// SetSessionID makes id the session's id, appending session_init when it
+// differs from the current one. The adapter calls it when it knows the id
+// before the CLI says anything: a session it starts with --session-id, or
+// resumes with --resume.
+func (t *Translator) SetSessionID(id string, out [][]byte) [][]byte {
+	if id == "" || id == t.sessionID {
+		return out
+	}
+	t.sessionID = strings.Clone(id)
+	l := newLine(TypeSessionInit, len(id)+16)
+	l.str("session_id", id)
+	return append(out, l.done())
+}
+
+// CancelTurn ends the current turn without a result from the CLI, for a
+// turn ccbridge had to stop itself (an interrupt the CLI never
+// acknowledged, a session command that replaced the CLI): open requests
+// are cancelled with reason, then turn_cancelled carries the text streamed
+// so far.
+func (t *Translator) CancelTurn(reason string, out [][]byte) [][]byte {
+	out = t.CancelPending(reason, out)
+	l := newLine(TypeTurnCancelled, len(t.turnText)+128)
+	l.str("partial_result", t.turnText)
+	l.str("reason", reason)
+	l.strOrNull("msg_id", t.turnMsgID)
+	l.boolean("is_error", true)
+	out = append(out, l.done())
+	t.endTurn()
+	return out
+}

@@ -1,0 +1,645 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/tidwall/sjson"
+
+	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/ipc"
+	"github.com/ccbridge/ccbridge/session"
+)
+
+// IPCArgs are the CLI arguments of the ipc dialect, before the session
+// options and the user's extra arguments.
+var IPCArgs = []string{
+	"--output-format", "stream-json",
+	"--input-format", "stream-json",
+	"--verbose",
+	"--include-partial-messages",
+	"--permission-prompt-tool", "stdio",
+	"--replay-user-messages",
+}
+
+// IPC runs one session in the ipc dialect (docs/protocol/ipc.md): the UI
+// speaks typed messages with ipc_version 2 and never sees stream-json.
+//
+// One goroutine, the event loop in Run, owns every piece of session state:
+// the translator, the child, the turn count, the deadlines. The UI reader
+// and the child's reader only read lines and hand them over, so a control
+// message (an interrupt, an answer) never waits behind ordinary work.
+type IPC struct {
+	// Child says how to start the CLI; its Args are built here from
+	// IPCArgs and Options.
+	Child session.Config
+
+	// Options are the session flags and extra CLI arguments. A new
+	// session without a SessionID gets a fresh one, so that the UI knows
+	// the id before the first turn.
+	Options session.Options
+
+	// MaxLine caps a line held whole, from either side. Default
+	// framing.DefaultMaxLine.
+	MaxLine int
+
+	// InterruptTimeout bounds the wait for the CLI to acknowledge an
+	// interrupt; then the child is stopped and resumed. Default 5 s.
+	InterruptTimeout time.Duration
+
+	// ControlTimeout bounds the wait for the CLI's answer to a model,
+	// permission-mode or stop-task request. Default 30 s.
+	ControlTimeout time.Duration
+
+	// ForwardUnknown forwards CLI lines of unknown types as "unknown".
+	ForwardUnknown bool
+
+	Logger *slog.Logger
+}
+
+// ipcProc is one CLI child and its writer.
+type ipcProc struct {
+	gen   int
+	child *session.Child
+	w     *framing.Writer
+}
+
+// cliMsg is what a child's reader hands to the loop: a line, an over-long
+// line, or the child's exit (always its last message).
+type cliMsg struct {
+	gen     int
+	line    string
+	tooLong *framing.LineTooLongError
+	exit    *session.Exit
+}
+
+type uiMsg struct {
+	line    []byte
+	tooLong *framing.LineTooLongError
+	eof     bool
+}
+
+// ipcLoop is the state of one ipc session, owned by Run's goroutine.
+type ipcLoop struct {
+	cfg *IPC
+	log *slog.Logger
+	tr  *ipc.Translator
+	ui  *framing.Writer
+	out [][]byte
+
+	gen       int
+	proc      *ipcProc        // the live child, or nil
+	startOpts session.Options // the options the session was started with
+	persisted bool            // the CLI has a session file to resume
+	turns     int             // prompts sent to the live child without a result
+
+	retiring     int              // gen of a child being stopped for a respawn, or 0
+	respawnNext  *session.Options // started once the retiring child has exited
+	startResumed bool             // whether respawnNext continues a saved session
+	queued       [][]byte         // UI lines waiting for that respawn
+
+	interruptID string
+	deadlines   map[string]time.Time // control requests awaiting the CLI's answer
+	timer       *time.Timer
+
+	uiEOF    bool
+	stopping bool
+	lastInt  time.Time
+	exitCode int
+
+	cliCh chan cliMsg
+	uiCh  chan uiMsg
+	stop  chan struct{}
+}
+
+// Run serves the session until the UI's input ends (or a shutdown signal)
+// and the child has exited. It returns the last child's exit code.
+func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
+	if s.MaxLine <= 0 {
+		s.MaxLine = framing.DefaultMaxLine
+	}
+	if s.InterruptTimeout <= 0 {
+		s.InterruptTimeout = 5 * time.Second
+	}
+	if s.ControlTimeout <= 0 {
+		s.ControlTimeout = 30 * time.Second
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.Child.Logger == nil {
+		s.Child.Logger = s.Logger
+	}
+	opts := s.Options
+	if opts.Resume == "" && !opts.Continue && opts.SessionID == "" {
+		opts.SessionID = uuid.NewString()
+	}
+	if opts.ForkSession && opts.SessionID == "" {
+		opts.SessionID = uuid.NewString()
+	}
+	if _, err := session.BuildArgs(IPCArgs, opts); err != nil {
+		return 2, err
+	}
+
+	l := &ipcLoop{
+		cfg:       s,
+		log:       s.Logger,
+		tr:        ipc.New(ipc.Options{ForwardUnknown: s.ForwardUnknown}),
+		ui:        framing.NewWriter(uiOut),
+		deadlines: make(map[string]time.Time),
+		timer:     time.NewTimer(time.Hour),
+		cliCh:     make(chan cliMsg, 256),
+		uiCh:      make(chan uiMsg, 64),
+		stop:      make(chan struct{}),
+	}
+	l.timer.Stop()
+	defer close(l.stop)
+	if err := l.start(opts, opts.Resume != "" || opts.Continue); err != nil {
+		return 1, err
+	}
+	l.flush()
+	go l.pumpUI(uiIn)
+
+	done := ctx.Done()
+	for !l.finished() {
+		select {
+		case <-done:
+			done = nil
+			l.shutdown("context cancelled")
+		case m := <-l.uiCh:
+			l.fromUI(m)
+		case m := <-l.cliCh:
+			l.fromCLI(m)
+		case <-l.timer.C:
+			l.expire()
+		case sig := <-signals:
+			l.signal(sig)
+		}
+		l.armTimer()
+		if len(l.cliCh) == 0 && len(l.uiCh) == 0 {
+			if err := l.flush(); err != nil {
+				l.log.Warn("writing to the UI; shutting down", "err", err)
+				l.shutdown("the UI's output is gone")
+			}
+		}
+	}
+	return l.exitCode, l.flush()
+}
+
+// finished reports whether the session is over: no child, none coming, and
+// no more input expected.
+func (l *ipcLoop) finished() bool {
+	return l.proc == nil && l.retiring == 0 && (l.uiEOF || l.stopping)
+}
+
+// start spawns a child with opts. resumed says whether the session already
+// has a session file.
+func (l *ipcLoop) start(opts session.Options, resumed bool) error {
+	args, err := session.BuildArgs(IPCArgs, opts)
+	if err != nil {
+		return err
+	}
+	cfg := l.cfg.Child
+	cfg.Args = args
+	child, err := session.Start(cfg)
+	if err != nil {
+		return fmt.Errorf("starting the CLI: %w", err)
+	}
+	l.gen++
+	l.proc = &ipcProc{gen: l.gen, child: child, w: framing.NewWriter(child.Stdin())}
+	l.startOpts = opts
+	l.persisted = resumed
+	l.turns = 0
+	l.log.Info("claude started", "pid", child.Pid(), "gen", l.gen, "resume", opts.Resume,
+		"continue", opts.Continue, "fork", opts.ForkSession, "session_id", opts.SessionID)
+	go l.pumpCLI(l.proc, l.cfg.MaxLine)
+	switch {
+	case opts.SessionID != "":
+		l.out = l.tr.SetSessionID(opts.SessionID, l.out)
+	case opts.Resume != "" && !opts.ForkSession:
+		l.out = l.tr.SetSessionID(opts.Resume, l.out)
+	}
+	return nil
+}
+
+// pumpCLI reads one child's lines and hands them to the loop; its last
+// message is the child's exit.
+func (l *ipcLoop) pumpCLI(p *ipcProc, maxLine int) {
+	fr := framing.NewReader(p.child.Stdout(), maxLine)
+	send := func(m cliMsg) bool {
+		select {
+		case l.cliCh <- m:
+			return true
+		case <-l.stop:
+			return false
+		}
+	}
+	for {
+		line, err := fr.ReadLine()
+		var long *framing.LineTooLongError
+		switch {
+		case errors.As(err, &long):
+			if !send(cliMsg{gen: p.gen, tooLong: long}) {
+				return
+			}
+			continue
+		case err != nil:
+			if !errors.Is(err, io.EOF) {
+				l.log.Debug("reading the CLI's output", "err", err)
+			}
+		default:
+			if !send(cliMsg{gen: p.gen, line: string(line)}) {
+				return
+			}
+			continue
+		}
+		break
+	}
+	<-p.child.Done()
+	exit := p.child.Exit()
+	send(cliMsg{gen: p.gen, exit: &exit})
+}
+
+// pumpUI reads the UI's lines and hands them to the loop.
+func (l *ipcLoop) pumpUI(in io.Reader) {
+	fr := framing.NewReader(in, l.cfg.MaxLine)
+	for {
+		line, err := fr.ReadLine()
+		var m uiMsg
+		var long *framing.LineTooLongError
+		switch {
+		case errors.As(err, &long):
+			m.tooLong = long
+		case err != nil:
+			if !errors.Is(err, io.EOF) {
+				l.log.Warn("reading the UI's input", "err", err)
+			}
+			m.eof = true
+		default:
+			m.line = append([]byte(nil), line...)
+		}
+		select {
+		case l.uiCh <- m:
+		case <-l.stop:
+			return
+		}
+		if m.eof {
+			return
+		}
+	}
+}
+
+func (l *ipcLoop) fromUI(m uiMsg) {
+	switch {
+	case m.eof:
+		l.uiEOF = true
+		l.log.Debug("UI input ended")
+		if l.proc != nil {
+			l.closeStdin(l.proc)
+		}
+		l.respawnNext, l.queued = nil, nil
+		return
+	case m.tooLong != nil:
+		l.emitError("line_too_long", fmt.Sprintf("UI line of %d bytes or more is over the %d-byte limit (--max-line); it was dropped", m.tooLong.Size, m.tooLong.Max), true)
+		return
+	}
+	if l.respawnNext != nil {
+		// A respawn is under way: keep the line for the new child. Answers
+		// and interrupts for the old one are refused by the translator.
+		l.queued = append(l.queued, m.line)
+		return
+	}
+	cmd, err := l.tr.FromUI(m.line)
+	if err != nil {
+		var e *ipc.Error
+		if errors.As(err, &e) {
+			l.out = append(l.out, e.AppendIPC(nil))
+		} else {
+			l.emitError("invalid_input", err.Error(), true)
+		}
+		return
+	}
+	l.command(cmd)
+}
+
+// command carries out one valid UI command.
+func (l *ipcLoop) command(cmd ipc.Command) {
+	switch cmd.Kind {
+	case ipc.CmdSessionCommand:
+		l.sessionCommand(cmd.Respawn)
+		return
+	case ipc.CmdUserMessage, ipc.CmdPermissionMode, ipc.CmdModelChange:
+		if l.proc == nil && !l.respawnForInput() {
+			l.tr.Untrack(cmd.RequestID)
+			return
+		}
+	}
+	if l.proc == nil {
+		// Answers, interrupts and task stops need a live child; without
+		// one there is nothing they could reach.
+		l.tr.Untrack(cmd.RequestID)
+		l.emitError("no_session", fmt.Sprintf("%s: the CLI is not running", cmd.Kind), true)
+		return
+	}
+	switch cmd.Kind {
+	case ipc.CmdUserMessage:
+		l.turns++
+	case ipc.CmdInterrupt:
+		if l.turns == 0 {
+			// Nothing runs: the CLI answers an idle interrupt, and no
+			// turn needs cancelling.
+			break
+		}
+		l.interruptID = cmd.RequestID
+		l.deadlines[cmd.RequestID] = time.Now().Add(l.cfg.InterruptTimeout)
+	case ipc.CmdPermissionMode, ipc.CmdModelChange, ipc.CmdStopTask:
+		l.deadlines[cmd.RequestID] = time.Now().Add(l.cfg.ControlTimeout)
+	}
+	l.write(l.proc, cmd.Stdin)
+}
+
+// respawnForInput restarts a child that died, so that new input reaches
+// the same conversation: --resume when the session has a file, else the
+// options it was started with. It reports whether a child now runs.
+func (l *ipcLoop) respawnForInput() bool {
+	opts := l.startOpts
+	resumed := l.persisted
+	if id := l.tr.SessionID(); l.persisted && id != "" {
+		opts = opts.ResumeFrom(id)
+	}
+	if err := l.start(opts, resumed); err != nil {
+		l.emitError("spawn_failed", err.Error(), false)
+		return false
+	}
+	return true
+}
+
+// sessionCommand replaces the child for new, resume, continue or fork.
+func (l *ipcLoop) sessionCommand(r ipc.Respawn) {
+	opts := l.cfg.Options
+	opts.Resume, opts.Continue, opts.ForkSession, opts.SessionID = "", false, false, ""
+	resumed := false
+	switch r.Mode {
+	case ipc.RespawnNew:
+		opts.SessionID = uuid.NewString()
+	case ipc.RespawnResume:
+		opts.Resume, resumed = r.SessionID, true
+	case ipc.RespawnContinue:
+		opts.Continue, resumed = true, true
+	case ipc.RespawnFork:
+		if r.SessionID == "" {
+			opts.Continue = true
+		} else {
+			opts.Resume = r.SessionID
+		}
+		opts.ForkSession = true
+		opts.SessionID = uuid.NewString()
+	}
+	if _, err := session.BuildArgs(IPCArgs, opts); err != nil {
+		l.emitError("invalid_value", "session_command: "+err.Error(), true)
+		return
+	}
+	if l.proc == nil {
+		if err := l.start(opts, resumed); err != nil {
+			l.emitError("spawn_failed", err.Error(), false)
+		}
+		return
+	}
+	if l.turns > 0 {
+		// Stop the running turn in band first, so that the session file
+		// is complete before the child goes.
+		if cmd, err := l.tr.FromUI([]byte(`{"type":"interrupt"}`)); err == nil {
+			l.write(l.proc, cmd.Stdin)
+			l.tr.Untrack(cmd.RequestID)
+		}
+		l.out = l.tr.CancelTurn("session_command", l.out)
+	}
+	l.retire("session_command")
+	l.respawnNext = &opts
+	l.startResumed = resumed
+}
+
+// retire stops the live child; its exit starts respawnNext, if set.
+func (l *ipcLoop) retire(why string) {
+	p := l.proc
+	l.proc = nil
+	l.retiring = p.gen
+	l.turns = 0
+	l.interruptID = ""
+	clear(l.deadlines)
+	l.out = l.tr.CancelPending(why, l.out)
+	l.tr.ResetProcess()
+	l.log.Info("stopping claude", "gen", p.gen, "reason", why)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.InterruptTimeout)
+		defer cancel()
+		if err := p.child.Shutdown(ctx); err != nil {
+			l.log.Debug("stopping claude", "err", err)
+		}
+	}()
+}
+
+func (l *ipcLoop) fromCLI(m cliMsg) {
+	live := l.proc != nil && m.gen == l.proc.gen
+	if m.exit != nil {
+		l.exitCode = m.exit.Code
+		switch {
+		case m.gen == l.retiring:
+			l.retiring = 0
+			l.log.Info("claude stopped", "gen", m.gen, "code", m.exit.Code)
+			if next := l.respawnNext; next != nil {
+				l.respawnNext = nil
+				if err := l.start(*next, l.startResumed); err != nil {
+					l.emitError("spawn_failed", err.Error(), false)
+				}
+				queued := l.queued
+				l.queued = nil
+				for _, line := range queued {
+					l.fromUI(uiMsg{line: line})
+				}
+			}
+		case live:
+			l.childExited(*m.exit)
+		}
+		return
+	}
+	if !live {
+		return // a retired child's last words
+	}
+	if m.tooLong != nil {
+		l.emitError("line_too_long", fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-line); it was dropped", m.tooLong.Size, m.tooLong.Max), true)
+		return
+	}
+	ev := mapping.RouteString(m.line)
+	if ev.Kind.ControlRequest() {
+		if reply, ok := mapping.AppendAutoReply(nil, &ev); ok {
+			l.write(l.proc, reply)
+		}
+	}
+	l.out = l.tr.FromCLI(ev, l.out)
+	switch ev.Kind {
+	case mapping.KindSystemInit:
+		l.persisted = true
+	case mapping.KindResult:
+		if l.turns > 0 {
+			l.turns--
+		}
+		if l.turns == 0 && l.interruptID != "" {
+			delete(l.deadlines, l.interruptID)
+			l.interruptID = ""
+		}
+	case mapping.KindControlResponse:
+		if _, open := l.tr.Outstanding(ev.RequestID); !open {
+			delete(l.deadlines, ev.RequestID)
+			if ev.RequestID == l.interruptID {
+				l.interruptID = "" // acknowledged; the result follows
+			}
+		}
+	}
+}
+
+// childExited reports a child that died on its own. An open turn ends with
+// an error carrying the child's last stderr; the next input respawns it.
+func (l *ipcLoop) childExited(exit session.Exit) {
+	l.proc = nil
+	l.log.Info("claude exited", "code", exit.Code, "signal", exit.Signal)
+	if l.uiEOF || l.stopping {
+		return
+	}
+	for id := range l.deadlines {
+		l.emitError("control_request_failed", "the CLI exited before answering "+id, true)
+	}
+	clear(l.deadlines)
+	l.interruptID = ""
+	l.out = l.tr.CancelPending("child_exited", l.out)
+	msg := exit.String()
+	if l.turns > 0 {
+		msg = "the CLI exited during the turn: " + msg + "; the next user_message resumes the session"
+	} else {
+		msg = "the CLI exited: " + msg + "; the next user_message resumes the session"
+	}
+	line := ipc.AppendError(nil, "child_exited", msg, l.turns == 0)
+	line, _ = sjson.SetBytes(line, "exit_code", exit.Code)
+	line, _ = sjson.SetBytes(line, "stderr", exit.Stderr)
+	l.out = append(l.out, line)
+	l.turns = 0
+	l.tr.ResetProcess()
+}
+
+// expire handles deadlines that have passed.
+func (l *ipcLoop) expire() {
+	now := time.Now()
+	for id, at := range l.deadlines {
+		if now.Before(at) {
+			continue
+		}
+		delete(l.deadlines, id)
+		if _, open := l.tr.Outstanding(id); !open {
+			continue
+		}
+		l.tr.Untrack(id)
+		if id != l.interruptID || l.proc == nil {
+			l.emitError("control_timeout", "the CLI did not answer "+id+" in time", true)
+			continue
+		}
+		// The CLI did not acknowledge the interrupt: stop it, report the
+		// turn cancelled, and resume the session in a new child.
+		l.log.Warn("interrupt not acknowledged; restarting claude", "timeout", l.cfg.InterruptTimeout)
+		l.out = l.tr.CancelTurn("interrupt_timeout", l.out)
+		opts := l.startOpts
+		resumed := l.persisted
+		if sid := l.tr.SessionID(); l.persisted && sid != "" {
+			opts = opts.ResumeFrom(sid)
+		}
+		l.retire("interrupt_timeout")
+		l.respawnNext = &opts
+		l.startResumed = resumed
+	}
+}
+
+func (l *ipcLoop) armTimer() {
+	var next time.Time
+	for _, at := range l.deadlines {
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	l.timer.Stop()
+	if !next.IsZero() {
+		l.timer.Reset(max(time.Until(next), 0))
+	}
+}
+
+func (l *ipcLoop) signal(sig os.Signal) {
+	if sig != os.Interrupt && sig != syscall.SIGINT {
+		l.shutdown(sig.String())
+		return
+	}
+	if !l.lastInt.IsZero() && time.Since(l.lastInt) < 2*time.Second {
+		l.shutdown("second SIGINT")
+		return
+	}
+	l.lastInt = time.Now()
+	if cmd, err := l.tr.FromUI([]byte(`{"type":"interrupt"}`)); err == nil {
+		l.command(cmd)
+	}
+}
+
+// shutdown ends the session: no more input is taken, the child is stopped
+// in stages.
+func (l *ipcLoop) shutdown(why string) {
+	if l.stopping {
+		return
+	}
+	l.stopping = true
+	l.respawnNext, l.queued = nil, nil
+	l.log.Info("shutting down", "reason", why)
+	if p := l.proc; p != nil {
+		go p.child.Shutdown(context.Background())
+	}
+}
+
+func (l *ipcLoop) closeStdin(p *ipcProc) {
+	if err := p.w.Flush(); err != nil {
+		l.log.Debug("flushing to the CLI", "err", err)
+	}
+	if err := p.child.CloseStdin(); err != nil {
+		l.log.Debug("closing the CLI's stdin", "err", err)
+	}
+}
+
+// write sends one line to the child. A failure means the child is going;
+// its exit is reported when its reader sees it.
+func (l *ipcLoop) write(p *ipcProc, line []byte) {
+	if err := p.w.WriteLine(line); err != nil {
+		l.log.Warn("writing to the CLI", "err", err)
+	}
+}
+
+func (l *ipcLoop) emitError(code, msg string, recoverable bool) {
+	l.out = append(l.out, ipc.AppendError(nil, code, msg, recoverable))
+}
+
+// flush writes the pending UI lines.
+func (l *ipcLoop) flush() error {
+	var err error
+	for _, line := range l.out {
+		if err == nil {
+			err = l.ui.AppendLine(line)
+		}
+	}
+	clear(l.out)
+	l.out = l.out[:0]
+	if err != nil {
+		return err
+	}
+	return l.ui.Flush()
+}
