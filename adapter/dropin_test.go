@@ -30,11 +30,17 @@ type host struct {
 
 func startHost(t *testing.T, d *DropIn) *host {
 	t.Helper()
+	return startRunner(t, d.Run)
+}
+
+// startRunner runs a session's Run in memory, as a host would.
+func startRunner(t *testing.T, run func(context.Context, io.Reader, io.Writer, <-chan os.Signal) (int, error)) *host {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	h := &host{t: t, in: inW, lines: make(chan []byte, 4096), sigs: make(chan os.Signal, 4), done: make(chan struct{})}
 	go func() {
-		h.code, h.err = d.Run(context.Background(), inR, outW, h.sigs)
+		h.code, h.err = run(context.Background(), inR, outW, h.sigs)
 		outW.Close()
 		close(h.done)
 	}()

@@ -217,3 +217,54 @@ func readTranscript(path string) (in [][]byte, out []transcriptOut) {
 	}
 	return in, out
 }
+
+func init() {
+	// session: a small CLI for the dialect loops. It appends its argv to
+	// FAKE_LOG (one line a start) and every stdin line after it. A user
+	// message answers with init + text + result, unless its text holds
+	// HANG (stream one delta, then ignore everything, interrupts too) or
+	// DIE (init, then exit 3 with a last word on stderr).
+	registerFake("session", func() {
+		logf, _ := os.OpenFile(os.Getenv("FAKE_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		fmt.Fprintf(logf, "argv %s\n", strings.Join(os.Args[1:], " "))
+		sid := "fake-session"
+		for i, a := range os.Args {
+			if (a == "--session-id" || a == "--resume") && i+1 < len(os.Args) {
+				sid = os.Args[i+1]
+			}
+			if v, ok := strings.CutPrefix(a, "--session-id="); ok {
+				sid = v
+			}
+		}
+		stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
+		hung := false
+		for {
+			line, err := stdin.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			fmt.Fprintf(logf, "stdin %s", line)
+			if hung {
+				continue
+			}
+			switch gjson.GetBytes(line, "type").Str {
+			case "user":
+				text := gjson.GetBytes(line, "message.content.0.text").Str
+				fmt.Printf(`{"type":"system","subtype":"init","session_id":%q,"model":"m","cwd":"/"}`+"\n", sid)
+				switch {
+				case strings.Contains(text, "HANG"):
+					fmt.Printf(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"partial "}},"session_id":%q,"parent_tool_use_id":null,"api_message_id":"msg_1"}`+"\n", sid)
+					hung = true
+				case strings.Contains(text, "DIE"):
+					fmt.Fprintln(os.Stderr, "fatal: the fake CLI fell over")
+					os.Exit(3)
+				default:
+					fmt.Printf(`{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":%q,"total_cost_usd":0.1,"terminal_reason":"completed"}`+"\n", sid)
+				}
+			case "control_request":
+				fmt.Printf(`{"type":"control_response","response":{"subtype":"success","request_id":%q,"response":{}}}`+"\n",
+					gjson.GetBytes(line, "request_id").Str)
+			}
+		}
+	})
+}

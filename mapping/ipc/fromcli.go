@@ -81,6 +81,14 @@ func (t *Translator) FromCLI(ev mapping.Event, out [][]byte) [][]byte {
 			m.open = -1
 		}
 	case mapping.KindTextDelta:
+		if ev.ParentToolUseID == "" {
+			// Kept for a turn that ends without a result (CancelTurn).
+			if ev.MessageID != t.streamMsg || ev.Index != t.streamIndex {
+				t.streamMsg, t.streamIndex = strings.Clone(ev.MessageID), ev.Index
+				t.streamText = t.streamText[:0]
+			}
+			t.streamText = append(t.streamText, ev.Text...)
+		}
 		out = append(out, t.textLine(TypeAssistantText, &ev, ev.Index, ev.Text, true, "streaming"))
 	case mapping.KindThinkingDelta:
 		out = append(out, t.textLine(TypeThinkingText, &ev, ev.Index, ev.Text, true, "streaming"))

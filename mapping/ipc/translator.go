@@ -73,6 +73,11 @@ type Translator struct {
 	turnMsgID string // last main-thread assistant message id of the turn
 	turnText  string // last main-thread assistant text of the turn
 
+	// The main-thread text block streaming now, as received so far.
+	streamMsg   string
+	streamIndex int
+	streamText  []byte
+
 	pending  map[string]*Pending // can_use_tool requests not yet answered
 	order    []string            // their ids in arrival order
 	settled  [32]string          // recently answered ids, a ring
@@ -223,6 +228,7 @@ func (t *Translator) endTurn() {
 	clear(t.tools)
 	t.turnMsgID = ""
 	t.turnText = ""
+	t.streamMsg, t.streamIndex, t.streamText = "", 0, t.streamText[:0]
 }
 
 func (t *Translator) newRequestID() string {
@@ -340,8 +346,12 @@ func (t *Translator) SetSessionID(id string, out [][]byte) [][]byte {
 // so far.
 func (t *Translator) CancelTurn(reason string, out [][]byte) [][]byte {
 	out = t.CancelPending(reason, out)
-	l := newLine(TypeTurnCancelled, len(t.turnText)+128)
-	l.str("partial_result", t.turnText)
+	partial := t.turnText
+	if len(t.streamText) > 0 {
+		partial = string(t.streamText)
+	}
+	l := newLine(TypeTurnCancelled, len(partial)+128)
+	l.str("partial_result", partial)
 	l.str("reason", reason)
 	l.strOrNull("msg_id", t.turnMsgID)
 	l.boolean("is_error", true)

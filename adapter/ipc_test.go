@@ -1,0 +1,161 @@
+package adapter
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/session"
+)
+
+// startIPC runs an ipc session against the fake "session" CLI, whose log
+// (argv of each start, stdin lines) is returned by the second result.
+func startIPC(t *testing.T, opts session.Options) (*host, func() string) {
+	t.Helper()
+	logFile := filepath.Join(t.TempDir(), "log")
+	s := &IPC{
+		Child:            fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile),
+		Options:          opts,
+		InterruptTimeout: 300 * time.Millisecond,
+	}
+	h := startRunner(t, s.Run)
+	return h, func() string { b, _ := os.ReadFile(logFile); return string(b) }
+}
+
+// nextOf reads lines until one of type typ arrives, failing on a terminal
+// line of another type first.
+func (h *host) nextOf(typ string) []byte {
+	h.t.Helper()
+	for {
+		l := h.next()
+		got := gjson.GetBytes(l, "type").Str
+		if got == typ {
+			return l
+		}
+	}
+}
+
+func TestIPCSessionIDKnownBeforeTheFirstTurn(t *testing.T) {
+	h, log := startIPC(t, session.Options{})
+	init := h.nextOf("session_init")
+	id := gjson.GetBytes(init, "session_id").Str
+	if len(id) != 36 {
+		t.Fatalf("session_init before any turn: %s", init)
+	}
+	h.send(`{"type":"user_message","text":"hi"}`)
+	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+		t.Fatalf("turn: %s", l)
+	}
+	if !strings.Contains(log(), "--session-id="+id) {
+		t.Errorf("the CLI was not started with the announced id:\n%s", log())
+	}
+}
+
+func TestIPCInterruptTimeoutRestartsAndResumes(t *testing.T) {
+	h, log := startIPC(t, session.Options{})
+	id := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str
+	h.send(`{"type":"user_message","text":"HANG"}`)
+	h.nextOf("assistant_text")
+	start := time.Now()
+	h.send(`{"type":"interrupt"}`)
+	c := h.nextOf("turn_cancelled")
+	if gjson.GetBytes(c, "reason").Str != "interrupt_timeout" || gjson.GetBytes(c, "partial_result").Str != "partial " {
+		t.Fatalf("turn_cancelled: %s", c)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("cancelled after %v, before the 300 ms deadline", d)
+	}
+	// The next turn runs in a new child that resumes the session.
+	h.send(`{"type":"user_message","text":"again"}`)
+	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+		t.Fatalf("turn after the restart: %s", l)
+	}
+	if !strings.Contains(log(), "--resume="+id) {
+		t.Errorf("the new child did not resume %s:\n%s", id, log())
+	}
+}
+
+func TestIPCChildDiesMidTurnThenResumes(t *testing.T) {
+	h, log := startIPC(t, session.Options{})
+	id := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str
+	h.send(`{"type":"user_message","text":"DIE"}`)
+	e := h.nextOf("error")
+	if gjson.GetBytes(e, "code").Str != "child_exited" || gjson.GetBytes(e, "recoverable").Bool() ||
+		!strings.Contains(gjson.GetBytes(e, "stderr").Str, "fell over") || gjson.GetBytes(e, "exit_code").Int() != 3 {
+		t.Fatalf("error after the child died: %s", e)
+	}
+	h.send(`{"type":"user_message","text":"hi"}`)
+	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+		t.Fatalf("turn after the death: %s", l)
+	}
+	if n := strings.Count(log(), "argv"); n != 2 || !strings.Contains(log(), "--resume="+id) {
+		t.Errorf("want a second start with --resume=%s:\n%s", id, log())
+	}
+}
+
+func TestIPCAnswerToUnknownRequestNeverReachesTheCLI(t *testing.T) {
+	h, log := startIPC(t, session.Options{})
+	h.nextOf("session_init")
+	h.send(`{"type":"tool_approval","request_id":"nope","decision":"allow"}`)
+	e := h.nextOf("error")
+	if gjson.GetBytes(e, "code").Str != "unknown_request" {
+		t.Fatalf("error: %s", e)
+	}
+	h.send(`{"type":"user_message","text":"hi"}`)
+	h.nextOf("turn_complete")
+	if strings.Contains(log(), "control_response") {
+		t.Errorf("an answer to an unknown request reached the CLI:\n%s", log())
+	}
+}
+
+func TestIPCSessionCommands(t *testing.T) {
+	h, log := startIPC(t, session.Options{})
+	first := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str
+	h.send(`{"type":"user_message","text":"hi"}`)
+	h.nextOf("turn_complete")
+
+	h.send(`{"type":"session_command","command":"new"}`)
+	second := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str
+	if second == first || len(second) != 36 {
+		t.Fatalf("new session id %q (first %q)", second, first)
+	}
+	h.send(`{"type":"session_command","command":"resume","session_id":"` + first + `"}`)
+	if got := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str; got != first {
+		t.Fatalf("resume: session_init %q, want %q", got, first)
+	}
+	h.send(`{"type":"session_command","command":"fork","session_id":"` + first + `"}`)
+	fork := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str
+	if fork == first || fork == second {
+		t.Fatalf("fork kept an old id: %q", fork)
+	}
+	h.send(`{"type":"user_message","text":"hi"}`)
+	h.nextOf("turn_complete")
+	l := log()
+	for _, want := range []string{"--session-id=" + second, "--resume=" + first, "--fork-session --session-id=" + fork} {
+		if !strings.Contains(l, want) {
+			t.Errorf("no start with %q:\n%s", want, l)
+		}
+	}
+}
+
+func TestIPCSessionCommandDuringATurn(t *testing.T) {
+	h, _ := startIPC(t, session.Options{})
+	h.nextOf("session_init")
+	h.send(`{"type":"user_message","text":"HANG"}`)
+	h.nextOf("assistant_text")
+	h.send(`{"type":"session_command","command":"new"}`)
+	c := h.nextOf("turn_cancelled")
+	if gjson.GetBytes(c, "reason").Str != "session_command" {
+		t.Fatalf("turn_cancelled: %s", c)
+	}
+	h.nextOf("session_init")
+	// A message sent while the old child stops waits for the new one.
+	h.send(`{"type":"user_message","text":"hi"}`)
+	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+		t.Fatalf("turn in the new session: %s", l)
+	}
+}
