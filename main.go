@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,6 +49,7 @@ type config struct {
 	dropInArgs  []string
 	interruptIn time.Duration
 	forwardUnk  bool
+	diagnostics bool
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -110,33 +112,28 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 			fmt.Fprintf(stderr, "ccbridge: %v\n", err)
 			return 2
 		}
-	case cfg.ui == "ipc":
 	default:
-		fmt.Fprintf(stderr, "ccbridge: --ui %q is not available in this build (available: stream, ipc)\n", cfg.ui)
-		return 2
+		build, ok := adapter.Dialect(cfg.ui)
+		if !ok {
+			fmt.Fprintf(stderr, "ccbridge: --ui %q: no such dialect (available: %s)\n", cfg.ui, strings.Join(adapter.DialectNames(), ", "))
+			return 2
+		}
+		r := build(adapter.DialectConfig{Child: child, Options: cfg.opts, MaxLine: cfg.maxLine, Logger: log,
+			InterruptTimeout: cfg.interruptIn, ForwardUnknown: cfg.forwardUnk, Diagnostics: cfg.diagnostics})
+		return serve(r, stdin, stdout, stderr)
 	}
 
+	return serve(&adapter.DropIn{Child: child, MaxLine: cfg.maxLine, Logger: log}, stdin, stdout, stderr)
+}
+
+// serve runs a session with the process's signals, and turns its outcome
+// into an exit code.
+func serve(r adapter.Runner, stdin io.Reader, stdout, stderr io.Writer) int {
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(signals)
-
-	if cfg.ui == "ipc" {
-		s := &adapter.IPC{Child: child, Options: cfg.opts, MaxLine: cfg.maxLine, Logger: log,
-			InterruptTimeout: cfg.interruptIn, ForwardUnknown: cfg.forwardUnk}
-		code, err := s.Run(context.Background(), stdin, stdout, signals)
-		if err != nil {
-			fmt.Fprintf(stderr, "ccbridge: %v\n", err)
-			if code == 0 {
-				code = 1
-			}
-		}
-		return code
-	}
-
-	d := &adapter.DropIn{Child: child, MaxLine: cfg.maxLine, Logger: log}
-	code, err := d.Run(context.Background(), stdin, stdout, signals)
+	code, err := r.Run(context.Background(), stdin, stdout, signals)
 	if err != nil {
-		log.Error("ccbridge", "err", err)
 		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
 		if code == 0 {
 			code = 1
@@ -182,7 +179,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 
 	fs := flag.NewFlagSet("ccbridge", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.ui, "ui", "", "UI dialect: stream, ipc")
+	fs.StringVar(&cfg.ui, "ui", "", "UI dialect: "+strings.Join(adapter.DialectNames(), ", "))
+	fs.BoolVar(&cfg.diagnostics, "diagnostics", false, "rpc: report per-call usage and a run summary")
 	fs.DurationVar(&cfg.interruptIn, "interrupt-timeout", 5*time.Second, "ipc: wait this long for the CLI to acknowledge an interrupt, then restart it")
 	fs.BoolVar(&cfg.forwardUnk, "forward-unknown", false, "ipc: forward CLI messages of unknown types as {\"type\":\"unknown\"}")
 	fs.BoolVar(&cfg.demo, "demo", false, "run the offline demo: one turn with a permission request, answered")
@@ -212,6 +210,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	cfg.opts.Extra = fs.Args()
 	if cfg.ui == "" && !cfg.demo {
 		return cfg, errors.New("--ui needs a dialect, for example --ui stream")
+	}
+	if cfg.ui != "" && !slices.Contains(adapter.DialectNames(), cfg.ui) {
+		return cfg, fmt.Errorf("--ui %q: no such dialect (available: %s)", cfg.ui, strings.Join(adapter.DialectNames(), ", "))
 	}
 	if cfg.demo && cfg.fakeModel == "" {
 		cfg.fakeModel = "default"

@@ -115,3 +115,10 @@ func TestRunRejectsInvalidSessionFlags(t *testing.T) {
 		t.Errorf("code %d, stderr %q", code, stderr.String())
 	}
 }
+
+func TestParseConfigUnknownDialect(t *testing.T) {
+	_, err := parseConfig([]string{"--ui", "bogus"}, env(), &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "ipc") {
+		t.Errorf("--ui bogus: %v, want an error listing the dialects", err)
+	}
+}
