@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo run against into .tools/ (ignored by
-# git): the real Claude Code CLI and the official Agent SDK (a real
-# drop-in host), pinned. Safe to run again: it does nothing
+# git), pinned: the real Claude Code CLI, the official Agent SDK (a real
+# drop-in host), the ACP client library (a real ACP client) and the Node
+# ACP adapter the performance comparison runs against. Safe to run again: it does nothing
 # when the pinned versions are already there. Prints the CLI's path last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CLI_VERSION=2.1.330
 SDK_VERSION=0.3.330
+ACP_SDK_VERSION=2.4.0
+ACP_ADAPTER_VERSION=0.100.0
 tools=.tools
 mkdir -p "$tools"
 
@@ -17,7 +20,9 @@ cat > "$tools/package.json" <<JSON
   "private": true,
   "dependencies": {
     "@anthropic-ai/claude-code": "$CLI_VERSION",
-    "@anthropic-ai/claude-agent-sdk": "$SDK_VERSION"
+    "@anthropic-ai/claude-agent-sdk": "$SDK_VERSION",
+    "@agentclientprotocol/sdk": "$ACP_SDK_VERSION",
+    "@agentclientprotocol/claude-agent-acp": "$ACP_ADAPTER_VERSION"
   }
 }
 JSON
@@ -28,8 +33,10 @@ installed() {
 }
 
 if ! installed @anthropic-ai/claude-code "$CLI_VERSION" ||
-   ! installed @anthropic-ai/claude-agent-sdk "$SDK_VERSION"; then
-  echo "installing the Claude Code CLI $CLI_VERSION and the Agent SDK $SDK_VERSION into $tools/ ..." >&2
+   ! installed @anthropic-ai/claude-agent-sdk "$SDK_VERSION" ||
+   ! installed @agentclientprotocol/sdk "$ACP_SDK_VERSION" ||
+   ! installed @agentclientprotocol/claude-agent-acp "$ACP_ADAPTER_VERSION"; then
+  echo "installing the Claude Code CLI, the Agent SDK, the ACP SDK and the ACP Node adapter into $tools/ ..." >&2
   (cd "$tools" && npm install --no-audit --no-fund --loglevel=error >&2)
 fi
 
