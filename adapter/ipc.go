@@ -162,7 +162,8 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	}
 	l.timer.Stop()
 	defer close(l.stop)
-	if err := l.start(opts, opts.Resume != "" || opts.Continue); err != nil {
+	// A fork has no session file of its own until its first turn.
+	if err := l.start(opts, (opts.Resume != "" || opts.Continue) && !opts.ForkSession); err != nil {
 		return 1, err
 	}
 	l.flush()
@@ -416,11 +417,11 @@ func (l *ipcLoop) sessionCommand(r ipc.Respawn) {
 	if l.turns > 0 {
 		// Stop the running turn in band first, so that the session file
 		// is complete before the child goes.
-		if cmd, err := l.tr.FromUI([]byte(`{"type":"interrupt"}`)); err == nil {
+		if cmd, err := l.tr.FromUI([]byte(`{"type":"interrupt","cancel_queued":true}`)); err == nil {
 			l.write(l.proc, cmd.Stdin)
 			l.tr.Untrack(cmd.RequestID)
 		}
-		l.out = l.tr.CancelTurn("session_command", l.out)
+		l.cancelTurns("session_command")
 	}
 	l.retire("session_command")
 	l.respawnNext = &opts
@@ -520,18 +521,32 @@ func (l *ipcLoop) childExited(exit session.Exit) {
 	clear(l.deadlines)
 	l.interruptID = ""
 	l.out = l.tr.CancelPending("child_exited", l.out)
-	msg := exit.String()
+	// One terminal message per turn: the running one and every queued
+	// one the CLI will now never run.
+	msgs := []string{"the CLI exited: " + exit.String() + "; the next user_message resumes the session"}
 	if l.turns > 0 {
-		msg = "the CLI exited during the turn: " + msg + "; the next user_message resumes the session"
-	} else {
-		msg = "the CLI exited: " + msg + "; the next user_message resumes the session"
+		msgs[0] = "the CLI exited during the turn: " + exit.String() + "; the next user_message resumes the session"
+		for range l.turns - 1 {
+			msgs = append(msgs, "the CLI exited before running this queued prompt: "+exit.String())
+		}
 	}
-	line := ipc.AppendError(nil, "child_exited", msg, l.turns == 0)
-	line, _ = sjson.SetBytes(line, "exit_code", exit.Code)
-	line, _ = sjson.SetBytes(line, "stderr", exit.Stderr)
-	l.out = append(l.out, line)
+	for _, msg := range msgs {
+		line := ipc.AppendError(nil, "child_exited", msg, l.turns == 0)
+		line, _ = sjson.SetBytes(line, "exit_code", exit.Code)
+		line, _ = sjson.SetBytes(line, "stderr", exit.Stderr)
+		l.out = append(l.out, line)
+	}
 	l.turns = 0
 	l.tr.ResetProcess()
+}
+
+// cancelTurns ends the running turn and every queued one with
+// turn_cancelled, for turns ccbridge stops itself.
+func (l *ipcLoop) cancelTurns(reason string) {
+	for range l.turns {
+		l.out = l.tr.CancelTurn(reason, l.out)
+	}
+	l.turns = 0
 }
 
 // expire handles deadlines that have passed.
@@ -553,7 +568,7 @@ func (l *ipcLoop) expire() {
 		// The CLI did not acknowledge the interrupt: stop it, report the
 		// turn cancelled, and resume the session in a new child.
 		l.log.Warn("interrupt not acknowledged; restarting claude", "timeout", l.cfg.InterruptTimeout)
-		l.out = l.tr.CancelTurn("interrupt_timeout", l.out)
+		l.cancelTurns("interrupt_timeout")
 		opts := l.startOpts
 		resumed := l.persisted
 		if sid := l.tr.SessionID(); l.persisted && sid != "" {

@@ -1,0 +1,1555 @@
+package main
+
+// End-to-end tests of the ipc dialect (docs/protocol/ipc.md): the test
+// binary runs as `ccbridge --ui ipc` (see TestMain and startBridge in
+// e2e_test.go) in front of the real Claude Code CLI, which talks to the fake
+// Messages API (session/fakemodel, scenario default.json). Like the other
+// end-to-end tests they skip when the real CLI is not installed.
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/session/fakemodel"
+)
+
+const (
+	ipcWait  = 30 * time.Second       // the longest wait for one expected line
+	ipcQuiet = 400 * time.Millisecond // how long nothing more may follow a terminal message
+)
+
+// pngB64 is a valid 1×1 PNG, the one of docs/protocol/ipc.md.
+const pngB64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+
+// startIPC runs `ccbridge --ui ipc args…` in a fresh working directory and
+// HOME.
+func startIPC(t *testing.T, args ...string) *bridge {
+	t.Helper()
+	return startBridge(t, append([]string{"--ui", "ipc"}, args...))
+}
+
+var errQuiet = errors.New("no line")
+
+// recv returns ccbridge's next line within d: errQuiet when none came,
+// io.EOF when its output ended. Every line must be an ipc v2 message.
+func recv(t *testing.T, b *bridge, d time.Duration) ([]byte, error) {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case l, ok := <-b.lines:
+		if !ok {
+			return nil, io.EOF
+		}
+		checkIPCLine(t, l)
+		return l, nil
+	case <-timer.C:
+		return nil, errQuiet
+	}
+}
+
+// checkIPCLine checks the envelope every outbound message has: a JSON
+// object with "type" first and "ipc_version": 2.
+func checkIPCLine(t *testing.T, l []byte) {
+	t.Helper()
+	if !gjson.ValidBytes(l) {
+		t.Errorf("ccbridge wrote a line that is not JSON: %.300s", l)
+		return
+	}
+	if !bytes.HasPrefix(l, []byte(`{"type":"`)) {
+		t.Errorf("ipc line does not start with \"type\": %.300s", l)
+	}
+	if v := gjson.GetBytes(l, "ipc_version"); v.Type != gjson.Number || v.Int() != 2 {
+		t.Errorf("ipc line without ipc_version 2: %.300s", l)
+	}
+}
+
+// ipcUntil reads lines until pred holds for one, returning every line read;
+// it fails the test when none does within ipcWait of the previous line.
+func ipcUntil(t *testing.T, b *bridge, what string, pred func([]byte) bool) [][]byte {
+	t.Helper()
+	var seen [][]byte
+	for {
+		l, err := recv(t, b, ipcWait)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v after %d lines; the last ones:\n%s", what, err, len(seen), lastLines(seen, 8))
+		}
+		seen = append(seen, l)
+		if pred(l) {
+			return seen
+		}
+	}
+}
+
+// quiet reads whatever ccbridge writes within d.
+func quiet(t *testing.T, b *bridge, d time.Duration) [][]byte {
+	t.Helper()
+	var seen [][]byte
+	deadline := time.Now().Add(d)
+	for {
+		l, err := recv(t, b, time.Until(deadline))
+		if err != nil {
+			return seen
+		}
+		seen = append(seen, l)
+	}
+}
+
+func lastLines(lines [][]byte, n int) string {
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	var sb strings.Builder
+	for _, l := range lines {
+		sb.WriteString("  ")
+		sb.WriteString(tail(string(l), 400))
+		sb.WriteByte('\n')
+	}
+	return sb.String()
+}
+
+func typeOf(l []byte) string { return gjson.GetBytes(l, "type").Str }
+
+func get(l []byte, path string) gjson.Result { return gjson.GetBytes(l, path) }
+
+// isTerminal reports whether l ends a turn: turn_complete, turn_cancelled,
+// or an error with recoverable false.
+func isTerminal(l []byte) bool {
+	switch typeOf(l) {
+	case "turn_complete", "turn_cancelled":
+		return true
+	case "error":
+		r := get(l, "recoverable")
+		return r.Type == gjson.False
+	}
+	return false
+}
+
+func ofType(lines [][]byte, typ string) [][]byte {
+	var out [][]byte
+	for _, l := range lines {
+		if typeOf(l) == typ {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func first(lines [][]byte, pred func([]byte) bool) []byte {
+	for _, l := range lines {
+		if pred(l) {
+			return l
+		}
+	}
+	return nil
+}
+
+func indexOf(lines [][]byte, pred func([]byte) bool) int {
+	for i, l := range lines {
+		if pred(l) {
+			return i
+		}
+	}
+	return -1
+}
+
+func jsonStr(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// userMessage is a user_message line; each attachment is a JSON object.
+func userMessage(text string, attachments ...string) string {
+	s := `{"type":"user_message","text":` + jsonStr(text)
+	if len(attachments) > 0 {
+		s += `,"attachments":[` + strings.Join(attachments, ",") + `]`
+	}
+	return s + "}"
+}
+
+func imageAttachment(mediaType, content string) string {
+	return `{"kind":"image","media_type":` + jsonStr(mediaType) + `,"content":` + jsonStr(content) + `}`
+}
+
+func allowAnswer(requestID string) string {
+	return `{"type":"tool_approval","request_id":` + jsonStr(requestID) + `,"decision":"allow"}`
+}
+
+func denyAnswer(requestID, message string) string {
+	return `{"type":"tool_approval","request_id":` + jsonStr(requestID) + `,"decision":"deny","message":` + jsonStr(message) + `}`
+}
+
+// allowAll answers every permission request with allow.
+func allowAll(req []byte) string { return allowAnswer(get(req, "request_id").Str) }
+
+// turn sends a user_message (msg is its text, or a whole line starting with
+// "{") and reads its lines up to the terminal message. A permission request
+// fails the test; use turnAnswering for those.
+func turn(t *testing.T, b *bridge, msg string) [][]byte {
+	t.Helper()
+	return turnAnswering(t, b, msg, nil)
+}
+
+// turnAnswering is turn with answer called for every
+// control_request_forward; the line it returns (if any) is sent.
+func turnAnswering(t *testing.T, b *bridge, msg string, answer func(req []byte) string) [][]byte {
+	t.Helper()
+	if !strings.HasPrefix(msg, "{") {
+		msg = userMessage(msg)
+	}
+	b.send(msg)
+	return finishTurn(t, b, answer)
+}
+
+// finishTurn reads up to the turn's terminal message and checks that
+// exactly one terminal message ends the turn: none follows within ipcQuiet.
+// A turn_complete, and a turn_cancelled from the CLI's result, must come
+// right after a cost_update.
+func finishTurn(t *testing.T, b *bridge, answer func(req []byte) string) [][]byte {
+	t.Helper()
+	lines := ipcUntil(t, b, "the end of the turn", func(l []byte) bool {
+		if typeOf(l) == "control_request_forward" {
+			if answer == nil {
+				t.Fatalf("unexpected permission request: %.400s", l)
+			}
+			if reply := answer(l); reply != "" {
+				b.send(reply)
+			}
+		}
+		return isTerminal(l)
+	})
+	checkTurnEnd(t, b, lines)
+	return lines
+}
+
+func checkTurnEnd(t *testing.T, b *bridge, lines [][]byte) {
+	t.Helper()
+	last := lines[len(lines)-1]
+	fromResult := typeOf(last) == "turn_complete" ||
+		(typeOf(last) == "turn_cancelled" && strings.HasPrefix(get(last, "reason").Str, "aborted_"))
+	if fromResult && (len(lines) < 2 || typeOf(lines[len(lines)-2]) != "cost_update") {
+		t.Errorf("%s is not preceded by a cost_update; the last lines:\n%s", typeOf(last), lastLines(lines, 4))
+	}
+	for _, l := range quiet(t, b, ipcQuiet) {
+		if isTerminal(l) {
+			t.Errorf("a second terminal message after %s: %.400s", typeOf(last), l)
+		} else {
+			t.Logf("line after the terminal message: %.300s", l)
+		}
+	}
+}
+
+// expectSessionInit reads the first line, which must be session_init with
+// a UUID, without any input from the UI.
+func expectSessionInit(t *testing.T, b *bridge) string {
+	t.Helper()
+	l, err := recv(t, b, ipcWait)
+	if err != nil {
+		t.Fatalf("no session_init before any input: %v", err)
+	}
+	if typeOf(l) != "session_init" {
+		t.Fatalf("first line is not session_init: %.400s", l)
+	}
+	id := get(l, "session_id").Str
+	if _, err := uuid.Parse(id); err != nil {
+		t.Fatalf("session_init session_id %q is not a UUID: %v", id, err)
+	}
+	return id
+}
+
+// expectError reads the next line, which must be one recoverable error of
+// code (and field, when not ""), with nothing after it within ipcQuiet.
+func expectError(t *testing.T, b *bridge, code, field string) []byte {
+	t.Helper()
+	l, err := recv(t, b, ipcWait)
+	if err != nil {
+		t.Fatalf("no error line for %s: %v", code, err)
+	}
+	if typeOf(l) != "error" || get(l, "code").Str != code {
+		t.Fatalf("want an error with code %s, got %.400s", code, l)
+	}
+	if r := get(l, "recoverable"); r.Type != gjson.True {
+		t.Errorf("error %s is not recoverable: %.400s", code, l)
+	}
+	if field != "" && get(l, "field").Str != field {
+		t.Errorf("error %s names field %q, want %q: %.400s", code, get(l, "field").Str, field, l)
+	}
+	if get(l, "message").Str == "" {
+		t.Errorf("error %s has no message: %.400s", code, l)
+	}
+	for _, x := range quiet(t, b, 200*time.Millisecond) {
+		t.Errorf("another line after the %s error: %.400s", code, x)
+	}
+	return l
+}
+
+// fileIn reports whether path is the file name in dir (symlinks resolved).
+func fileIn(path, dir, name string) bool {
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	p, err := filepath.EvalSymlinks(filepath.Dir(path))
+	return err == nil && p == d && filepath.Base(path) == name
+}
+
+var tokenN atomic.Int64
+
+// token returns a word no other prompt of this run contains.
+func token(tag string) string {
+	return tag + strconv.FormatInt(time.Now().UnixNano()%1e9, 36) + "x" + strconv.FormatInt(tokenN.Add(1), 10)
+}
+
+// modelRequest returns the latest /v1/messages request the fake model got
+// whose prompt contains tok (not the session-title call).
+func modelRequest(t *testing.T, tok string) fakemodel.Request {
+	t.Helper()
+	reqs := fakeAPI(t).Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		r := reqs[i]
+		if r.Path == "/v1/messages" && r.Rule != "session-title" && strings.Contains(r.Prompt, tok) {
+			return r
+		}
+	}
+	t.Fatalf("the fake model got no request for the prompt with %q", tok)
+	return fakemodel.Request{}
+}
+
+// seenByModel reports whether the fake model's request for the prompt
+// holding tok also holds the word want (earlier history).
+func seenByModel(t *testing.T, tok, want string) bool {
+	t.Helper()
+	r := modelRequest(t, tok)
+	if r.Body == nil {
+		t.Fatalf("the fake model kept no body for the request with %q", tok)
+	}
+	return bytes.Contains(r.Body, []byte(want))
+}
+
+func complete(t *testing.T, lines [][]byte) []byte {
+	t.Helper()
+	last := lines[len(lines)-1]
+	if typeOf(last) != "turn_complete" || get(last, "subtype").Str != "success" || get(last, "is_error").Bool() {
+		t.Fatalf("the turn did not complete successfully: %.600s\n%s", last, lastLines(lines, 8))
+	}
+	return last
+}
+
+// noSessionChange checks that lines announce no other session than id:
+// no session_init with another id, and system_metadata of id only.
+func noSessionChange(t *testing.T, lines [][]byte, id string) {
+	t.Helper()
+	for _, l := range lines {
+		switch typeOf(l) {
+		case "session_init", "system_metadata":
+			if got := get(l, "session_id").Str; got != id {
+				t.Errorf("%s with session %s, want %s", typeOf(l), got, id)
+			}
+		}
+	}
+}
+
+// sessionInits returns the session ids announced in lines.
+func sessionInits(lines [][]byte) []string {
+	var ids []string
+	for _, l := range ofType(lines, "session_init") {
+		ids = append(ids, get(l, "session_id").Str)
+	}
+	return ids
+}
+
+// TestIPCTextWithThinking: session_init before any input; a plain prompt
+// streams thinking_text and assistant_text partials then completes, then
+// cost_update and one turn_complete.
+func TestIPCTextWithThinking(t *testing.T) {
+	b := startIPC(t)
+	sid := expectSessionInit(t, b)
+	if extra := quiet(t, b, 300*time.Millisecond); len(extra) > 0 {
+		t.Logf("lines before the first prompt besides session_init:\n%s", lastLines(extra, 5))
+	}
+	lines := turn(t, b, "hello there")
+	tc := complete(t, lines)
+
+	if ids := sessionInits(lines); len(ids) != 0 {
+		t.Errorf("session_init repeated during the turn: %v", ids)
+	}
+	meta := ofType(lines, "system_metadata")
+	if len(meta) != 1 {
+		t.Fatalf("%d system_metadata lines in the first turn, want 1", len(meta))
+	}
+	for _, f := range []string{"session_id", "cwd", "tools", "model", "permissionMode", "slash_commands", "plugins", "agents", "skills", "mcp_servers", "version"} {
+		if !get(meta[0], f).Exists() {
+			t.Errorf("system_metadata lacks %s", f)
+		}
+	}
+	if got := get(meta[0], "session_id").Str; got != sid {
+		t.Errorf("system_metadata session_id %s, want the announced %s", got, sid)
+	}
+	if got := get(meta[0], "permissionMode").Str; got != "default" {
+		t.Errorf("permissionMode %q, want default", got)
+	}
+	if !fileIn(filepath.Join(get(meta[0], "cwd").Str, "x"), b.dir, "x") {
+		t.Errorf("system_metadata cwd %q, want %s", get(meta[0], "cwd").Str, b.dir)
+	}
+
+	// Thinking, then text: partials with the deltas, then the whole block.
+	type key struct {
+		typ string
+		idx int64
+	}
+	partial := map[key]string{}
+	completeText := map[key]string{}
+	order := []string{}
+	var msgID string
+	nextSeq := int64(0)
+	for _, l := range lines {
+		typ := typeOf(l)
+		if typ != "thinking_text" && typ != "assistant_text" {
+			continue
+		}
+		if msgID == "" {
+			msgID = get(l, "msg_id").Str
+		}
+		if get(l, "msg_id").Str != msgID {
+			t.Errorf("text from a second message %s in a one-message turn", get(l, "msg_id").Str)
+			continue
+		}
+		if s := get(l, "seq").Int(); s != nextSeq {
+			t.Errorf("seq %d, want %d: %.300s", s, nextSeq, l)
+		}
+		nextSeq++
+		if p := get(l, "parent_tool_use_id"); p.Type != gjson.Null {
+			t.Errorf("main-thread text with parent_tool_use_id %s", p.Raw)
+		}
+		k := key{typ, get(l, "block_index").Int()}
+		if get(l, "is_partial").Bool() {
+			if get(l, "status").Str != "streaming" {
+				t.Errorf("partial with status %q: %.300s", get(l, "status").Str, l)
+			}
+			if _, done := completeText[k]; done {
+				t.Errorf("partial after the complete block: %.300s", l)
+			}
+			partial[k] += get(l, "text").Str
+			order = append(order, typ+"/partial")
+		} else {
+			if get(l, "status").Str != "complete" {
+				t.Errorf("complete block with status %q: %.300s", get(l, "status").Str, l)
+			}
+			completeText[k] = get(l, "text").Str
+			order = append(order, typ+"/complete")
+		}
+	}
+	want := []string{"thinking_text/partial", "thinking_text/complete", "assistant_text/partial"}
+	if len(order) < 4 || order[0] != want[0] || order[1] != want[1] || order[2] != want[2] || order[len(order)-1] != "assistant_text/complete" {
+		t.Errorf("text order %v, want thinking partial, thinking complete, text partials, text complete", order)
+	}
+	th, tx := key{"thinking_text", 0}, key{"assistant_text", 1}
+	if completeText[th] != "Let me think." || partial[th] != completeText[th] {
+		t.Errorf("thinking: partials %q, complete %q; want %q", partial[th], completeText[th], "Let me think.")
+	}
+	if completeText[tx] != "Hello from the mock model. " || partial[tx] != completeText[tx] {
+		t.Errorf("text: partials %q, complete %q; want %q", partial[tx], completeText[tx], "Hello from the mock model. ")
+	}
+
+	cost := lines[len(lines)-2]
+	if tcu := get(cost, "turn_cost_usd"); tcu.Type != gjson.Number || tcu.Float() <= 0 {
+		t.Errorf("cost_update turn_cost_usd %s, want a positive number: %.400s", tcu.Raw, cost)
+	}
+	for _, f := range []string{"total_cost_usd", "num_turns", "duration_ms", "duration_api_ms", "usage", "modelUsage"} {
+		if !get(cost, f).Exists() {
+			t.Errorf("cost_update lacks %s", f)
+		}
+	}
+	if get(tc, "result").Str != "Hello from the mock model. " || get(tc, "msg_id").Str != msgID ||
+		get(tc, "result_class").Str != "success" || get(tc, "api_error").Type != gjson.Null ||
+		get(tc, "terminal_reason").Str != "completed" || get(tc, "parent_tool_use_id").Type != gjson.Null {
+		t.Errorf("turn_complete: %.600s", tc)
+	}
+
+	// A second turn in the same session: no new session_init, same session.
+	lines = turn(t, b, "hello again")
+	complete(t, lines)
+	noSessionChange(t, lines, sid)
+}
+
+// TestIPCWrite: a Write allowed (the file is written; tool_use_structured
+// type create) and denied (no file; the model is told the message); a
+// second answer to the same request is refused with unknown_request.
+func TestIPCWrite(t *testing.T) {
+	for _, allow := range []bool{true, false} {
+		t.Run(map[bool]string{true: "allowed", false: "denied"}[allow], func(t *testing.T) {
+			b := startIPC(t)
+			expectSessionInit(t, b)
+			var req []byte
+			lines := turnAnswering(t, b, "WRITEFILE please", func(r []byte) string {
+				if req != nil {
+					t.Errorf("a second permission request: %.300s", r)
+				}
+				req = r
+				if allow {
+					return allowAnswer(get(r, "request_id").Str)
+				}
+				return denyAnswer(get(r, "request_id").Str, "Denied by the ipc e2e test")
+			})
+			tc := complete(t, lines)
+			if req == nil {
+				t.Fatal("no control_request_forward for the Write")
+			}
+			path := get(req, "input.file_path").Str
+			useID := get(req, "tool_use_id").Str
+			if get(req, "tool_name").Str != "Write" || get(req, "is_question").Bool() || !fileIn(path, b.dir, "written.txt") ||
+				get(req, "input.content").Str != "hello world\n" || useID == "" || get(req, "request_id").Str == "" {
+				t.Errorf("control_request_forward: %.600s", req)
+			}
+			for _, f := range []string{"display_name", "description", "decision_reason", "blocked_path", "permission_suggestions", "parent_tool_use_id", "requires_user_interaction"} {
+				if !get(req, f).Exists() {
+					t.Errorf("control_request_forward lacks %s", f)
+				}
+			}
+			// The tool_use is announced partial, then complete, before the request.
+			uses := ofType(lines, "tool_use")
+			if len(uses) != 2 || !get(uses[0], "is_partial").Bool() || get(uses[1], "is_partial").Bool() ||
+				get(uses[0], "tool_use_id").Str != useID || get(uses[1], "tool_use_id").Str != useID ||
+				get(uses[1], "input.file_path").Str != path || get(uses[0], "tool_name").Str != "Write" {
+				t.Errorf("tool_use lines (want partial then complete for %s):\n%s", useID, lastLines(uses, 4))
+			}
+			if indexOf(lines, func(l []byte) bool { return typeOf(l) == "tool_use" && !get(l, "is_partial").Bool() }) >
+				indexOf(lines, func(l []byte) bool { return typeOf(l) == "control_request_forward" }) {
+				t.Errorf("the permission request came before the complete tool_use")
+			}
+			res := first(lines, func(l []byte) bool { return typeOf(l) == "tool_result" && get(l, "tool_use_id").Str == useID })
+			if res == nil {
+				t.Fatalf("no tool_result for %s", useID)
+			}
+			structured := first(lines, func(l []byte) bool {
+				return typeOf(l) == "tool_use_structured" && get(l, "tool_use_id").Str == useID
+			})
+			data, statErr := os.ReadFile(path)
+			if allow {
+				if get(res, "is_error").Bool() || get(res, "tool_name").Str != "Write" {
+					t.Errorf("tool_result of the allowed Write: %.400s", res)
+				}
+				if statErr != nil || string(data) != "hello world\n" {
+					t.Errorf("the allowed Write left %q, %v at %s", data, statErr, path)
+				}
+				if structured == nil || get(structured, "tool_name").Str != "Write" ||
+					get(structured, "structured_result.type").Str != "create" ||
+					get(structured, "structured_result.filePath").Str != path ||
+					get(structured, "structured_result.content").Str != "hello world\n" {
+					t.Errorf("tool_use_structured of the Write (want type create): %.600s", structured)
+				}
+				if n := get(tc, "permission_denials.#").Int(); n != 0 {
+					t.Errorf("permission_denials has %d entries after allow", n)
+				}
+			} else {
+				if !get(res, "is_error").Bool() || !strings.Contains(get(res, "output").Str, "Denied by the ipc e2e test") {
+					t.Errorf("tool_result of the denied Write (want is_error and the deny message): %.400s", res)
+				}
+				if statErr == nil {
+					t.Errorf("the denied Write created %s", path)
+				}
+				if structured != nil {
+					t.Errorf("tool_use_structured for a denied Write: %.400s", structured)
+				}
+				if get(tc, "permission_denials.#").Int() != 1 || get(tc, "permission_denials.0.tool_use_id").Str != useID {
+					t.Errorf("turn_complete permission_denials after deny: %.600s", tc)
+				}
+			}
+			// The request is settled: a second answer is refused.
+			b.send(allowAnswer(get(req, "request_id").Str))
+			e := expectError(t, b, "unknown_request", "request_id")
+			if get(e, "request_id").Str != get(req, "request_id").Str || get(e, "in_reply_to").Str != "tool_approval" {
+				t.Errorf("unknown_request error: %.400s", e)
+			}
+			complete(t, turn(t, b, "hello after the Write"))
+		})
+	}
+}
+
+// TestIPCEditPatch: Read (auto-allowed) then Edit (allowed): the Edit's
+// tool_use_structured carries the structuredPatch hunk.
+func TestIPCEditPatch(t *testing.T) {
+	b := startIPC(t)
+	target := filepath.Join(b.dir, "edit_target.txt")
+	if err := os.WriteFile(target, []byte("line one\nline two\nline three\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expectSessionInit(t, b)
+	var asked []string
+	lines := turnAnswering(t, b, "EDITFILE please", func(r []byte) string {
+		asked = append(asked, get(r, "tool_name").Str)
+		return allowAll(r)
+	})
+	complete(t, lines)
+	if len(asked) != 1 || asked[0] != "Edit" {
+		t.Errorf("permission requests for %v, want only Edit", asked)
+	}
+	edit := first(lines, func(l []byte) bool {
+		return typeOf(l) == "tool_use_structured" && get(l, "tool_name").Str == "Edit"
+	})
+	if edit == nil {
+		t.Fatalf("no tool_use_structured for the Edit:\n%s", lastLines(lines, 10))
+	}
+	want := `[" line one","-line two","+line 2 (edited)"," line three"]`
+	hunk := get(edit, "structured_result.structuredPatch.0")
+	if got := hunk.Get("lines").Raw; got != want || hunk.Get("oldStart").Int() != 1 || get(edit, "structured_result.structuredPatch.#").Int() != 1 {
+		t.Errorf("structuredPatch %s, want one hunk with lines %s", get(edit, "structured_result.structuredPatch").Raw, want)
+	}
+	if get(edit, "structured_result.oldString").Str != "line two" || get(edit, "structured_result.newString").Str != "line 2 (edited)" {
+		t.Errorf("Edit structured_result: %.600s", edit)
+	}
+	useID := get(edit, "tool_use_id").Str
+	if first(lines, func(l []byte) bool {
+		return typeOf(l) == "tool_use" && get(l, "tool_use_id").Str == useID && get(l, "tool_name").Str == "Edit"
+	}) == nil {
+		t.Errorf("tool_use_structured names %s, which no Edit tool_use had", useID)
+	}
+	if data, _ := os.ReadFile(target); string(data) != "line one\nline 2 (edited)\nline three\n" {
+		t.Errorf("edit_target.txt after the Edit: %q", data)
+	}
+	read := first(lines, func(l []byte) bool {
+		return typeOf(l) == "tool_result" && get(l, "tool_name").Str == "Read"
+	})
+	if read == nil || !strings.Contains(get(read, "output").Str, "line two") {
+		t.Errorf("tool_result of the Read: %.400s", read)
+	}
+}
+
+// TestIPCAskUserQuestion: a single-select and a multi-select question,
+// answered with question_answer (labels comma-joined for multi-select).
+func TestIPCAskUserQuestion(t *testing.T) {
+	cases := []struct {
+		name, prompt, question, answer, want string
+	}{
+		{"single", "ASKUSER please", "Which color do you prefer?", `"Blue"`, "Blue"},
+		{"multi", "ASKMULTI please", "Which toppings do you want?", `["Cheese","Olives"]`, "Cheese,Olives"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := startIPC(t)
+			expectSessionInit(t, b)
+			b.send(userMessage(c.prompt))
+			lines := ipcUntil(t, b, "the question", func(l []byte) bool {
+				if isTerminal(l) {
+					t.Fatalf("the turn ended before the question: %.400s", l)
+				}
+				return typeOf(l) == "control_request_forward"
+			})
+			req := lines[len(lines)-1]
+			id := get(req, "request_id").Str
+			if get(req, "tool_name").Str != "AskUserQuestion" || !get(req, "is_question").Bool() ||
+				!get(req, "requires_user_interaction").Bool() || get(req, "input.questions.0.question").Str != c.question {
+				t.Fatalf("control_request_forward for the question: %.600s", req)
+			}
+			// An answer to a question the request does not ask is refused
+			// and leaves the request open.
+			b.send(`{"type":"question_answer","request_id":` + jsonStr(id) + `,"answers":{"Which pet?":"Cat"}}`)
+			expectError(t, b, "invalid_value", "")
+			b.send(`{"type":"question_answer","request_id":` + jsonStr(id) + `,"answers":{` + jsonStr(c.question) + `:` + c.answer + `}}`)
+			rest := finishTurn(t, b, nil)
+			complete(t, rest)
+			useID := get(req, "tool_use_id").Str
+			st := first(rest, func(l []byte) bool {
+				return typeOf(l) == "tool_use_structured" && get(l, "tool_use_id").Str == useID
+			})
+			if st == nil || get(st, "structured_result.answers").Get(gjson.Escape(c.question)).Str != c.want {
+				t.Errorf("tool_use_structured answers (want %q): %.600s", c.want, st)
+			}
+			res := first(rest, func(l []byte) bool { return typeOf(l) == "tool_result" && get(l, "tool_use_id").Str == useID })
+			if res == nil || get(res, "is_error").Bool() || !strings.Contains(get(res, "output").Str, `="`+c.want+`"`) {
+				t.Errorf("tool_result of the question (want =%q): %.400s", c.want, res)
+			}
+			if n := len(ofType(rest, "control_request_cancelled")); n != 0 {
+				t.Errorf("%d control_request_cancelled for an answered question", n)
+			}
+		})
+	}
+}
+
+// TestIPCFailingTool: a Read of a missing file gives tool_result is_error
+// true, without the <tool_use_error> wrapping, and the turn completes.
+func TestIPCFailingTool(t *testing.T) {
+	b := startIPC(t)
+	expectSessionInit(t, b)
+	lines := turn(t, b, "READMISSING please")
+	tc := complete(t, lines)
+	res := ofType(lines, "tool_result")
+	if len(res) != 1 {
+		t.Fatalf("%d tool_result lines, want 1", len(res))
+	}
+	out := get(res[0], "output").Str
+	if !get(res[0], "is_error").Bool() || get(res[0], "tool_name").Str != "Read" ||
+		strings.Contains(out, "tool_use_error") || !strings.Contains(out, "does not exist") {
+		t.Errorf("tool_result of the failing Read: %.400s", res[0])
+	}
+	if st := ofType(lines, "tool_use_structured"); len(st) != 0 {
+		t.Errorf("tool_use_structured for a failed tool: %.400s", st[0])
+	}
+	if get(tc, "result").Str != "The file is missing. " {
+		t.Errorf("turn_complete result: %.400s", tc)
+	}
+}
+
+// TestIPCParallelTools: one assistant message with a Read and two Bash
+// calls; both Bash prompts allowed; three results.
+func TestIPCParallelTools(t *testing.T) {
+	b := startIPC(t)
+	if err := os.WriteFile(filepath.Join(b.dir, "hello.txt"), []byte("hello world\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expectSessionInit(t, b)
+	var asked []string
+	lines := turnAnswering(t, b, "PARALLEL please", func(r []byte) string {
+		asked = append(asked, get(r, "tool_name").Str)
+		return allowAll(r)
+	})
+	complete(t, lines)
+	if len(asked) != 2 || asked[0] != "Bash" || asked[1] != "Bash" {
+		t.Errorf("permission requests for %v, want two Bash", asked)
+	}
+	var uses [][]byte
+	for _, l := range ofType(lines, "tool_use") {
+		if !get(l, "is_partial").Bool() {
+			uses = append(uses, l)
+		}
+	}
+	if len(uses) != 3 {
+		t.Fatalf("%d complete tool_use lines, want 3", len(uses))
+	}
+	ids := map[string]bool{}
+	for i, u := range uses {
+		if get(u, "msg_id").Str != get(uses[0], "msg_id").Str || get(u, "block_index").Int() != int64(i+1) {
+			t.Errorf("tool_use %d not block %d of the one message: %.300s", i, i+1, u)
+		}
+		ids[get(u, "tool_use_id").Str] = true
+	}
+	if len(ids) != 3 {
+		t.Errorf("tool_use ids not distinct: %v", ids)
+	}
+	results := ofType(lines, "tool_result")
+	if len(results) != 3 {
+		t.Errorf("%d tool_result lines, want 3", len(results))
+	}
+	for _, r := range results {
+		if !ids[get(r, "tool_use_id").Str] || get(r, "is_error").Bool() {
+			t.Errorf("tool_result: %.300s", r)
+		}
+		delete(ids, get(r, "tool_use_id").Str)
+	}
+	if len(ids) != 0 {
+		t.Errorf("no tool_result for %v", ids)
+	}
+	for _, f := range []string{"p1.txt", "p2.txt"} {
+		if _, err := os.Stat(filepath.Join(b.dir, f)); err != nil {
+			t.Errorf("the allowed Bash did not create %s", f)
+		}
+	}
+}
+
+// TestIPCSubagent: the subagent's tool calls and results carry
+// parent_tool_use_id = the Agent tool_use id; the main thread's null.
+func TestIPCSubagent(t *testing.T) {
+	b := startIPC(t)
+	if err := os.WriteFile(filepath.Join(b.dir, "hello.txt"), []byte("hello world\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expectSessionInit(t, b)
+	lines := turnAnswering(t, b, "SUBAGENT please", allowAll)
+	tc := complete(t, lines)
+	agent := first(lines, func(l []byte) bool {
+		return typeOf(l) == "tool_use" && get(l, "tool_name").Str == "Agent" && !get(l, "is_partial").Bool()
+	})
+	if agent == nil {
+		t.Fatalf("no Agent tool_use:\n%s", lastLines(lines, 10))
+	}
+	agentID := get(agent, "tool_use_id").Str
+	if get(agent, "parent_tool_use_id").Type != gjson.Null {
+		t.Errorf("the Agent tool_use is nested: %.300s", agent)
+	}
+	read := first(lines, func(l []byte) bool { return typeOf(l) == "tool_use" && get(l, "tool_name").Str == "Read" })
+	if read == nil || get(read, "parent_tool_use_id").Str != agentID {
+		t.Fatalf("the subagent's Read tool_use (want parent_tool_use_id %s): %.400s", agentID, read)
+	}
+	readRes := first(lines, func(l []byte) bool {
+		return typeOf(l) == "tool_result" && get(l, "tool_use_id").Str == get(read, "tool_use_id").Str
+	})
+	if readRes == nil || get(readRes, "parent_tool_use_id").Str != agentID || !strings.Contains(get(readRes, "output").Str, "hello world") {
+		t.Errorf("the subagent's Read tool_result (want parent_tool_use_id %s): %.400s", agentID, readRes)
+	}
+	agentRes := first(lines, func(l []byte) bool { return typeOf(l) == "tool_result" && get(l, "tool_use_id").Str == agentID })
+	if agentRes == nil || get(agentRes, "parent_tool_use_id").Type != gjson.Null || get(agentRes, "is_error").Bool() {
+		t.Errorf("the Agent's tool_result (main thread): %.400s", agentRes)
+	}
+	if indexOf(lines, func(l []byte) bool { return typeOf(l) == "tool_result" && get(l, "tool_use_id").Str == agentID }) <
+		indexOf(lines, func(l []byte) bool { return typeOf(l) == "tool_result" && get(l, "parent_tool_use_id").Str == agentID }) {
+		t.Errorf("the Agent's result came before its subagent's tool result")
+	}
+	if first(lines, func(l []byte) bool { return typeOf(l) == "task_update" && get(l, "tool_use_id").Str == agentID }) == nil {
+		t.Errorf("no task_update for the subagent %s", agentID)
+	}
+	for _, l := range lines {
+		if typeOf(l) == "assistant_text" && get(l, "parent_tool_use_id").Type == gjson.Null {
+			continue
+		}
+		if p := get(l, "parent_tool_use_id"); p.Type == gjson.String && p.Str != agentID {
+			t.Errorf("a line nested under an unknown tool_use %s: %.300s", p.Str, l)
+		}
+	}
+	if get(tc, "parent_tool_use_id").Type != gjson.Null || get(tc, "result").Str != "Done. " {
+		t.Errorf("turn_complete: %.400s", tc)
+	}
+}
+
+// TestIPCInterruptMidStream: interrupt while text streams ends the turn with
+// turn_cancelled (aborted_streaming); the session goes on.
+func TestIPCInterruptMidStream(t *testing.T) {
+	b := startIPC(t)
+	sid := expectSessionInit(t, b)
+	b.send(userMessage("SLOW please"))
+	ipcUntil(t, b, "streaming text", func(l []byte) bool {
+		if isTerminal(l) {
+			t.Fatalf("the turn ended before it streamed: %.400s", l)
+		}
+		return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
+	})
+	start := time.Now()
+	b.send(`{"type":"interrupt"}`)
+	lines := finishTurn(t, b, nil)
+	last := lines[len(lines)-1]
+	if typeOf(last) != "turn_cancelled" || get(last, "reason").Str != "aborted_streaming" {
+		t.Fatalf("the interrupted turn ended with %.400s", last)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("the turn ended %v after the interrupt (the full stream takes 5 s)", d)
+	}
+	if p := get(last, "partial_result").Str; !strings.HasPrefix(p, "counting ") || len(p) >= 450 {
+		t.Errorf("partial_result %q, want the text streamed so far", p)
+	}
+	aborted := first(lines, func(l []byte) bool {
+		return typeOf(l) == "assistant_text" && !get(l, "is_partial").Bool()
+	})
+	if aborted == nil || get(aborted, "status").Str != "aborted" {
+		t.Errorf("the cut-off block's final assistant_text (want status aborted): %.300s", aborted)
+	}
+	if n := len(ofType(lines, "turn_complete")); n != 0 {
+		t.Errorf("%d turn_complete in an interrupted turn", n)
+	}
+	lines = turn(t, b, "hello after the interrupt")
+	complete(t, lines)
+	noSessionChange(t, lines, sid)
+}
+
+// TestIPCInterruptPendingPermission: interrupt while a permission prompt is
+// open: control_request_cancelled for it, then turn_cancelled; an answer to
+// the withdrawn request is refused; the session goes on.
+func TestIPCInterruptPendingPermission(t *testing.T) {
+	b := startIPC(t)
+	expectSessionInit(t, b)
+	b.send(userMessage("BASH please"))
+	lines := ipcUntil(t, b, "the permission request", func(l []byte) bool {
+		if isTerminal(l) {
+			t.Fatalf("the turn ended before the permission request: %.400s", l)
+		}
+		return typeOf(l) == "control_request_forward"
+	})
+	req := lines[len(lines)-1]
+	id := get(req, "request_id").Str
+	if get(req, "tool_name").Str != "Bash" {
+		t.Fatalf("permission request: %.400s", req)
+	}
+	b.send(`{"type":"interrupt"}`)
+	lines = finishTurn(t, b, nil)
+	last := lines[len(lines)-1]
+	if typeOf(last) != "turn_cancelled" {
+		t.Fatalf("the turn ended with %.400s", last)
+	}
+	cancelled := ofType(lines, "control_request_cancelled")
+	if len(cancelled) != 1 || get(cancelled[0], "request_id").Str != id || get(cancelled[0], "reason").Str != "withdrawn" {
+		t.Errorf("control_request_cancelled (want one, %s, withdrawn):\n%s", id, lastLines(cancelled, 3))
+	}
+	if get(last, "reason").Str != "aborted_tools" {
+		t.Errorf("turn_cancelled reason %q, want aborted_tools", get(last, "reason").Str)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "bash_touched.txt")); err == nil {
+		t.Errorf("the withdrawn Bash ran")
+	}
+	b.send(allowAnswer(id))
+	e := expectError(t, b, "unknown_request", "request_id")
+	if get(e, "request_id").Str != id {
+		t.Errorf("unknown_request error: %.400s", e)
+	}
+	complete(t, turn(t, b, "hello after the interrupt"))
+}
+
+// TestIPCSlashCost: /cost gives an assistant_text with source
+// slash_command and a turn_complete.
+func TestIPCSlashCost(t *testing.T) {
+	b := startIPC(t)
+	expectSessionInit(t, b)
+	complete(t, turn(t, b, "hello there"))
+	lines := turn(t, b, "/cost")
+	tc := complete(t, lines)
+	texts := ofType(lines, "assistant_text")
+	if len(texts) != 1 {
+		t.Fatalf("%d assistant_text lines for /cost, want 1:\n%s", len(texts), lastLines(texts, 4))
+	}
+	at := texts[0]
+	if get(at, "source").Str != "slash_command" || get(at, "is_partial").Bool() || !strings.Contains(get(at, "text").Str, "cost") {
+		t.Errorf("/cost assistant_text: %.600s", at)
+	}
+	if get(tc, "local_command").Str != "cost" {
+		t.Errorf("turn_complete local_command %q, want cost", get(tc, "local_command").Str)
+	}
+	if n := len(ofType(lines, "thinking_text")); n != 0 {
+		t.Errorf("/cost reached the model (%d thinking_text lines)", n)
+	}
+}
+
+// TestIPCAPIError: an HTTP 400 from the API ends the turn with
+// turn_complete, is_error true and api_error set; the session goes on.
+func TestIPCAPIError(t *testing.T) {
+	b := startIPC(t)
+	expectSessionInit(t, b)
+	lines := turn(t, b, "APIERR400 now")
+	tc := lines[len(lines)-1]
+	if typeOf(tc) != "turn_complete" || !get(tc, "is_error").Bool() || get(tc, "result_class").Str != "api_error" ||
+		get(tc, "terminal_reason").Str != "api_error" {
+		t.Fatalf("turn_complete of the API error: %.600s", tc)
+	}
+	ae := get(tc, "api_error")
+	if !ae.IsObject() || ae.Get("status").Int() != 400 || ae.Get("type").Str != "invalid_request_error" || ae.Get("message").Str == "" {
+		t.Errorf("api_error %s, want {status 400, type invalid_request_error, message}", ae.Raw)
+	}
+	text := first(lines, func(l []byte) bool { return typeOf(l) == "assistant_text" && !get(l, "is_partial").Bool() })
+	if text == nil || !get(text, "is_error").Bool() || get(text, "api_error_status").Int() != 400 {
+		t.Errorf("assistant_text of the API error: %.400s", text)
+	}
+	complete(t, turn(t, b, "hello after the error"))
+}
+
+// TestIPCImageAttachment: a PNG attachment reaches the model as one image.
+func TestIPCImageAttachment(t *testing.T) {
+	b := startIPC(t)
+	expectSessionInit(t, b)
+	lines := turn(t, b, userMessage("IMAGECHECK what is in this image?", imageAttachment("image/png", pngB64)))
+	complete(t, lines)
+	text := first(lines, func(l []byte) bool { return typeOf(l) == "assistant_text" && !get(l, "is_partial").Bool() })
+	if text == nil || get(text, "text").Str != "I received 1 image block(s). " {
+		t.Errorf("reply to the image (want 1 image block): %.400s", text)
+	}
+}
+
+// TestIPCModelChange: model_change answers with "Set model to" and a
+// system_metadata with the new model, and the next turn uses it.
+func TestIPCModelChange(t *testing.T) {
+	b := startIPC(t)
+	expectSessionInit(t, b)
+	lines := turn(t, b, "hello there")
+	complete(t, lines)
+	meta := ofType(lines, "system_metadata")
+	if len(meta) == 0 || get(meta[0], "model").Str == "claude-sonnet-4-5" {
+		t.Fatalf("system_metadata of the first turn: %.300s", meta)
+	}
+
+	b.send(`{"type":"model_change","model":"claude-sonnet-4-5"}`)
+	var sawText, sawMeta bool
+	for !sawText || !sawMeta {
+		l, err := recv(t, b, 10*time.Second)
+		if err != nil {
+			t.Fatalf("after model_change: %v (Set model text %v, system_metadata %v)", err, sawText, sawMeta)
+		}
+		switch {
+		case typeOf(l) == "assistant_text":
+			sawText = true
+			if get(l, "source").Str != "slash_command" || get(l, "text").Str != "Set model to `claude-sonnet-4-5`" {
+				t.Errorf("assistant_text after model_change: %.400s", l)
+			}
+		case typeOf(l) == "system_metadata":
+			sawMeta = true
+			if get(l, "model").Str != "claude-sonnet-4-5" {
+				t.Errorf("system_metadata after model_change: model %q", get(l, "model").Str)
+			}
+		case typeOf(l) == "error" || isTerminal(l):
+			t.Fatalf("after model_change: %.400s", l)
+		default:
+			t.Logf("after model_change: %.300s", l)
+		}
+	}
+	tok := token("modelcheck")
+	lines = turn(t, b, "hello "+tok)
+	complete(t, lines)
+	for _, m := range ofType(lines, "system_metadata") {
+		if get(m, "model").Str != "claude-sonnet-4-5" {
+			t.Errorf("system_metadata after the change has model %q", get(m, "model").Str)
+		}
+	}
+	if r := modelRequest(t, tok); r.Model != "claude-sonnet-4-5" {
+		t.Errorf("the turn after model_change asked the API for model %q", r.Model)
+	}
+
+	b.send(`{"type":"model_change","model":""}`)
+	expectError(t, b, "invalid_value", "model")
+}
+
+// TestIPCPermissionMode: permission_mode acceptEdits gives a
+// system_metadata with it, and a Write runs without a prompt; an invalid
+// mode is a control_request_failed error; back to default.
+func TestIPCPermissionMode(t *testing.T) {
+	b := startIPC(t)
+	expectSessionInit(t, b)
+	complete(t, turn(t, b, "hello there"))
+
+	waitMode := func(mode string) {
+		t.Helper()
+		lines := ipcUntil(t, b, "system_metadata with permissionMode "+mode, func(l []byte) bool {
+			if typeOf(l) == "error" || isTerminal(l) {
+				t.Fatalf("after permission_mode %s: %.400s", mode, l)
+			}
+			return typeOf(l) == "system_metadata"
+		})
+		if got := get(lines[len(lines)-1], "permissionMode").Str; got != mode {
+			t.Errorf("system_metadata permissionMode %q, want %q", got, mode)
+		}
+	}
+	b.send(`{"type":"permission_mode","mode":"acceptEdits"}`)
+	waitMode("acceptEdits")
+
+	lines := turn(t, b, "WRITEFILE please") // fails on a permission request
+	complete(t, lines)
+	if data, err := os.ReadFile(filepath.Join(b.dir, "written.txt")); err != nil || string(data) != "hello world\n" {
+		t.Errorf("Write in acceptEdits: %q, %v", data, err)
+	}
+	for _, m := range ofType(lines, "system_metadata") {
+		if get(m, "permissionMode").Str != "acceptEdits" {
+			t.Errorf("system_metadata in the acceptEdits turn: permissionMode %q", get(m, "permissionMode").Str)
+		}
+	}
+
+	b.send(`{"type":"permission_mode","mode":"bogusMode"}`)
+	e := expectError(t, b, "control_request_failed", "")
+	if get(e, "subtype").Str != "set_permission_mode" || get(e, "cli_error_code").Str != "invalid_mode" || get(e, "request_id").Str == "" {
+		t.Errorf("error for an invalid mode: %.400s", e)
+	}
+
+	b.send(`{"type":"permission_mode","mode":"default"}`)
+	waitMode("default")
+	if err := os.Remove(filepath.Join(b.dir, "written.txt")); err != nil {
+		t.Fatal(err)
+	}
+	var asked int
+	lines = turnAnswering(t, b, "WRITEFILE please", func(r []byte) string {
+		asked++
+		return denyAnswer(get(r, "request_id").Str, "no")
+	})
+	complete(t, lines)
+	if asked != 1 {
+		t.Errorf("%d permission requests for a Write in default mode, want 1", asked)
+	}
+}
+
+// TestIPCSessionCommands: new, resume, fork and continue respawn the CLI;
+// session_init carries the resulting id, and the model sees the history of
+// the resumed or forked session (the fake model's request bodies).
+func TestIPCSessionCommands(t *testing.T) {
+	b := startIPC(t)
+	s1 := expectSessionInit(t, b)
+	tokA := token("alpha")
+	complete(t, turn(t, b, "hello "+tokA))
+
+	// new: a fresh id at once, and a fresh conversation.
+	b.send(`{"type":"session_command","command":"new"}`)
+	lines := ipcUntil(t, b, "session_init after new", isType("session_init"))
+	s2 := get(lines[len(lines)-1], "session_id").Str
+	if s2 == s1 || s2 == "" {
+		t.Fatalf("session_init after new: %s (first session %s)", s2, s1)
+	}
+	tokB := token("bravo")
+	lines = turn(t, b, "hello "+tokB)
+	complete(t, lines)
+	noSessionChange(t, lines, s2)
+	if seenByModel(t, tokB, tokA) {
+		t.Errorf("the new session's model call holds the first session's prompt")
+	}
+
+	// resume the first session: session_init with its id; its history.
+	b.send(`{"type":"session_command","command":"resume","session_id":"` + s1 + `"}`)
+	lines = ipcUntil(t, b, "session_init after resume", isType("session_init"))
+	if got := get(lines[len(lines)-1], "session_id").Str; got != s1 {
+		t.Fatalf("session_init after resume: %s, want %s", got, s1)
+	}
+	tokC := token("charlie")
+	lines = turn(t, b, "hello "+tokC)
+	complete(t, lines)
+	noSessionChange(t, lines, s1)
+	if !seenByModel(t, tokC, tokA) {
+		t.Errorf("after resume the model did not get the first session's history")
+	}
+
+	// fork the current (first) session: a new id; the history goes along.
+	b.send(`{"type":"session_command","command":"fork"}`)
+	lines = ipcUntil(t, b, "session_init after fork", isType("session_init"))
+	s3 := get(lines[len(lines)-1], "session_id").Str
+	if s3 == s1 || s3 == s2 || s3 == "" {
+		t.Fatalf("session_init after fork: %s (earlier %s, %s)", s3, s1, s2)
+	}
+	tokD := token("delta")
+	lines = turn(t, b, "hello "+tokD)
+	complete(t, lines)
+	noSessionChange(t, lines, s3)
+	if !seenByModel(t, tokD, tokA) || !seenByModel(t, tokD, tokC) {
+		t.Errorf("after fork the model did not get the forked session's history")
+	}
+
+	// continue: the most recent session in the cwd (the fork), announced
+	// when the first turn reveals it.
+	b.send(`{"type":"session_command","command":"new"}`)
+	lines = ipcUntil(t, b, "session_init after new", isType("session_init"))
+	s4 := get(lines[len(lines)-1], "session_id").Str
+	if s4 == s3 || s4 == s1 {
+		t.Fatalf("session_init after the second new: %s", s4)
+	}
+	b.send(`{"type":"session_command","command":"continue"}`)
+	tokE := token("echo")
+	lines = turn(t, b, "hello "+tokE)
+	complete(t, lines)
+	if ids := sessionInits(lines); len(ids) != 1 || ids[0] != s3 {
+		t.Errorf("session_init after continue: %v, want [%s] (the most recent session)", ids, s3)
+	}
+	if !seenByModel(t, tokE, tokD) {
+		t.Errorf("after continue the model did not get the most recent session's history")
+	}
+
+	b.send(`{"type":"session_command","command":"reboot"}`)
+	expectError(t, b, "invalid_value", "command")
+}
+
+// TestIPCStartFlags: the session flags ccbridge starts with. A new session
+// and --resume (also with --fork-session) are announced at once; --continue
+// only when the first turn reveals the id.
+func TestIPCStartFlags(t *testing.T) {
+	home := t.TempDir()
+	cwd := t.TempDir()
+	start := func(args ...string) *bridge {
+		t.Helper()
+		return startBridge(t, append([]string{"--ui", "ipc", "--cwd", cwd}, args...), "HOME="+home)
+	}
+	stop := func(b *bridge) {
+		t.Helper()
+		b.stdin.Close()
+		for _, l := range b.rest() {
+			checkIPCLine(t, l)
+			if isTerminal(l) {
+				t.Errorf("a terminal message after EOF on an idle session: %.300s", l)
+			}
+		}
+		if code := b.wait(); code != 0 {
+			t.Logf("exit code %d at EOF after a completed turn", code)
+		}
+	}
+
+	b := start()
+	s1 := expectSessionInit(t, b)
+	tokA := token("alpha")
+	lines := turn(t, b, "hello "+tokA)
+	complete(t, lines)
+	noSessionChange(t, lines, s1)
+	stop(b)
+
+	b = start("--resume", s1)
+	if got := expectSessionInit(t, b); got != s1 {
+		t.Errorf("--resume %s announced %s", s1, got)
+	}
+	tokB := token("bravo")
+	lines = turn(t, b, "hello "+tokB)
+	complete(t, lines)
+	noSessionChange(t, lines, s1)
+	if !seenByModel(t, tokB, tokA) {
+		t.Errorf("--resume: the model did not get the session's history")
+	}
+	stop(b)
+
+	b = start("--resume", s1, "--fork-session")
+	fork := expectSessionInit(t, b)
+	if fork == s1 {
+		t.Fatalf("--fork-session announced the resumed id %s", s1)
+	}
+	tokC := token("charlie")
+	lines = turn(t, b, "hello "+tokC)
+	complete(t, lines)
+	noSessionChange(t, lines, fork)
+	if !seenByModel(t, tokC, tokB) {
+		t.Errorf("--fork-session: the model did not get the session's history")
+	}
+	stop(b)
+
+	b = start("--continue")
+	if early := quiet(t, b, 1500*time.Millisecond); len(early) != 0 {
+		t.Errorf("--continue: lines before the first turn:\n%s", lastLines(early, 4))
+	}
+	tokD := token("delta")
+	lines = turn(t, b, "hello "+tokD)
+	complete(t, lines)
+	if ids := sessionInits(lines); len(ids) != 1 || ids[0] != fork {
+		t.Errorf("--continue: session_init %v, want [%s] (the most recent session)", ids, fork)
+	}
+	if i, j := indexOf(lines, isType("session_init")), indexOf(lines, isType("system_metadata")); i >= 0 && j >= 0 && i > j {
+		t.Errorf("--continue: session_init after system_metadata")
+	}
+	if !seenByModel(t, tokD, tokC) {
+		t.Errorf("--continue: the model did not get the most recent session's history")
+	}
+	stop(b)
+}
+
+// TestIPCChildKilledMidTurn: the CLI is killed while a permission prompt is
+// open: control_request_cancelled for it, the turn ends with one error
+// child_exited (recoverable false); the next user_message resumes the same
+// session in a new CLI.
+func TestIPCChildKilledMidTurn(t *testing.T) {
+	b := startIPC(t)
+	sid := expectSessionInit(t, b)
+	tokA := token("alpha")
+	complete(t, turn(t, b, "hello "+tokA))
+
+	b.send(userMessage("BASH please"))
+	lines := ipcUntil(t, b, "the permission request", func(l []byte) bool {
+		if isTerminal(l) {
+			t.Fatalf("the turn ended before the permission request: %.400s", l)
+		}
+		return typeOf(l) == "control_request_forward"
+	})
+	reqID := get(lines[len(lines)-1], "request_id").Str
+	pid := b.childPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	lines = finishTurn(t, b, nil)
+	last := lines[len(lines)-1]
+	if typeOf(last) != "error" || get(last, "code").Str != "child_exited" || get(last, "recoverable").Type != gjson.False {
+		t.Fatalf("the killed turn ended with %.400s", last)
+	}
+	msg := strings.ToLower(get(last, "message").Str)
+	if !strings.Contains(msg, "sigkill") && !strings.Contains(msg, "killed") && !strings.Contains(msg, "signal") {
+		t.Errorf("child_exited message does not say the CLI was killed: %q", get(last, "message").Str)
+	}
+	if get(last, "exit_code").Int() != int64(128+syscall.SIGKILL) || get(last, "stderr").Type != gjson.String {
+		t.Errorf("child_exited error without exit_code %d and the stderr tail: %.400s", 128+int(syscall.SIGKILL), last)
+	}
+	cancelled := ofType(lines, "control_request_cancelled")
+	if len(cancelled) != 1 || get(cancelled[0], "request_id").Str != reqID || get(cancelled[0], "reason").Str != "child_exited" {
+		t.Errorf("control_request_cancelled for the open prompt %s (want reason child_exited):\n%s", reqID, lastLines(cancelled, 3))
+	}
+	for _, typ := range []string{"turn_complete", "turn_cancelled"} {
+		if n := len(ofType(lines, typ)); n != 0 {
+			t.Errorf("%d %s besides the child_exited error", n, typ)
+		}
+	}
+	// An answer to the cancelled prompt is refused (no CLI runs now:
+	// unknown_request or no_session are both documented).
+	b.send(allowAnswer(reqID))
+	if l, err := recv(t, b, ipcWait); err != nil || typeOf(l) != "error" || get(l, "recoverable").Type != gjson.True ||
+		(get(l, "code").Str != "unknown_request" && get(l, "code").Str != "no_session") {
+		t.Errorf("answer to the cancelled prompt: %v %.400s", err, l)
+	}
+	for _, x := range quiet(t, b, 200*time.Millisecond) {
+		t.Errorf("another line after the refused answer: %.400s", x)
+	}
+
+	tokB := token("bravo")
+	lines = turn(t, b, "hello "+tokB)
+	complete(t, lines)
+	noSessionChange(t, lines, sid)
+	if ids := sessionInits(lines); len(ids) != 0 {
+		t.Errorf("the resumed session was announced again: %v", ids)
+	}
+	if np := b.childPID(); np == pid {
+		t.Errorf("the CLI was not respawned (pid %d)", np)
+	}
+	if !seenByModel(t, tokB, tokA) {
+		t.Errorf("the respawned CLI did not resume the session's history")
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "bash_touched.txt")); err == nil {
+		t.Errorf("the Bash of the killed turn ran")
+	}
+}
+
+// killChild SIGKILLs the CLI and returns its pid.
+func killChild(t *testing.T, b *bridge) int {
+	t.Helper()
+	pid := b.childPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// TestIPCChildKilledOtherTimes: the CLI killed while text streams in the
+// session's first turn (error recoverable false), and between turns (error
+// recoverable true, not a terminal message); either way the next
+// user_message continues the same session.
+func TestIPCChildKilledOtherTimes(t *testing.T) {
+	t.Run("first turn streaming", func(t *testing.T) {
+		b := startIPC(t)
+		sid := expectSessionInit(t, b)
+		tokA := token("alpha")
+		b.send(userMessage("SLOW " + tokA))
+		ipcUntil(t, b, "streaming text", func(l []byte) bool {
+			if isTerminal(l) {
+				t.Fatalf("the turn ended before it streamed: %.400s", l)
+			}
+			return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
+		})
+		killChild(t, b)
+		lines := finishTurn(t, b, nil)
+		last := lines[len(lines)-1]
+		if typeOf(last) != "error" || get(last, "code").Str != "child_exited" || get(last, "exit_code").Int() != int64(128+syscall.SIGKILL) {
+			t.Fatalf("the killed turn ended with %.400s", last)
+		}
+		tokB := token("bravo")
+		lines = turn(t, b, "hello "+tokB)
+		complete(t, lines)
+		noSessionChange(t, lines, sid)
+		if ids := sessionInits(lines); len(ids) != 0 {
+			t.Errorf("the session was announced again: %v", ids)
+		}
+		if !seenByModel(t, tokB, tokA) {
+			t.Errorf("the respawned CLI did not resume the session's history")
+		}
+	})
+	t.Run("with a queued prompt", func(t *testing.T) {
+		// Two prompts are outstanding when the CLI dies: each must still
+		// end with exactly one terminal message.
+		b := startIPC(t)
+		expectSessionInit(t, b)
+		b.send(userMessage("SLOW please"))
+		ipcUntil(t, b, "streaming text", func(l []byte) bool {
+			if isTerminal(l) {
+				t.Fatalf("the turn ended before it streamed: %.400s", l)
+			}
+			return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
+		})
+		b.send(userMessage("hello queued"))
+		time.Sleep(300 * time.Millisecond) // the CLI has read it
+		killChild(t, b)
+		lines := ipcUntil(t, b, "the first terminal message", isTerminal)
+		lines = append(lines, quiet(t, b, 2*time.Second)...)
+		var terminals []string
+		for _, l := range lines {
+			if isTerminal(l) {
+				terminals = append(terminals, typeOf(l)+"/"+get(l, "code").Str+get(l, "reason").Str)
+			}
+		}
+		if len(terminals) != 2 {
+			t.Errorf("%d terminal messages %v for the 2 outstanding prompts when the CLI died, want 2", len(terminals), terminals)
+		}
+		complete(t, turn(t, b, "hello after"))
+	})
+	t.Run("between turns", func(t *testing.T) {
+		b := startIPC(t)
+		sid := expectSessionInit(t, b)
+		tokA := token("alpha")
+		complete(t, turn(t, b, "hello "+tokA))
+		killChild(t, b)
+		l, err := recv(t, b, ipcWait)
+		if err != nil || typeOf(l) != "error" || get(l, "code").Str != "child_exited" || get(l, "recoverable").Type != gjson.True {
+			t.Fatalf("after the idle CLI was killed: %v %.400s", err, l)
+		}
+		for _, x := range quiet(t, b, ipcQuiet) {
+			t.Errorf("another line after child_exited: %.400s", x)
+		}
+		tokB := token("bravo")
+		lines := turn(t, b, "hello "+tokB)
+		complete(t, lines)
+		noSessionChange(t, lines, sid)
+		if !seenByModel(t, tokB, tokA) {
+			t.Errorf("the respawned CLI did not resume the session's history")
+		}
+	})
+}
+
+// TestIPCForkKilledBeforeFirstTurn: ccbridge started with --resume ID
+// --fork-session announces the fork's id; the CLI dies before the fork's
+// first turn; the next user_message goes on in the fork, with the resumed
+// history.
+func TestIPCForkKilledBeforeFirstTurn(t *testing.T) {
+	home, cwd := t.TempDir(), t.TempDir()
+	start := func(args ...string) *bridge {
+		t.Helper()
+		return startBridge(t, append([]string{"--ui", "ipc", "--cwd", cwd}, args...), "HOME="+home)
+	}
+	b := start()
+	s1 := expectSessionInit(t, b)
+	tokA := token("alpha")
+	complete(t, turn(t, b, "hello "+tokA))
+	b.stdin.Close()
+	b.rest()
+	b.wait()
+
+	b = start("--resume", s1, "--fork-session")
+	fork := expectSessionInit(t, b)
+	if fork == s1 {
+		t.Fatalf("the fork was announced with the resumed id")
+	}
+	time.Sleep(500 * time.Millisecond) // let the CLI start up
+	killChild(t, b)
+	l, err := recv(t, b, ipcWait)
+	if err != nil || typeOf(l) != "error" || get(l, "code").Str != "child_exited" || get(l, "recoverable").Type != gjson.True {
+		t.Fatalf("after the idle CLI was killed: %v %.400s", err, l)
+	}
+	tokB := token("bravo")
+	lines := turn(t, b, "hello "+tokB)
+	complete(t, lines)
+	noSessionChange(t, lines, fork)
+	if !seenByModel(t, tokB, tokA) {
+		t.Errorf("the fork's first turn did not get the resumed history")
+	}
+}
+
+// TestIPCSessionCommandMidTurn: a session_command while a permission prompt
+// is open cancels the prompt and the turn (one turn_cancelled, reason
+// session_command); the resumed session goes on.
+func TestIPCSessionCommandMidTurn(t *testing.T) {
+	b := startIPC(t)
+	sid := expectSessionInit(t, b)
+	tokA := token("alpha")
+	complete(t, turn(t, b, "hello "+tokA))
+	b.send(userMessage("BASH please"))
+	lines := ipcUntil(t, b, "the permission request", func(l []byte) bool {
+		if isTerminal(l) {
+			t.Fatalf("the turn ended before the permission request: %.400s", l)
+		}
+		return typeOf(l) == "control_request_forward"
+	})
+	reqID := get(lines[len(lines)-1], "request_id").Str
+	b.send(`{"type":"session_command","command":"resume"}`)
+	lines = finishTurn(t, b, nil)
+	last := lines[len(lines)-1]
+	if typeOf(last) != "turn_cancelled" || get(last, "reason").Str != "session_command" {
+		t.Fatalf("the turn ended with %.400s", last)
+	}
+	cancelled := ofType(lines, "control_request_cancelled")
+	if len(cancelled) != 1 || get(cancelled[0], "request_id").Str != reqID {
+		t.Errorf("control_request_cancelled for the open prompt %s:\n%s", reqID, lastLines(cancelled, 3))
+	}
+	tokB := token("bravo")
+	lines = turn(t, b, "hello "+tokB)
+	complete(t, lines)
+	noSessionChange(t, lines, sid)
+	if ids := sessionInits(lines); len(ids) != 0 {
+		t.Errorf("resuming the current session announced it again: %v", ids)
+	}
+	if !seenByModel(t, tokB, tokA) {
+		t.Errorf("after resume the model did not get the session's history")
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "bash_touched.txt")); err == nil {
+		t.Errorf("the Bash of the cancelled turn ran")
+	}
+}
+
+// TestIPCQueuedAndIdle: two prompts sent at once get one turn_complete
+// each; an interrupt while idle does nothing.
+func TestIPCQueuedAndIdle(t *testing.T) {
+	b := startIPC(t)
+	sid := expectSessionInit(t, b)
+	b.send(userMessage("hello one"))
+	b.send(userMessage("hello two"))
+	first := ipcUntil(t, b, "the first turn's end", isTerminal)
+	complete(t, first)
+	second := finishTurn(t, b, nil)
+	complete(t, second)
+	noSessionChange(t, append(first, second...), sid)
+
+	b.send(`{"type":"interrupt"}`)
+	for _, l := range quiet(t, b, time.Second) {
+		t.Errorf("output after an interrupt while idle: %.400s", l)
+	}
+	complete(t, turn(t, b, "hello three"))
+}
+
+// TestIPCBadInput: every malformed inbound line gives one recoverable error
+// naming the problem, nothing reaches the CLI, and the session goes on.
+func TestIPCBadInput(t *testing.T) {
+	b := startIPC(t)
+	expectSessionInit(t, b)
+	refused := token("refused")
+	big := base64.StdEncoding.EncodeToString(append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 5<<20)...))
+	jpeg := base64.StdEncoding.EncodeToString([]byte{0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 'J', 'F', 'I', 'F', 0})
+	// 10 bytes: base64 with "==" padding, sent without it.
+	unpadded := strings.TrimRight(base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\n\x00\x00")), "=")
+	bmp := base64.StdEncoding.EncodeToString([]byte("BM\x3a\x00\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00"))
+	cases := []struct {
+		name, line, code, field, inReplyTo string
+	}{
+		{"malformed JSON", `{this is not json`, "invalid_json", "", ""},
+		{"not UTF-8", "{\"type\":\"user_message\",\"text\":\"\xff\xfe\"}", "invalid_json", "", ""},
+		{"not an object", `["user_message"]`, "invalid_json", "", ""},
+		{"unknown type", `{"type":"frobnicate"}`, "unknown_type", "type", "frobnicate"},
+		{"no type", `{"text":"hello"}`, "missing_field", "type", ""},
+		{"type not a string", `{"type":7}`, "wrong_type", "type", ""},
+		{"user_message without text", `{"type":"user_message"}`, "missing_field", "text", "user_message"},
+		{"text of the wrong type", `{"type":"user_message","text":42}`, "wrong_type", "text", "user_message"},
+		{"attachments not an array", userMessage(refused)[:len(userMessage(refused))-1] + `,"attachments":"x"}`, "wrong_type", "attachments", "user_message"},
+		{"attachment without content", userMessage(refused, `{"kind":"image","media_type":"image/png"}`), "missing_field", "attachments.0.content", "user_message"},
+		{"bmp attachment", userMessage(refused, imageAttachment("image/bmp", bmp)), "attachment_refused", "attachments.0", "user_message"},
+		{"attachment over 5 MB", userMessage(refused, imageAttachment("image/png", big)), "attachment_refused", "attachments.0", "user_message"},
+		{"jpeg bytes as png", userMessage(refused, imageAttachment("image/png", jpeg)), "attachment_refused", "attachments.0", "user_message"},
+		{"base64 not padded", userMessage(refused, imageAttachment("image/png", unpadded)), "attachment_refused", "attachments.0", "user_message"},
+		{"tool_approval without request_id", `{"type":"tool_approval","decision":"allow"}`, "missing_field", "request_id", "tool_approval"},
+		{"decision out of its set", `{"type":"tool_approval","request_id":"R1","decision":"maybe"}`, "invalid_value", "decision", "tool_approval"},
+		{"answer to an unknown request", `{"type":"tool_approval","request_id":"no-such-request","decision":"allow"}`, "unknown_request", "request_id", "tool_approval"},
+		{"question for an unknown request", `{"type":"question_answer","request_id":"no-such-request","answers":{"Q?":"A"}}`, "unknown_request", "request_id", "question_answer"},
+		{"answers of the wrong type", `{"type":"question_answer","request_id":"no-such-request","answers":"A"}`, "wrong_type", "answers", "question_answer"},
+		{"permission_mode without mode", `{"type":"permission_mode"}`, "missing_field", "mode", "permission_mode"},
+		{"cancel_queued not a bool", `{"type":"interrupt","cancel_queued":"yes"}`, "wrong_type", "cancel_queued", "interrupt"},
+		{"stop_task with a number", `{"type":"stop_task","task_id":5}`, "wrong_type", "task_id", "stop_task"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b.send(c.line)
+			e := expectError(t, b, c.code, c.field)
+			if c.inReplyTo != "" && get(e, "in_reply_to").Str != c.inReplyTo {
+				t.Errorf("in_reply_to %q, want %q: %.300s", get(e, "in_reply_to").Str, c.inReplyTo, e)
+			}
+		})
+	}
+	// The session goes on; none of the refused prompts reached the model.
+	tok := token("after")
+	lines := turn(t, b, userMessage("hello "+tok, `{"kind":"text","name":"notes.txt","content":"attached `+tok+`"}`))
+	complete(t, lines)
+	r := modelRequest(t, tok)
+	if !bytes.Contains(r.Body, []byte("hello "+tok)) || !bytes.Contains(r.Body, []byte("attached "+tok)) {
+		t.Errorf("the model did not get both the text and the text attachment")
+	}
+	if bytes.Contains(r.Body, []byte(refused)) {
+		t.Errorf("a refused user_message reached the model")
+	}
+	// A bad line mid-turn does not disturb the turn.
+	b.send(userMessage("SLOW please"))
+	ipcUntil(t, b, "streaming text", func(l []byte) bool {
+		return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
+	})
+	b.send(`{"type":"frobnicate"}`)
+	lines = ipcUntil(t, b, "the error", isType("error"))
+	if e := lines[len(lines)-1]; get(e, "code").Str != "unknown_type" || get(e, "recoverable").Type != gjson.True {
+		t.Errorf("mid-turn error: %.300s", e)
+	}
+	b.send(`{"type":"interrupt"}`)
+	lines = finishTurn(t, b, nil)
+	if typeOf(lines[len(lines)-1]) != "turn_cancelled" {
+		t.Errorf("the turn after a mid-turn bad line ended with %.300s", lines[len(lines)-1])
+	}
+}
