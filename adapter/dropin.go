@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -281,15 +282,19 @@ func (r *relay) closeChildStdin() {
 	}
 }
 
-// pumpChild passes the child's lines to the host unchanged, noting results
-// and session ids and swallowing answers to ccbridge's own requests.
+// pumpChild passes the child's output to the host unchanged, noting results
+// and session ids and swallowing answers to ccbridge's own requests. Whole
+// lines are passed a buffer at a time, exactly as read, the way a plain
+// byte relay passes them; a line longer than the buffer is streamed in
+// pieces.
 func (r *relay) pumpChild() {
 	defer close(r.childEOF)
 	fr := framing.NewReader(r.child.Stdout(), 0)
 	var sn sniffer
 	for {
-		seg, first, last, err := fr.ReadSegment()
-		if err != nil {
+		block, err := fr.ReadBlock()
+		switch {
+		case err != nil:
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
 				r.log.Debug("reading the CLI's output", "err", err)
 			}
@@ -297,14 +302,19 @@ func (r *relay) pumpChild() {
 				r.log.Warn("writing to the host", "err", ferr)
 			}
 			return
-		}
-		if first && last {
-			err = r.passLine(seg)
-		} else {
-			err = r.streamLine(fr, seg, last, &sn)
-		}
-		if err == nil && fr.Buffered() == 0 {
-			err = r.toUI.Flush()
+		case block == nil:
+			var seg []byte
+			var last bool
+			if seg, _, last, err = fr.ReadSegment(); err == nil {
+				err = r.streamLine(fr, seg, last, &sn)
+			}
+		case block[len(block)-1] != '\n':
+			// The final line, without its terminator: add one.
+			if err = r.passLine(block); err == nil {
+				err = r.toUI.Flush()
+			}
+		default:
+			err = r.passBlock(block)
 		}
 		if err != nil {
 			r.log.Warn("writing to the host", "err", err)
@@ -316,9 +326,42 @@ func (r *relay) pumpChild() {
 	}
 }
 
-// passLine handles a line that fits in one read.
+// passBlock writes whole lines as they are, except answers to ccbridge's
+// own requests, which are cut out.
+func (r *relay) passBlock(block []byte) error {
+	start := 0
+	for off := 0; off < len(block); {
+		i := bytes.IndexByte(block[off:], '\n')
+		next := off + i + 1
+		if r.swallow(block[off : off+i]) {
+			if off > start {
+				if err := r.toUI.WriteBlock(block[start:off]); err != nil {
+					return err
+				}
+			}
+			start = next
+		}
+		off = next
+	}
+	if start < len(block) {
+		return r.toUI.WriteBlock(block[start:])
+	}
+	return nil
+}
+
+// passLine writes one line, adding its terminator.
 func (r *relay) passLine(line []byte) error {
-	switch gjson.GetBytes(line, "type").Str {
+	if r.swallow(line) {
+		return nil
+	}
+	return r.toUI.AppendLine(line)
+}
+
+// swallow notes what ccbridge needs from one whole line (results, the
+// session id) and reports whether the line is the CLI's answer to one of
+// ccbridge's own requests, which the host must not see.
+func (r *relay) swallow(line []byte) bool {
+	switch string(lineType(line)) {
 	case "result":
 		r.noteResult(line)
 	case "system":
@@ -327,12 +370,32 @@ func (r *relay) passLine(line []byte) error {
 		}
 	case "control_response":
 		id := gjson.GetBytes(line, "response.request_id").Str
-		if len(id) > len(r.idPrefix) && id[:len(r.idPrefix)] == r.idPrefix {
+		if strings.HasPrefix(id, r.idPrefix) {
 			r.log.Debug("answer to ccbridge's own request swallowed", "request_id", id)
-			return nil
+			return true
 		}
 	}
-	return r.toUI.AppendLine(line)
+	return false
+}
+
+// typePrefix starts most CLI lines; key order is not stable, so it is only
+// a fast path.
+const typePrefix = `{"type":"`
+
+// lineType returns the top-level "type" of a whole line, without
+// allocating when the line starts with it (stream events, assistant and
+// user frames do).
+func lineType(line []byte) []byte {
+	if bytes.HasPrefix(line, []byte(typePrefix)) {
+		rest := line[len(typePrefix):]
+		if i := bytes.IndexAny(rest, `"\`); i >= 0 && rest[i] == '"' {
+			return rest[:i]
+		}
+	}
+	if t := gjson.GetBytes(line, "type"); t.Type == gjson.String {
+		return []byte(t.Str)
+	}
+	return nil
 }
 
 // streamLine passes a line too large for one read in pieces, holding the

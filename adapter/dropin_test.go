@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -324,3 +325,42 @@ func TestArgValue(t *testing.T) {
 		t.Errorf("--session-id wins, got %q", got)
 	}
 }
+
+func TestPassBlockCutsOnlyOwnAnswers(t *testing.T) {
+	var out bytes.Buffer
+	r := &relay{toUI: framing.NewWriter(&out), idPrefix: "ccbridge-ab-", notify: make(chan struct{}, 1)}
+	r.log = discardLogger()
+	block := []byte(`{"type":"stream_event","event":{}}` + "\n" +
+		`{"type":"control_response","response":{"subtype":"success","request_id":"ccbridge-ab-1","response":{}}}` + "\n" +
+		`{"type":"control_response","response":{"subtype":"success","request_id":"host-1","response":{}}}` + "\n" +
+		`{"duration_ms":1,"type":"result","session_id":"s9","total_cost_usd":0.25}` + "\r\n" +
+		"\n" +
+		`{"type":"system","subtype":"init","session_id":"s9"}` + "\n")
+	if err := r.passBlock(block); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(string(block), `{"type":"control_response","response":{"subtype":"success","request_id":"ccbridge-ab-1","response":{}}}`+"\n", "", 1)
+	if out.String() != want {
+		t.Fatalf("got\n%q\nwant\n%q", out.String(), want)
+	}
+	if r.results.Load() != 1 || string(r.sessionID) != "s9" || string(r.cost) != "0.25" {
+		t.Errorf("results %d, session %q, cost %q", r.results.Load(), r.sessionID, r.cost)
+	}
+}
+
+func TestLineType(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"type":"stream_event","x":1}`:            "stream_event",
+		`{"duration_ms":1,"type":"result"}`:        "result",
+		`{"type":"a\"b","x":1}`:                    `a"b`,
+		`{"x":{"type":"inner"}}`:                   "",
+		`{"type" : "spaced"}`:                      "spaced",
+		`{"is_error":true,"type":"result","a":[]}`: "result",
+	} {
+		if got := string(lineType([]byte(in))); got != want {
+			t.Errorf("lineType(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,5 +1,7 @@
 package adapter
 
+import "bytes"
+
 // sniffer reads the top-level "type" and "session_id" string values of a
 // JSON object that arrives in pieces, without holding the object. Drop-in
 // mode uses it for lines too large to keep whole: key order in CLI frames is
@@ -32,8 +34,27 @@ func (s *sniffer) reset() {
 
 // write feeds the next piece of the line.
 func (s *sniffer) write(p []byte) {
-	for _, c := range p {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
 		if s.inStr {
+			if !s.esc {
+				// Skip to the next '"' or '\\' in one go: most of a large
+				// line is string content.
+				j := bytes.IndexByte(p[i:], '"')
+				if j < 0 {
+					j = len(p) - i
+				}
+				if k := bytes.IndexByte(p[i:i+j], '\\'); k >= 0 {
+					j = k
+				}
+				if j > 0 {
+					if s.role != 0 && len(s.buf) < maxSniffValue {
+						s.buf = append(s.buf, p[i:i+min(j, maxSniffValue-len(s.buf))]...)
+					}
+					i += j - 1
+					continue
+				}
+			}
 			switch {
 			case s.esc:
 				s.esc = false

@@ -192,6 +192,50 @@ func (r *Reader) ReadSegment() (seg []byte, first, last bool, err error) {
 	}
 }
 
+// ReadBlock returns, exactly as read, the whole lines that are buffered:
+// the bytes up to and including the last '\n' in the buffer, terminators
+// and blank lines included. A relay that passes lines through unchanged
+// can classify the lines in a block and write the block in one call, as a
+// plain byte relay would.
+//
+// When the buffer fills up without a '\n' (a line longer than 64 KiB),
+// ReadBlock returns nil, nil: read that line with ReadSegment, then go
+// back to ReadBlock. A final line without a terminator is returned as a
+// block of its own, not ending in '\n', before io.EOF. The slice is valid
+// until the next call. Errors are as for ReadLine.
+//
+// ReadBlock panics if called while ReadSegment is in the middle of a line.
+func (r *Reader) ReadBlock() ([]byte, error) {
+	if r.mid {
+		panic("framing: ReadBlock called in the middle of a ReadSegment line")
+	}
+	for {
+		win := r.buf[r.r:r.w]
+		if i := bytes.LastIndexByte(win[min(r.scan, len(win)):], '\n'); i >= 0 {
+			end := min(r.scan, len(win)) + i + 1
+			r.r += end
+			r.scan = 0
+			return win[:end], nil
+		}
+		r.scan = len(win)
+		if len(win) >= r.seg {
+			return nil, nil
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.eof {
+			r.r, r.scan = r.w, 0
+			if len(win) == 0 {
+				r.eof = false
+				return nil, io.EOF
+			}
+			return win, nil
+		}
+		r.fill()
+	}
+}
+
 // overLimit reports whether the partial line buf[r:w], which holds no
 // '\n', is already longer than the limit. One byte over is still allowed
 // when it is a '\r' that a following '\n' would strip.

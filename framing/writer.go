@@ -188,6 +188,45 @@ func (s *streamWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// WriteBlock writes p, one or more whole lines each ending in '\n', as
+// they are: the pending lines first, then p in one Write call, without
+// copying p. It is the write side of Reader.ReadBlock.
+func (w *Writer) WriteBlock(p []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	if p[len(p)-1] != '\n' {
+		return errors.New("framing: WriteBlock: the block does not end with a newline")
+	}
+	if len(w.buf) > 0 {
+		if len(w.buf)+len(p) <= flushSize {
+			w.buf = append(w.buf, p...)
+			return w.flushLocked()
+		}
+		if err := w.writeLocked(); err != nil {
+			return err
+		}
+	}
+	n, err := w.w.Write(p)
+	if err == nil && n != len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return w.fail(err)
+	}
+	if w.flusher != nil {
+		if err := w.flusher.Flush(); err != nil {
+			return w.fail(err)
+		}
+	}
+	return nil
+}
+
 // flushLocked writes the pending bytes and then flushes the underlying
 // writer, if it can be flushed.
 func (w *Writer) flushLocked() error {
