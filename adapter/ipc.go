@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -72,11 +73,21 @@ type ipcProc struct {
 	w     *framing.Writer
 }
 
-// cliMsg is what a child's reader hands to the loop: a line, an over-long
-// line, or the child's exit (always its last message).
+// cliMsg is what a child's reader hands to an event loop: a line, an
+// over-long line, or the child's exit (always its last message).
 type cliMsg struct {
 	gen     int
 	line    string
+	tooLong *framing.LineTooLongError
+	exit    *session.Exit
+}
+
+// cliBlock is the ipc loop's cliMsg: the lines go over in blocks (each line
+// ending in '\n', as read), one copy and one hand-over for all the lines
+// one read brought.
+type cliBlock struct {
+	gen     int
+	lines   string
 	tooLong *framing.LineTooLongError
 	exit    *session.Exit
 }
@@ -115,7 +126,7 @@ type ipcLoop struct {
 	lastInt  time.Time
 	exitCode int
 
-	cliCh chan cliMsg
+	cliCh chan cliBlock
 	uiCh  chan uiMsg
 	stop  chan struct{}
 }
@@ -156,7 +167,7 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		ui:        framing.NewWriter(uiOut),
 		deadlines: make(map[string]time.Time),
 		timer:     time.NewTimer(time.Hour),
-		cliCh:     make(chan cliMsg, 256),
+		cliCh:     make(chan cliBlock, 16), // blocks of up to 64 KiB
 		uiCh:      make(chan uiMsg, 64),
 		stop:      make(chan struct{}),
 	}
@@ -166,7 +177,10 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	if err := l.start(opts, (opts.Resume != "" || opts.Continue) && !opts.ForkSession); err != nil {
 		return 1, err
 	}
-	l.flush()
+	l.emit()
+	if err := l.ui.Flush(); err != nil {
+		l.log.Warn("writing to the UI", "err", err)
+	}
 	go l.pumpUI(uiIn)
 
 	done := ctx.Done()
@@ -185,14 +199,16 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 			l.signal(sig)
 		}
 		l.armTimer()
+		l.emit()
 		if len(l.cliCh) == 0 && len(l.uiCh) == 0 {
-			if err := l.flush(); err != nil {
+			if err := l.ui.Flush(); err != nil && !l.stopping {
 				l.log.Warn("writing to the UI; shutting down", "err", err)
 				l.shutdown("the UI's output is gone")
 			}
 		}
 	}
-	return l.exitCode, l.flush()
+	l.emit()
+	return l.exitCode, l.ui.Flush()
 }
 
 // finished reports whether the session is over: no child, none coming, and
@@ -235,7 +251,7 @@ func (l *ipcLoop) start(opts session.Options, resumed bool) error {
 // message is the child's exit.
 func (l *ipcLoop) pumpCLI(p *ipcProc, maxLine int) {
 	fr := framing.NewReader(p.child.Stdout(), maxLine)
-	send := func(m cliMsg) bool {
+	send := func(m cliBlock) bool {
 		select {
 		case l.cliCh <- m:
 			return true
@@ -244,11 +260,19 @@ func (l *ipcLoop) pumpCLI(p *ipcProc, maxLine int) {
 		}
 	}
 	for {
-		line, err := fr.ReadLine()
+		block, err := fr.ReadBlock()
+		if block == nil && err == nil {
+			// A line longer than the buffer: read it whole, up to
+			// the limit.
+			var line []byte
+			if line, err = fr.ReadLine(); err == nil {
+				block = append(line, '\n')
+			}
+		}
 		var long *framing.LineTooLongError
 		switch {
 		case errors.As(err, &long):
-			if !send(cliMsg{gen: p.gen, tooLong: long}) {
+			if !send(cliBlock{gen: p.gen, tooLong: long}) {
 				return
 			}
 			continue
@@ -257,7 +281,7 @@ func (l *ipcLoop) pumpCLI(p *ipcProc, maxLine int) {
 				l.log.Debug("reading the CLI's output", "err", err)
 			}
 		default:
-			if !send(cliMsg{gen: p.gen, line: string(line)}) {
+			if !send(cliBlock{gen: p.gen, lines: string(block)}) {
 				return
 			}
 			continue
@@ -266,7 +290,7 @@ func (l *ipcLoop) pumpCLI(p *ipcProc, maxLine int) {
 	}
 	<-p.child.Done()
 	exit := p.child.Exit()
-	send(cliMsg{gen: p.gen, exit: &exit})
+	send(cliBlock{gen: p.gen, exit: &exit})
 }
 
 // pumpUI reads the UI's lines and hands them to the loop.
@@ -448,7 +472,7 @@ func (l *ipcLoop) retire(why string) {
 	}()
 }
 
-func (l *ipcLoop) fromCLI(m cliMsg) {
+func (l *ipcLoop) fromCLI(m cliBlock) {
 	live := l.proc != nil && m.gen == l.proc.gen
 	if m.exit != nil {
 		l.exitCode = m.exit.Code
@@ -479,7 +503,19 @@ func (l *ipcLoop) fromCLI(m cliMsg) {
 		l.emitError("line_too_long", fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-line); it was dropped", m.tooLong.Size, m.tooLong.Max), true)
 		return
 	}
-	ev := mapping.RouteString(m.line)
+	for rest := m.lines; rest != "" && l.proc != nil && l.proc.gen == m.gen; {
+		line, after, _ := strings.Cut(rest, "\n")
+		rest = after
+		if line = strings.TrimSuffix(line, "\r"); line != "" {
+			l.fromCLILine(line)
+			l.emit()
+		}
+	}
+}
+
+// fromCLILine handles one line of the live child.
+func (l *ipcLoop) fromCLILine(line string) {
+	ev := mapping.RouteString(line)
 	if ev.Kind.ControlRequest() {
 		if reply, ok := mapping.AppendAutoReply(nil, &ev); ok {
 			l.write(l.proc, reply)
@@ -643,18 +679,15 @@ func (l *ipcLoop) emitError(code, msg string, recoverable bool) {
 	l.out = append(l.out, ipc.AppendError(nil, code, msg, recoverable))
 }
 
-// flush writes the pending UI lines.
-func (l *ipcLoop) flush() error {
-	var err error
-	for _, line := range l.out {
-		if err == nil {
-			err = l.ui.AppendLine(line)
+// emit hands the lines the translator produced to the UI writer, which
+// writes them out once 64 KiB are pending; the loop flushes whenever it has
+// nothing more to read.
+func (l *ipcLoop) emit() {
+	for i, line := range l.out {
+		if err := l.ui.AppendLine(line); err != nil {
+			l.log.Debug("writing to the UI", "err", err)
 		}
+		l.out[i] = nil
 	}
-	clear(l.out)
 	l.out = l.out[:0]
-	if err != nil {
-		return err
-	}
-	return l.ui.Flush()
 }

@@ -62,6 +62,11 @@ type Event struct {
 	// system/local_command_output.
 	Text string
 
+	// TextRaw is Text as the CLI wrote it: the JSON string with its quotes
+	// and escapes, on content_block_delta. A dialect that writes the text
+	// into JSON again copies it instead of encoding Text anew.
+	TextRaw string
+
 	// Result classifies a result line (KindResult only).
 	Result ResultClass
 

@@ -1,9 +1,12 @@
 package mapping
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping/internal/jscan"
 )
 
 // Route classifies one line of the CLI's stdout. It copies the line once (so
@@ -22,6 +25,15 @@ func Route(line []byte) Event {
 // Event aliases s; nothing is copied.
 func RouteString(s string) Event {
 	s = strings.TrimSpace(s)
+	if ev, ok := routeDelta(s); ok {
+		return ev
+	}
+	return routeGeneral(s)
+}
+
+// routeGeneral routes any line: one pass over its top-level members, then
+// the second tier.
+func routeGeneral(s string) Event {
 	ev := Event{Line: s, Index: -1}
 	if len(s) == 0 || s[0] != '{' {
 		return ev
@@ -375,24 +387,43 @@ func routeStream(ev *Event, e gjson.Result) {
 		ev.ToolUseID = str(block.Get("id"))
 		ev.ToolName = str(block.Get("name"))
 	case "content_block_delta":
-		ev.DeltaType = str(delta.Get("type"))
+		// One pass over the delta: its type, and each field a delta
+		// kind carries its text in (only the one matching the type is
+		// used).
+		var dtyp, text, thinking, signature, partial gjson.Result
+		delta.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "type":
+				dtyp = v
+			case "text":
+				text = v
+			case "thinking":
+				thinking = v
+			case "signature":
+				signature = v
+			case "partial_json":
+				partial = v
+			}
+			return true
+		})
+		ev.DeltaType = str(dtyp)
+		var body gjson.Result
 		switch ev.DeltaType {
 		case "text_delta":
-			ev.Kind = KindTextDelta
-			ev.Text = str(delta.Get("text"))
+			ev.Kind, body = KindTextDelta, text
 		case "thinking_delta":
-			ev.Kind = KindThinkingDelta
-			ev.Text = str(delta.Get("thinking"))
+			ev.Kind, body = KindThinkingDelta, thinking
 		case "signature_delta":
-			ev.Kind = KindSignatureDelta
-			ev.Text = str(delta.Get("signature"))
+			ev.Kind, body = KindSignatureDelta, signature
 		case "input_json_delta":
-			ev.Kind = KindInputJSONDelta
-			ev.Text = str(delta.Get("partial_json"))
+			ev.Kind, body = KindInputJSONDelta, partial
 		case "citations_delta":
 			ev.Kind = KindCitationsDelta
 		default:
 			ev.Kind = KindUnknownDelta
+		}
+		if body.Type == gjson.String {
+			ev.Text, ev.TextRaw = body.Str, body.Raw
 		}
 	case "content_block_stop":
 		ev.Kind = KindContentBlockStop
@@ -449,3 +480,78 @@ func trimSpaceBytes(b []byte) []byte {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// The CLI writes its most frequent line, a streamed text or thinking delta,
+// with its keys always in this order; the prefixes below match it.
+const (
+	deltaPrefix    = `{"type":"stream_event","event":{"type":"content_block_delta","index":`
+	textDelta      = `,"delta":{"type":"text_delta","text":`
+	thinkingDelta  = `,"delta":{"type":"thinking_delta","thinking":`
+	deltaEventTail = `}}`
+)
+
+// routeDelta routes a text or thinking delta written in the CLI's key
+// order without a general parse: the delta's text, usually most of the
+// line, is stepped over once. It gives exactly the Event the general
+// router would (TestRouteDeltaFastPath checks), and reports false for any
+// other line, which the general router then takes.
+func routeDelta(s string) (Event, bool) {
+	if !strings.HasPrefix(s, deltaPrefix) {
+		return Event{}, false
+	}
+	i := len(deltaPrefix)
+	j := i
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	if j == i || j-i > 9 || (s[i] == '0' && j-i > 1) {
+		return Event{}, false
+	}
+	index, _ := strconv.Atoi(s[i:j])
+	ev := Event{Line: s, Type: "stream_event", Subtype: "content_block_delta", Index: index}
+	rest := s[j:]
+	switch {
+	case strings.HasPrefix(rest, textDelta):
+		ev.Kind, ev.DeltaType = KindTextDelta, "text_delta"
+		j += len(textDelta)
+	case strings.HasPrefix(rest, thinkingDelta):
+		ev.Kind, ev.DeltaType = KindThinkingDelta, "thinking_delta"
+		j += len(thinkingDelta)
+	default:
+		return Event{}, false
+	}
+	end := jscan.SkipString(s, j)
+	if end < 0 || !strings.HasPrefix(s[end:], deltaEventTail) {
+		return Event{}, false
+	}
+	text := gjson.Result{Type: gjson.String, Raw: s[j:end]}
+	if strings.IndexByte(text.Raw, '\\') >= 0 {
+		text.Str = gjson.Parse(text.Raw).Str
+	} else {
+		text.Str = text.Raw[1 : len(text.Raw)-1]
+	}
+	ev.Text, ev.TextRaw = text.Str, text.Raw
+	eventStart := len(`{"type":"stream_event","event":`)
+	ev.Body = gjson.Result{Type: gjson.JSON, Raw: s[eventStart : end+len(deltaEventTail)]}
+	var dup bool
+	ok := jscan.Rest(s, end+len(deltaEventTail), func(k string, v gjson.Result) bool {
+		switch k {
+		case "type", "event":
+			dup = true // a repeated key: let the general router decide
+			return false
+		case "session_id":
+			ev.SessionID = str(v)
+		case "uuid":
+			ev.UUID = str(v)
+		case "parent_tool_use_id":
+			ev.ParentToolUseID = str(v)
+		case "api_message_id":
+			ev.MessageID = str(v)
+		}
+		return true
+	})
+	if !ok || dup {
+		return Event{}, false
+	}
+	return ev, true
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -87,11 +88,13 @@ func (t *Translator) FromCLI(ev mapping.Event, out [][]byte) [][]byte {
 				t.streamMsg, t.streamIndex = strings.Clone(ev.MessageID), ev.Index
 				t.streamText = t.streamText[:0]
 			}
-			t.streamText = append(t.streamText, ev.Text...)
+			if len(t.streamText) < maxStreamText {
+				t.streamText = append(t.streamText, ev.Text[:min(len(ev.Text), maxStreamText-len(t.streamText))]...)
+			}
 		}
-		out = append(out, t.textLine(TypeAssistantText, &ev, ev.Index, ev.Text, true, "streaming"))
+		out = append(out, t.textLine(TypeAssistantText, &ev, ev.Index, ev.Text, ev.TextRaw, true, "streaming"))
 	case mapping.KindThinkingDelta:
-		out = append(out, t.textLine(TypeThinkingText, &ev, ev.Index, ev.Text, true, "streaming"))
+		out = append(out, t.textLine(TypeThinkingText, &ev, ev.Index, ev.Text, ev.TextRaw, true, "streaming"))
 	case mapping.KindResult:
 		out = t.result(&ev, out)
 	case mapping.KindCanUseTool:
@@ -204,13 +207,20 @@ func (t *Translator) slashOutput(ev *mapping.Event, msgID, text, command string,
 }
 
 // textLine builds assistant_text or thinking_text.
-func (t *Translator) textLine(typ string, ev *mapping.Event, index int, text string, partial bool, status string) []byte {
+// textLine builds one assistant_text or thinking_text line. raw, when not
+// empty, is text already encoded as a JSON string, copied as it is.
+func (t *Translator) textLine(typ string, ev *mapping.Event, index int, text, raw string, partial bool, status string) []byte {
 	m := t.msg(ev.MessageID)
 	l := newLine(typ, len(text)+160)
 	l.str("msg_id", ev.MessageID)
 	l.int("seq", m.seq)
 	m.seq++
-	l.str("text", text)
+	if raw != "" {
+		l.b = jsonw.Key(l.b, "text")
+		l.b = append(l.b, raw...)
+	} else {
+		l.str("text", text)
+	}
 	l.boolean("is_partial", partial)
 	l.str("status", status)
 	l.strOrNull("parent_tool_use_id", ev.ParentToolUseID)
@@ -266,15 +276,15 @@ func (t *Translator) assistant(ev *mapping.Event, out [][]byte) [][]byte {
 			if main {
 				t.turnText = text
 			}
-			line := t.textLine(TypeAssistantText, ev, index, text, false, status)
+			line := t.textLine(TypeAssistantText, ev, index, text, "", false, status)
 			if ev.IsError {
 				line = apiErrorText(line, ev)
 			}
 			out = append(out, line)
 		case typ == "thinking":
-			out = append(out, t.textLine(TypeThinkingText, ev, index, b.Get("thinking").Str, false, status))
+			out = append(out, t.textLine(TypeThinkingText, ev, index, b.Get("thinking").Str, "", false, status))
 		case typ == "redacted_thinking":
-			line := t.textLine(TypeThinkingText, ev, index, "", false, status)
+			line := t.textLine(TypeThinkingText, ev, index, "", "", false, status)
 			out = append(out, append(line[:len(line)-1], `,"redacted":true}`...))
 		case isToolUseBlock(typ):
 			id, name, input := b.Get("id").Str, b.Get("name").Str, b.Get("input")

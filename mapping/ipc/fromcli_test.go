@@ -1,10 +1,12 @@
 package ipc_test
 
 import (
+	"bytes"
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/ipc"
 	"github.com/tidwall/gjson"
 )
@@ -414,5 +416,23 @@ func TestOtherBlocksAndKinds(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestTextDeltaCopiedRaw(t *testing.T) {
+	tr := ipc.New(ipc.Options{})
+	line := `{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"caf\u00e9 \"q\" \ud83d\ude00"}},"session_id":"s","parent_tool_use_id":null,"api_message_id":"m1"}`
+	out := tr.FromCLI(mapping.Route([]byte(line)), nil)
+	var got []byte
+	for _, l := range out {
+		if gjson.GetBytes(l, "type").Str == "assistant_text" {
+			got = l
+		}
+	}
+	if !bytes.Contains(got, []byte(`"text":"caf\u00e9 \"q\" \ud83d\ude00"`)) {
+		t.Errorf("the delta's text was not copied as the CLI wrote it: %s", got)
+	}
+	if txt := gjson.GetBytes(got, "text").Str; txt != "café \"q\" 😀" {
+		t.Errorf("text decodes to %q", txt)
 	}
 }

@@ -73,7 +73,8 @@ type Translator struct {
 	turnMsgID string // last main-thread assistant message id of the turn
 	turnText  string // last main-thread assistant text of the turn
 
-	// The main-thread text block streaming now, as received so far.
+	// The main-thread text block streaming now, as received so far, up to
+	// maxStreamText bytes.
 	streamMsg   string
 	streamIndex int
 	streamText  []byte
@@ -359,3 +360,7 @@ func (t *Translator) CancelTurn(reason string, out [][]byte) [][]byte {
 	t.endTurn()
 	return out
 }
+
+// maxStreamText bounds the streamed text a Translator keeps for a turn it
+// cancels itself, so that an endless block cannot grow it without limit.
+const maxStreamText = 256 << 10

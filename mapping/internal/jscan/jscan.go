@@ -1,0 +1,186 @@
+// Package jscan walks the members of a JSON object. It finds the end
+// of a string with strings.IndexByte rather than a byte-by-byte loop, so
+// the long strings CLI frames carry (streamed text, tool results) cost
+// little to step over. The input must be valid JSON (callers validate
+// once at the boundary); on invalid input it stops early but never
+// panics.
+package jscan
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// ForEach calls fn with every member of the object obj, in order, until fn
+// returns false. key is the member's name, unescaped; value is its value as
+// a gjson.Result whose Raw aliases obj.
+func ForEach(obj string, fn func(key string, value gjson.Result) bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return
+	}
+	members(obj, i+1, fn)
+}
+
+// Rest calls fn with the members of an object that follow obj[i:], where
+// obj[i] is the ',' after a member, until the object ends or fn returns
+// false. It reports whether it reached the object's closing brace, with
+// nothing but white space after it.
+func Rest(obj string, i int, fn func(key string, value gjson.Result) bool) bool {
+	if i >= len(obj) || obj[i] != ',' {
+		i = skipSpace(obj, i)
+		return i < len(obj) && obj[i] == '}' && skipSpace(obj, i+1) == len(obj)
+	}
+	end := members(obj, i+1, fn)
+	return end >= 0 && skipSpace(obj, end) == len(obj)
+}
+
+// SkipString returns the index just past the JSON string that starts at
+// s[i] (a '"'), or -1.
+func SkipString(s string, i int) int { return skipString(s, i) }
+
+// members walks members from obj[i:], just after a '{' or ','. It returns
+// the index just past the object's '}', or -1 when fn stopped it or the
+// input is not valid.
+func members(obj string, i int, fn func(key string, value gjson.Result) bool) int {
+	first := true
+	for {
+		i = skipSpace(obj, i)
+		if first && i < len(obj) && obj[i] == '}' {
+			return i + 1
+		}
+		first = false
+		if i >= len(obj) || obj[i] != '"' {
+			return -1
+		}
+		end := skipString(obj, i)
+		if end < 0 {
+			return -1
+		}
+		key := unquote(obj[i:end])
+		i = skipSpace(obj, end)
+		if i >= len(obj) || obj[i] != ':' {
+			return -1
+		}
+		i = skipSpace(obj, i+1)
+		vend := skipValue(obj, i)
+		if vend < 0 {
+			return -1
+		}
+		if !fn(key, result(obj[i:vend])) {
+			return -1
+		}
+		i = skipSpace(obj, vend)
+		switch {
+		case i < len(obj) && obj[i] == '}':
+			return i + 1
+		case i >= len(obj) || obj[i] != ',':
+			return -1
+		}
+		i++
+	}
+}
+
+// result makes a gjson.Result of one raw value, as gjson.Parse would.
+func result(raw string) gjson.Result {
+	switch raw[0] {
+	case '"':
+		return gjson.Result{Type: gjson.String, Raw: raw, Str: unquote(raw)}
+	case '{', '[':
+		return gjson.Result{Type: gjson.JSON, Raw: raw}
+	case 't':
+		return gjson.Result{Type: gjson.True, Raw: raw}
+	case 'f':
+		return gjson.Result{Type: gjson.False, Raw: raw}
+	case 'n':
+		return gjson.Result{Type: gjson.Null, Raw: raw}
+	}
+	n, _ := strconv.ParseFloat(raw, 64)
+	return gjson.Result{Type: gjson.Number, Raw: raw, Num: n}
+}
+
+// unquote returns the text of a raw JSON string; without escapes it is a
+// substring, with them gjson decodes it.
+func unquote(raw string) string {
+	body := raw[1 : len(raw)-1]
+	if strings.IndexByte(body, '\\') < 0 {
+		return body
+	}
+	return gjson.Parse(raw).Str
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string that starts at s[i]
+// (a '"'), or -1.
+func skipString(s string, i int) int {
+	if i >= len(s) || s[i] != '"' {
+		return -1
+	}
+	i++
+	for {
+		j := strings.IndexByte(s[i:], '"')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		// The quote ends the string unless an odd number of
+		// backslashes precedes it.
+		n := 0
+		for k := i - 1; k >= 0 && s[k] == '\\'; k-- {
+			n++
+		}
+		i++
+		if n%2 == 0 {
+			return i
+		}
+	}
+}
+
+// skipValue returns the index just past the value that starts at s[i], or
+// -1.
+func skipValue(s string, i int) int {
+	if i >= len(s) {
+		return -1
+	}
+	switch s[i] {
+	case '"':
+		return skipString(s, i)
+	case '{', '[':
+		depth := 0
+		for i < len(s) {
+			switch s[i] {
+			case '"':
+				if i = skipString(s, i); i < 0 {
+					return -1
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	}
+	// A number or a literal: up to the next delimiter.
+	j := i
+	for j < len(s) && !strings.ContainsRune(",}] \t\r\n", rune(s[j])) {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}

@@ -1,0 +1,93 @@
+package jscan
+
+import (
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+type member struct {
+	key string
+	val gjson.Result
+}
+
+func collect(obj string) []member {
+	var ms []member
+	ForEach(obj, func(k string, v gjson.Result) bool {
+		ms = append(ms, member{k, v})
+		return true
+	})
+	return ms
+}
+
+func gjsonMembers(obj string) []member {
+	var ms []member
+	gjson.Parse(obj).ForEach(func(k, v gjson.Result) bool {
+		ms = append(ms, member{k.Str, v})
+		return true
+	})
+	return ms
+}
+
+func same(a, b []member) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i].val, b[i].val
+		if a[i].key != b[i].key || x.Type != y.Type || x.Raw != y.Raw || x.Str != y.Str || x.Num != y.Num {
+			return false
+		}
+	}
+	return true
+}
+
+func TestForEachMatchesGJSON(t *testing.T) {
+	for _, obj := range []string{
+		`{}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"he said \"hi\" \\ ok"}},"session_id":"s","parent_tool_use_id":null,"n":-1.5e3,"t":true,"f":false,"a":[1,{"x":"]}"}]}`,
+		` { "a" : "b" , "c" : [ ] } `,
+		`{"k\"ey":"v\u00e9","e":"\\\\"}`,
+		`{"deep":{"a":{"b":{"c":["\"}"]}}},"after":1}`,
+	} {
+		if got, want := collect(obj), gjsonMembers(obj); !same(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", obj, got, want)
+		}
+	}
+}
+
+func TestForEachStops(t *testing.T) {
+	n := 0
+	ForEach(`{"a":1,"b":2,"c":3}`, func(string, gjson.Result) bool { n++; return n < 2 })
+	if n != 2 {
+		t.Errorf("called %d times after returning false, want 2", n)
+	}
+}
+
+func FuzzForEach(f *testing.F) {
+	f.Add(`{"a":"b\"c","d":[1,{"e":null}],"f":-2}`)
+	f.Add(`{"type":"x","s":"\\"}`)
+	f.Fuzz(func(t *testing.T, obj string) {
+		got := collect(obj) // must not panic on anything
+		if !gjson.Valid(obj) || !gjson.Parse(obj).IsObject() {
+			return
+		}
+		if want := gjsonMembers(obj); !same(got, want) {
+			t.Fatalf("%q:\n got %+v\nwant %+v", obj, got, want)
+		}
+	})
+}
+
+func BenchmarkForEach(b *testing.B) {
+	obj := `{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum lorem ipsum "}},"session_id":"5c3bb572-859f-4ecf-9616-2b9d21f1b011","parent_tool_use_id":null,"uuid":"6ee59b9f-a072-407b-9bd6-a8195be95338","api_message_id":"msg_01perf"}`
+	b.Run("jscan", func(b *testing.B) {
+		for b.Loop() {
+			ForEach(obj, func(string, gjson.Result) bool { return true })
+		}
+	})
+	b.Run("gjson", func(b *testing.B) {
+		for b.Loop() {
+			gjson.Parse(obj).ForEach(func(gjson.Result, gjson.Result) bool { return true })
+		}
+	})
+}
