@@ -1,0 +1,676 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/acp"
+	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
+	"github.com/ccbridge/ccbridge/session"
+)
+
+// ACPArgs are the CLI arguments of the acp dialect, before the session
+// flags (--model, --permission-mode, --resume or --session-id) and the
+// extra arguments (--mcp-config, --add-dir, then the user's).
+var ACPArgs = []string{
+	"--output-format", "stream-json",
+	"--input-format", "stream-json",
+	"--verbose",
+	"--include-partial-messages",
+	"--permission-prompt-tool", "stdio",
+}
+
+func init() {
+	registerDialect("acp", func(c DialectConfig) Runner {
+		return &ACP{Child: c.Child, Options: c.Options, MaxLine: c.MaxLine,
+			InterruptTimeout: c.InterruptTimeout, Logger: c.Logger}
+	})
+}
+
+// ACP runs ccbridge as an Agent Client Protocol v1 agent
+// (docs/protocol/acp.md): JSON-RPC 2.0 over NDJSON on the UI side, any
+// number of ACP sessions, each with its own CLI child.
+//
+// One goroutine, the event loop in Run, owns every piece of state: the
+// sessions, their children, the requests ccbridge sent the client and the
+// deadlines. The client's reader and one reader per child only read lines
+// and hand them over a channel, so a session/cancel or a permission answer
+// never waits behind ordinary work.
+type ACP struct {
+	// Child says how to start the CLI: its path, environment and shutdown
+	// graces. Args and Dir are set per session.
+	Child session.Config
+
+	// Options: Model, PermissionMode and Extra apply to every session.
+	// Resume, Continue, ForkSession and SessionID are ignored: the client
+	// picks sessions with session/new, load and resume.
+	Options session.Options
+
+	// MaxLine caps a line held whole, from either side. Default
+	// framing.DefaultMaxLine.
+	MaxLine int
+
+	// InterruptTimeout bounds the wait for a cancelled turn's result after
+	// the in-band interrupt; then the child is killed, the prompt answered
+	// "cancelled" and the next prompt resumes the session in a new child.
+	// Default 5 s.
+	InterruptTimeout time.Duration
+
+	// SetupTimeout bounds the wait for the CLI's answer to initialize
+	// during session/new, load and resume. Default 60 s.
+	SetupTimeout time.Duration
+
+	// ControlTimeout bounds the wait for the CLI's answer to a mode or
+	// model change. Default 30 s.
+	ControlTimeout time.Duration
+
+	// ClaudeDir is the CLI's configuration folder, whose projects/ holds the
+	// session files (session/load, list, resume). Default:
+	// $CLAUDE_CONFIG_DIR, else $HOME/.claude, read from Child.Env first and
+	// then from ccbridge's environment.
+	ClaudeDir string
+
+	Logger *slog.Logger
+}
+
+// acpLoop is the state of one ACP connection, owned by Run's goroutine.
+type acpLoop struct {
+	cfg *ACP
+	log *slog.Logger
+	ui  *framing.Writer
+	out [][]byte
+
+	outCounted, outBytes int // how many of out, and their bytes, pending has counted
+
+	initialized bool
+	caps        acp.ClientCaps
+	allowBypass bool
+	claudeDir   string
+
+	sessions map[string]*acpSession
+	procs    map[int]*acpProc // every child not yet exited, live or retired
+	gen      int
+	reqs     map[int64]*acpOutReq // agent → client requests awaiting their answer
+	nextReq  int64
+	nextCtl  int
+
+	timer    *time.Timer
+	uiEOF    bool
+	stopping bool
+	lastInt  time.Time
+
+	cliCh chan acpCLIMsg
+	uiCh  chan acpUIMsg
+	stop  chan struct{}
+}
+
+// acpCLIMsg is what a child's reader hands to the loop: a line, an
+// over-long line, or the child's exit (always its last message).
+type acpCLIMsg struct {
+	gen     int
+	line    string
+	tooLong *framing.LineTooLongError
+	exit    *session.Exit
+}
+
+// acpUIMsg is what the client's reader hands to the loop.
+type acpUIMsg struct {
+	line    []byte
+	tooLong *framing.LineTooLongError
+	eof     bool
+}
+
+// acpOutReq is a request ccbridge sent the client for a CLI request.
+type acpOutReq struct {
+	sess *acpSession
+	gen  int // the child the CLI request came from
+	p    *acp.Pending
+}
+
+// Run serves the connection until the client's input ends (or a shutdown
+// signal) and every child has exited.
+func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
+	if a.MaxLine <= 0 {
+		a.MaxLine = framing.DefaultMaxLine
+	}
+	if a.InterruptTimeout <= 0 {
+		a.InterruptTimeout = 5 * time.Second
+	}
+	if a.SetupTimeout <= 0 {
+		a.SetupTimeout = 60 * time.Second
+	}
+	if a.ControlTimeout <= 0 {
+		a.ControlTimeout = 30 * time.Second
+	}
+	if a.Logger == nil {
+		a.Logger = slog.New(slog.DiscardHandler)
+	}
+	if a.Child.Logger == nil {
+		a.Child.Logger = a.Logger
+	}
+	o := a.Options
+	if o.Resume != "" || o.Continue || o.ForkSession || o.SessionID != "" {
+		a.Logger.Warn("acp: --resume, --continue, --fork-session and --session-id are ignored; the client picks sessions")
+	}
+	o.Resume, o.Continue, o.ForkSession, o.SessionID = "", false, false, ""
+	if _, err := session.BuildArgs(ACPArgs, o); err != nil {
+		return 2, err
+	}
+	a.Options = o
+
+	l := &acpLoop{
+		cfg:         a,
+		log:         a.Logger,
+		ui:          framing.NewWriter(uiOut),
+		allowBypass: os.Geteuid() != 0 || a.childEnv("IS_SANDBOX") == "1",
+		claudeDir:   a.claudeDir(),
+		sessions:    map[string]*acpSession{},
+		procs:       map[int]*acpProc{},
+		reqs:        map[int64]*acpOutReq{},
+		nextReq:     1,
+		timer:       time.NewTimer(time.Hour),
+		cliCh:       make(chan acpCLIMsg, 256),
+		uiCh:        make(chan acpUIMsg, 64),
+		stop:        make(chan struct{}),
+	}
+	l.timer.Stop()
+	defer close(l.stop)
+	go l.pumpUI(uiIn)
+
+	done := ctx.Done()
+	for !l.finished() {
+		select {
+		case <-done:
+			done = nil
+			l.shutdown("context cancelled")
+		case m := <-l.uiCh:
+			l.fromUI(m)
+		case m := <-l.cliCh:
+			l.fromCLI(m)
+		case <-l.timer.C:
+			l.expire()
+		case sig := <-signals:
+			l.signal(sig)
+		}
+		l.armTimer()
+		// Write when no more input is waiting (coalescing a burst into few
+		// writes without adding latency), or when enough is pending that
+		// holding more would only cost memory.
+		if len(l.cliCh) == 0 && len(l.uiCh) == 0 || l.pending() >= acpFlushBytes {
+			if err := l.flush(); err != nil {
+				l.log.Warn("writing to the client; shutting down", "err", err)
+				l.shutdown("the client's output is gone")
+			}
+		}
+	}
+	return 0, l.flush()
+}
+
+// childEnv reads a variable as the child sees it: Child.Env wins over
+// ccbridge's environment.
+func (a *ACP) childEnv(name string) string {
+	v := os.Getenv(name)
+	for _, kv := range a.Child.Env {
+		if len(kv) > len(name) && kv[:len(name)] == name && kv[len(name)] == '=' {
+			v = kv[len(name)+1:]
+		}
+	}
+	return v
+}
+
+func (a *ACP) claudeDir() string {
+	if a.ClaudeDir != "" {
+		return a.ClaudeDir
+	}
+	if d := a.childEnv("CLAUDE_CONFIG_DIR"); d != "" {
+		return d
+	}
+	home := a.childEnv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return home + "/.claude"
+}
+
+// finished reports whether the connection is over: no more input, and
+// every child has exited.
+func (l *acpLoop) finished() bool {
+	return (l.uiEOF || l.stopping) && len(l.procs) == 0
+}
+
+// pumpUI reads the client's lines and hands them to the loop.
+func (l *acpLoop) pumpUI(in io.Reader) {
+	fr := framing.NewReader(in, l.cfg.MaxLine)
+	for {
+		line, err := fr.ReadLine()
+		var m acpUIMsg
+		var long *framing.LineTooLongError
+		switch {
+		case errors.As(err, &long):
+			m.tooLong = long
+		case err != nil:
+			if !errors.Is(err, io.EOF) {
+				l.log.Warn("reading the client's input", "err", err)
+			}
+			m.eof = true
+		default:
+			m.line = append([]byte(nil), line...)
+		}
+		select {
+		case l.uiCh <- m:
+		case <-l.stop:
+			return
+		}
+		if m.eof {
+			return
+		}
+	}
+}
+
+// pumpCLI reads one child's lines and hands them to the loop; its last
+// message is the child's exit.
+func (l *acpLoop) pumpCLI(gen int, child *session.Child) {
+	fr := framing.NewReader(child.Stdout(), l.cfg.MaxLine)
+	send := func(m acpCLIMsg) bool {
+		select {
+		case l.cliCh <- m:
+			return true
+		case <-l.stop:
+			return false
+		}
+	}
+	for {
+		line, err := fr.ReadLine()
+		var long *framing.LineTooLongError
+		switch {
+		case errors.As(err, &long):
+			if !send(acpCLIMsg{gen: gen, tooLong: long}) {
+				return
+			}
+			continue
+		case err != nil:
+			if !errors.Is(err, io.EOF) {
+				l.log.Debug("reading the CLI's output", "err", err)
+			}
+		default:
+			if !send(acpCLIMsg{gen: gen, line: string(line)}) {
+				return
+			}
+			continue
+		}
+		break
+	}
+	<-child.Done()
+	exit := child.Exit()
+	send(acpCLIMsg{gen: gen, exit: &exit})
+}
+
+// fromUI handles one line (or the end) of the client's input.
+func (l *acpLoop) fromUI(m acpUIMsg) {
+	switch {
+	case m.eof:
+		l.uiEOF = true
+		l.log.Debug("client input ended; stopping every CLI")
+		for _, s := range l.sessions {
+			s.queue = nil
+		}
+		for _, p := range l.procs {
+			go p.child.Shutdown(context.Background())
+		}
+		return
+	case m.tooLong != nil:
+		l.out = append(l.out, jsonrpc.AppendError(nil, "", jsonrpc.CodeInvalidRequest,
+			fmt.Sprintf("message of %d bytes or more is over the %d-byte limit; it was dropped", m.tooLong.Size, m.tooLong.Max), ""))
+		return
+	}
+	msg := jsonrpc.Parse(m.line)
+	switch msg.Kind {
+	case jsonrpc.KindInvalid:
+		code := jsonrpc.CodeInvalidRequest
+		text := "Invalid request: " + msg.Problem
+		if msg.Problem == "parse error" {
+			code, text = jsonrpc.CodeParseError, "Parse error: the line is not valid JSON"
+		}
+		l.log.Warn("bad message from the client", "problem", msg.Problem, "preview", preview(m.line))
+		l.out = append(l.out, jsonrpc.AppendError(nil, msg.ID, code, text, ""))
+	case jsonrpc.KindRequest:
+		l.request(msg)
+	case jsonrpc.KindNotification:
+		l.notification(msg)
+	case jsonrpc.KindResponse, jsonrpc.KindErrorResponse:
+		l.response(msg)
+	}
+}
+
+// reply answers a client request.
+func (l *acpLoop) reply(id string, result []byte) {
+	l.out = append(l.out, jsonrpc.AppendResult(make([]byte, 0, len(result)+40), id, string(result)))
+}
+
+// fail answers a client request with an error.
+func (l *acpLoop) fail(id string, e *acp.Error) {
+	l.out = append(l.out, e.AppendResponse(nil, id))
+}
+
+// request dispatches a client request. Each either answers at once or
+// leaves exactly one answer owed, which the session's state holds.
+func (l *acpLoop) request(m jsonrpc.Message) {
+	id := m.ID
+	l.log.Debug("client request", "method", m.Method, "id", id)
+	if l.stopping || l.uiEOF {
+		l.fail(id, acp.Internal("ccbridge is shutting down"))
+		return
+	}
+	if m.Method != acp.MethodInitialize && !l.initialized {
+		switch m.Method {
+		case acp.MethodAuthenticate, acp.MethodSessionNew, acp.MethodSessionLoad, acp.MethodSessionResume,
+			acp.MethodSessionList, acp.MethodSessionClose, acp.MethodSessionPrompt, acp.MethodSetMode, acp.MethodSetConfigOption:
+			l.fail(id, &acp.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize first"})
+			return
+		}
+	}
+	switch m.Method {
+	case acp.MethodInitialize:
+		_, caps, err := acp.ParseInitialize(m.Params)
+		if err != nil {
+			l.fail(id, err)
+			return
+		}
+		l.initialized, l.caps = true, caps
+		l.reply(id, acp.AppendInitializeResult(nil, acp.AgentInfo{Name: "ccbridge", Title: "Claude Code (ccbridge)", Version: buildVersion()}))
+	case acp.MethodAuthenticate:
+		if mid := m.Params.Get("methodId"); mid.Str != acp.AuthMethodID {
+			l.fail(id, acp.InvalidParams("unknown authentication method "+strconv.Quote(mid.String())+"; the only one is "+strconv.Quote(acp.AuthMethodID)))
+			return
+		}
+		l.reply(id, []byte("{}"))
+	case acp.MethodSessionNew, acp.MethodSessionLoad, acp.MethodSessionResume:
+		l.setup(id, m.Method, m.Params)
+	case acp.MethodSessionList:
+		l.list(id, m.Params)
+	case acp.MethodSessionClose:
+		s, err := l.sessionFor(m.Method, m.Params)
+		if err != nil {
+			l.fail(id, err)
+			return
+		}
+		l.closeSession(s, "closed by the client")
+		l.reply(id, []byte("{}"))
+	case acp.MethodSessionPrompt:
+		l.prompt(id, m.Params)
+	case acp.MethodSetMode:
+		l.setMode(id, m.Params)
+	case acp.MethodSetConfigOption:
+		l.setConfigOption(id, m.Params)
+	default:
+		l.fail(id, &acp.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found: " + m.Method})
+	}
+}
+
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// notification handles session/cancel and $/cancel_request; others are
+// dropped, as JSON-RPC asks.
+func (l *acpLoop) notification(m jsonrpc.Message) {
+	switch m.Method {
+	case acp.MethodSessionCancel:
+		s := l.sessions[m.Params.Get("sessionId").Str]
+		if s == nil {
+			l.log.Info("session/cancel for an unknown session", "sessionId", m.Params.Get("sessionId").Str)
+			return
+		}
+		l.cancel(s)
+	case acp.MethodCancelRequest:
+		rid := m.Params.Get("requestId").Raw
+		for _, s := range l.sessions {
+			if l.cancelRequest(s, rid) {
+				return
+			}
+		}
+		l.log.Debug("$/cancel_request for no running prompt", "requestId", rid)
+	default:
+		l.log.Debug("notification ignored", "method", m.Method)
+	}
+}
+
+// response settles a request ccbridge sent the client. A response to an
+// id ccbridge never used, or to a request already settled (withdrawn by
+// the CLI, ended with its turn), is logged and dropped: JSON-RPC has no
+// way to answer a response, and nothing reaches the CLI.
+func (l *acpLoop) response(m jsonrpc.Message) {
+	n, err := strconv.ParseInt(m.ID, 10, 64)
+	r := l.reqs[n]
+	if err != nil || r == nil {
+		if err == nil && n > 0 && n < l.nextReq {
+			l.log.Debug("answer to a request already settled; dropped", "id", m.ID)
+		} else {
+			l.log.Warn("response to an unknown request id; dropped", "id", m.ID)
+		}
+		return
+	}
+	delete(l.reqs, n)
+	errMsg := ""
+	if m.Kind == jsonrpc.KindErrorResponse {
+		code, msg := jsonrpc.ErrorCode(m)
+		errMsg = fmt.Sprintf("%s (code %d)", msg, code)
+	}
+	ans := r.p.Answer(m.Result, errMsg)
+	if ans.Note != "" {
+		l.log.Warn("permission answer interpreted", "tool", r.p.ToolName, "note", ans.Note)
+	}
+	s := r.sess
+	if ans.Next {
+		l.sendPending(s, r.gen, r.p)
+		return
+	}
+	p := s.proc
+	if p == nil || p.gen != r.gen || l.sessions[s.id] != s {
+		l.log.Debug("answer for a CLI that is gone; dropped", "tool", r.p.ToolName)
+		return
+	}
+	l.write(p, ans.Stdin)
+	if ans.Allowed {
+		l.out = s.tr.ToolRunning(r.p.ToolUseID, l.out)
+	}
+}
+
+// sendPending sends the client the request for a CLI permission request.
+func (l *acpLoop) sendPending(s *acpSession, gen int, p *acp.Pending) {
+	id := l.nextReq
+	l.nextReq++
+	l.reqs[id] = &acpOutReq{sess: s, gen: gen, p: p}
+	params := s.tr.AppendParams(nil, p)
+	l.out = append(l.out, jsonrpc.AppendRequest(make([]byte, 0, len(params)+80), strconv.FormatInt(id, 10), p.Method(), string(params)))
+}
+
+// settle withdraws every request of session s still open at the client
+// ($/cancel_request): the turn ended, the child died or the session
+// closed. withdraw false only forgets them (the client cancelled the turn
+// and answers them "cancelled" itself).
+func (l *acpLoop) settle(s *acpSession, withdraw bool) {
+	for id, r := range l.reqs {
+		if r.sess != s {
+			continue
+		}
+		delete(l.reqs, id)
+		if withdraw {
+			l.out = append(l.out, acp.AppendCancelRequest(nil, strconv.FormatInt(id, 10)))
+		}
+	}
+}
+
+// fromCLI handles one message from a child.
+func (l *acpLoop) fromCLI(m acpCLIMsg) {
+	p := l.procs[m.gen]
+	if p == nil {
+		return
+	}
+	if m.exit != nil {
+		l.procExited(p, *m.exit)
+		return
+	}
+	s := p.sess
+	if s == nil {
+		return // a retired child's last words
+	}
+	if m.tooLong != nil {
+		l.log.Warn("a CLI line over the limit was dropped", "session", s.id, "size", m.tooLong.Size, "max", m.tooLong.Max)
+		return
+	}
+	if !gjson.Valid(m.line) {
+		l.log.Warn("a CLI line that is not JSON was dropped", "session", s.id, "preview", preview([]byte(m.line)))
+		return
+	}
+	ev := mapping.RouteString(m.line)
+	if ev.Kind.ControlRequest() {
+		if ev.Kind == mapping.KindCanUseTool {
+			l.sendPending(s, p.gen, acp.NewPending(&ev, l.caps.ElicitationForm))
+			return
+		}
+		if reply, ok := mapping.AppendAutoReply(nil, &ev); ok {
+			l.write(p, reply)
+		}
+		return
+	}
+	l.out = s.tr.FromCLI(&ev, l.out)
+	switch ev.Kind {
+	case mapping.KindControlResponse:
+		l.controlResponse(s, &ev)
+	case mapping.KindControlCancelRequest:
+		for id, r := range l.reqs {
+			if r.sess == s && r.p.RequestID == ev.RequestID {
+				delete(l.reqs, id)
+				l.out = append(l.out, acp.AppendCancelRequest(nil, strconv.FormatInt(id, 10)))
+			}
+		}
+	case mapping.KindResult:
+		l.turnEnded(s, &ev)
+	case mapping.KindStatus:
+		// The CLI switched modes itself (a plan exit, a setMode permission
+		// update): a respawn keeps the new mode.
+		if m := s.tr.Config.Mode; m != "" && s.opts.PermissionMode != m && ev.Get("permissionMode").Str == m {
+			s.opts.PermissionMode = m
+		}
+	case mapping.KindSystemInit:
+		if s.initResp == "" && !s.commandsSent {
+			s.commandsSent = true
+			l.out = append(l.out, acp.AppendAvailableCommands(nil, s.id, gjson.Result{}, ev.Body))
+		}
+	default:
+		if ev.Kind.Unknown() {
+			l.log.Debug("CLI message of an unknown type", "kind", ev.Kind.String(), "preview", preview([]byte(ev.Line)))
+		}
+	}
+}
+
+// write sends one line to a child. A failure means the child is going;
+// its exit is reported when its reader sees it.
+func (l *acpLoop) write(p *acpProc, line []byte) {
+	if err := p.w.WriteLine(line); err != nil {
+		l.log.Warn("writing to the CLI", "err", err)
+	}
+}
+
+// expire handles the deadlines that have passed.
+func (l *acpLoop) expire() {
+	now := time.Now()
+	for _, s := range l.sessions {
+		l.expireSession(s, now)
+	}
+}
+
+func (l *acpLoop) armTimer() {
+	var next time.Time
+	for _, s := range l.sessions {
+		for _, at := range s.deadlines() {
+			if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+				next = at
+			}
+		}
+	}
+	l.timer.Stop()
+	if !next.IsZero() {
+		l.timer.Reset(max(time.Until(next), 0))
+	}
+}
+
+// signal: SIGINT cancels every running turn (a second one within 2 s
+// shuts down); SIGTERM and SIGHUP shut down.
+func (l *acpLoop) signal(sig os.Signal) {
+	if sig != os.Interrupt && sig != syscall.SIGINT {
+		l.shutdown(sig.String())
+		return
+	}
+	if !l.lastInt.IsZero() && time.Since(l.lastInt) < 2*time.Second {
+		l.shutdown("second SIGINT")
+		return
+	}
+	l.lastInt = time.Now()
+	for _, s := range l.sessions {
+		l.cancel(s)
+	}
+}
+
+// shutdown ends the connection: no more requests are taken and every
+// child is stopped in stages (close stdin, grace, SIGTERM, SIGKILL).
+// Turns that finish meanwhile are still answered.
+func (l *acpLoop) shutdown(why string) {
+	if l.stopping {
+		return
+	}
+	l.stopping = true
+	l.log.Info("shutting down", "reason", why)
+	for _, s := range l.sessions {
+		s.queue = nil
+	}
+	for _, p := range l.procs {
+		go p.child.Shutdown(context.Background())
+	}
+}
+
+// acpFlushBytes is how much client output the loop holds at most while
+// more input waits.
+const acpFlushBytes = 64 << 10
+
+// pending is the size of the client lines not yet written.
+func (l *acpLoop) pending() int {
+	for _, line := range l.out[l.outCounted:] {
+		l.outBytes += len(line) + 1
+	}
+	l.outCounted = len(l.out)
+	return l.outBytes
+}
+
+// flush writes the pending client lines.
+func (l *acpLoop) flush() error {
+	var err error
+	for _, line := range l.out {
+		if err == nil {
+			err = l.ui.AppendLine(line)
+		}
+	}
+	clear(l.out)
+	l.out = l.out[:0]
+	l.outCounted, l.outBytes = 0, 0
+	if err != nil {
+		return err
+	}
+	return l.ui.Flush()
+}

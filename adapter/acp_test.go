@@ -1,0 +1,352 @@
+package adapter
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping/acp"
+)
+
+func init() {
+	// acp: a small CLI for the acp loop. It appends its argv to FAKE_LOG
+	// and every stdin line after it. initialize gets models and commands
+	// (or, with FAKE_NOINIT=1, the CLI exits 3 instead); set_permission_mode
+	// succeeds (then a system/status) except for dontAsk; a user message
+	// answers with a delta and a result, unless its text holds
+	//   PERM      a can_use_tool; its answer ends the turn
+	//   WITHDRAW  a can_use_tool, then its control_cancel_request and an
+	//             interrupted result
+	//   ENDPERM   a can_use_tool, then a result at once
+	//   HANG      a delta, then nothing more, interrupts ignored
+	//   DIE       exit 3 with a last word on stderr
+	registerFake("acp", func() {
+		logf, _ := os.OpenFile(os.Getenv("FAKE_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		fmt.Fprintf(logf, "argv %s\n", strings.Join(os.Args[1:], " "))
+		out := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
+		const sid = `"session_id":"fake","parent_tool_use_id":null`
+		result := func(sub, reason string) {
+			out(`{"type":"result","subtype":%q,"is_error":%v,"terminal_reason":%q,"stop_reason":"end_turn","result":"","total_cost_usd":0.1,%s}`,
+				sub, sub != "success", reason, sid)
+		}
+		stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
+		hung, waitPerm := false, false
+		for {
+			line, err := stdin.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			fmt.Fprintf(logf, "stdin %s", line)
+			if hung {
+				continue
+			}
+			switch gjson.GetBytes(line, "type").Str {
+			case "control_request":
+				id := gjson.GetBytes(line, "request_id").Str
+				switch gjson.GetBytes(line, "request.subtype").Str {
+				case "initialize":
+					if os.Getenv("FAKE_NOINIT") == "1" {
+						fmt.Fprintln(os.Stderr, "fatal: no init for you")
+						os.Exit(3)
+					}
+					out(`{"type":"control_response","response":{"subtype":"success","request_id":%q,"response":{"commands":[{"name":"compact","description":"Compact","argumentHint":""}],"models":[{"value":"default","displayName":"Default"},{"value":"sonnet","displayName":"Sonnet"}],"current_permission_mode":"default"}}}`, id)
+				case "set_permission_mode":
+					mode := gjson.GetBytes(line, "request.mode").Str
+					if mode == "dontAsk" {
+						out(`{"type":"control_response","response":{"subtype":"error","request_id":%q,"error":"Cannot set permission mode","error_code":"invalid_mode"}}`, id)
+						continue
+					}
+					out(`{"type":"control_response","response":{"subtype":"success","request_id":%q,"response":{"mode":%q}}}`, id, mode)
+					out(`{"type":"system","subtype":"status","status":null,"permissionMode":%q,%s}`, mode, sid)
+				default:
+					out(`{"type":"control_response","response":{"subtype":"success","request_id":%q,"response":{}}}`, id)
+				}
+			case "control_response":
+				if waitPerm && gjson.GetBytes(line, "response.request_id").Str == "perm-1" {
+					waitPerm = false
+					result("success", "completed")
+				}
+			case "user":
+				text := gjson.GetBytes(line, "message.content.0.text").Str
+				out(`{"type":"system","subtype":"init","model":"m","cwd":"/",%s}`, sid)
+				perm := `{"type":"control_request","request_id":"perm-1","request":{"subtype":"can_use_tool","tool_name":"Write","input":{"file_path":"/x","content":"y"},"tool_use_id":"toolu_1"}}`
+				switch {
+				case strings.Contains(text, "PERM") && !strings.Contains(text, "ENDPERM"):
+					out(perm)
+					waitPerm = true
+				case strings.Contains(text, "WITHDRAW"):
+					out(perm)
+					out(`{"type":"control_cancel_request","request_id":"perm-1"}`)
+					result("error_during_execution", "aborted_tools")
+				case strings.Contains(text, "ENDPERM"):
+					out(perm)
+					result("success", "completed")
+				case strings.Contains(text, "HANG"):
+					out(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"partial "}},"api_message_id":"msg_1",%s}`, sid)
+					hung = true
+				case strings.Contains(text, "DIE"):
+					fmt.Fprintln(os.Stderr, "fatal: the fake CLI fell over")
+					os.Exit(3)
+				default:
+					out(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}},"api_message_id":"msg_1",%s}`, sid)
+					result("success", "completed")
+				}
+			}
+		}
+	})
+}
+
+// acpHost is an ACP client driving an ACP loop in memory.
+type acpHost struct {
+	*host
+	log     func() string
+	dir     string // the sessions' cwd
+	claude  string // the ClaudeDir
+	nextID  int
+	pending []gjson.Result // lines read while waiting for something else
+}
+
+func startACP(t *testing.T, env ...string) *acpHost {
+	t.Helper()
+	logFile := filepath.Join(t.TempDir(), "log")
+	a := &ACP{
+		Child:            fakeCLIConfig(t, "acp", nil, append([]string{"FAKE_LOG=" + logFile}, env...)...),
+		InterruptTimeout: 300 * time.Millisecond,
+		ClaudeDir:        t.TempDir(),
+	}
+	h := &acpHost{host: startRunner(t, a.Run), dir: t.TempDir(), claude: a.ClaudeDir,
+		log: func() string { b, _ := os.ReadFile(logFile); return string(b) }}
+	return h
+}
+
+// call sends a request and returns its id.
+func (h *acpHost) call(method, params string) string {
+	h.t.Helper()
+	h.nextID++
+	id := fmt.Sprint(h.nextID)
+	h.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":` + params + `}`)
+	return id
+}
+
+// until reads lines until pred holds, and returns that line.
+func (h *acpHost) until(pred func(l gjson.Result) bool) gjson.Result {
+	h.t.Helper()
+	for {
+		l := gjson.ParseBytes(h.next())
+		if pred(l) {
+			return l
+		}
+		h.pending = append(h.pending, l)
+	}
+}
+
+// answer reads until the answer to request id.
+func (h *acpHost) answer(id string) gjson.Result {
+	h.t.Helper()
+	return h.until(func(l gjson.Result) bool { return l.Get("id").Raw == id && !l.Get("method").Exists() })
+}
+
+func isMethod(m string) func(gjson.Result) bool {
+	return func(l gjson.Result) bool { return l.Get("method").Str == m }
+}
+
+// newSession initializes (once) and opens a session.
+func (h *acpHost) newSession() string {
+	h.t.Helper()
+	if h.nextID == 0 {
+		h.answer(h.call("initialize", `{"protocolVersion":1}`))
+	}
+	r := h.answer(h.call("session/new", `{"cwd":"`+h.dir+`","mcpServers":[]}`))
+	sid := r.Get("result.sessionId").Str
+	if sid == "" {
+		h.t.Fatalf("session/new: %s", r.Raw)
+	}
+	return sid
+}
+
+func (h *acpHost) prompt(sid, text string) string {
+	return h.call("session/prompt", `{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"`+text+`"}]}`)
+}
+
+func TestACPSetupFailure(t *testing.T) {
+	h := startACP(t, "FAKE_NOINIT=1")
+	h.answer(h.call("initialize", `{"protocolVersion":1}`))
+	r := h.answer(h.call("session/new", `{"cwd":"`+h.dir+`","mcpServers":[]}`))
+	if r.Get("error.code").Int() != -32603 || !strings.Contains(r.Get("error.data.stderr").Str, "no init for you") ||
+		r.Get("error.data.exitCode").Int() != 3 {
+		t.Fatalf("session/new with a CLI that died: %s", r.Raw)
+	}
+	// The connection goes on.
+	if r := h.answer(h.call("session/list", `{}`)); !r.Get("result.sessions").IsArray() {
+		t.Errorf("session/list after the failure: %s", r.Raw)
+	}
+}
+
+func TestACPInterruptTimeoutKillsAndResumes(t *testing.T) {
+	h := startACP(t)
+	sid := h.newSession()
+	id := h.prompt(sid, "HANG")
+	h.until(func(l gjson.Result) bool { return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" })
+	queued := h.prompt(sid, "after the hang")
+	start := time.Now()
+	h.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + sid + `"}}`)
+	if r := h.answer(queued); r.Get("result.stopReason").Str != "cancelled" {
+		t.Errorf("queued prompt: %s", r.Raw)
+	}
+	if r := h.answer(id); r.Get("result.stopReason").Str != "cancelled" {
+		t.Fatalf("hung prompt: %s", r.Raw)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("answered after %v, before the 300 ms deadline", d)
+	}
+	// A session file now exists: the next prompt resumes it.
+	dir := filepath.Join(h.claude, "projects", acp.ProjectDirName(h.dir))
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, sid+".jsonl"), []byte(`{"type":"user","cwd":"`+h.dir+`","message":{"role":"user","content":"HANG"}}`+"\n"), 0o644)
+	if r := h.answer(h.prompt(sid, "again")); r.Get("result.stopReason").Str != "end_turn" {
+		t.Fatalf("prompt after the kill: %s", r.Raw)
+	}
+	if log := h.log(); !strings.Contains(log, "--resume="+sid) || strings.Count(log, "argv ") != 2 {
+		t.Errorf("the second CLI did not resume the session:\n%s", log)
+	}
+}
+
+func TestACPWithdrawnPermission(t *testing.T) {
+	h := startACP(t)
+	sid := h.newSession()
+	id := h.prompt(sid, "WITHDRAW")
+	req := h.until(isMethod("session/request_permission"))
+	cancel := h.until(isMethod("$/cancel_request"))
+	if cancel.Get("params.requestId").Raw != req.Get("id").Raw {
+		t.Fatalf("$/cancel_request %s for request %s", cancel.Raw, req.Get("id").Raw)
+	}
+	if r := h.answer(id); r.Get("result.stopReason").Str != "cancelled" {
+		t.Errorf("prompt: %s", r.Raw)
+	}
+	// The late answer never reaches the CLI.
+	h.send(`{"jsonrpc":"2.0","id":` + req.Get("id").Raw + `,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`)
+	if r := h.answer(h.prompt(sid, "hello")); r.Get("result.stopReason").Str != "end_turn" {
+		t.Fatalf("next prompt: %s", r.Raw)
+	}
+	if strings.Contains(h.log(), `"request_id":"perm-1"`) {
+		t.Errorf("an answer to the withdrawn request was written to the CLI:\n%s", h.log())
+	}
+}
+
+func TestACPTurnEndSettlesPermission(t *testing.T) {
+	h := startACP(t)
+	sid := h.newSession()
+	id := h.prompt(sid, "ENDPERM")
+	req := h.until(isMethod("session/request_permission"))
+	cancel := h.until(isMethod("$/cancel_request"))
+	if cancel.Get("params.requestId").Raw != req.Get("id").Raw {
+		t.Fatalf("$/cancel_request %s", cancel.Raw)
+	}
+	if r := h.answer(id); r.Get("result.stopReason").Str != "end_turn" {
+		t.Errorf("prompt: %s", r.Raw)
+	}
+}
+
+func TestACPPermissionAnswered(t *testing.T) {
+	h := startACP(t)
+	sid := h.newSession()
+	id := h.prompt(sid, "PERM")
+	req := h.until(isMethod("session/request_permission"))
+	// An answer to an id never used is ignored; the real one goes through.
+	h.send(`{"jsonrpc":"2.0","id":4242,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`)
+	h.send(`{"jsonrpc":"2.0","id":` + req.Get("id").Raw + `,"result":{"outcome":{"outcome":"selected","optionId":"allow_always"}}}`)
+	if r := h.answer(id); r.Get("result.stopReason").Str != "end_turn" {
+		t.Fatalf("prompt: %s", r.Raw)
+	}
+	log := h.log()
+	if !strings.Contains(log, `"request_id":"perm-1","response":{"behavior":"allow","updatedPermissions":[{"type":"addRules","rules":[{"toolName":"Write"}],"behavior":"allow","destination":"session"}],"toolUseID":"toolu_1"}`) {
+		t.Errorf("the allow was not written:\n%s", log)
+	}
+	if strings.Count(log, `"request_id":"perm-1"`) != 1 {
+		t.Errorf("the answer was written more than once:\n%s", log)
+	}
+}
+
+func TestACPSetModeAndModel(t *testing.T) {
+	h := startACP(t)
+	sid := h.newSession()
+	if r := h.answer(h.call("session/set_mode", `{"sessionId":"`+sid+`","modeId":"acceptEdits"}`)); r.Get("result").Raw != "{}" {
+		t.Errorf("set_mode: %s", r.Raw)
+	}
+	if r := h.answer(h.call("session/set_mode", `{"sessionId":"`+sid+`","modeId":"dontAsk"}`)); r.Get("error.code").Int() != -32602 {
+		t.Errorf("set_mode the CLI refuses: %s", r.Raw)
+	}
+	r := h.answer(h.call("session/set_config_option", `{"sessionId":"`+sid+`","configId":"model","value":"sonnet"}`))
+	if r.Get(`result.configOptions.#(id=="model").currentValue`).Str != "sonnet" || r.Get(`result.configOptions.#(id=="mode").currentValue`).Str != "acceptEdits" {
+		t.Errorf("set_config_option: %s", r.Raw)
+	}
+	// The CLI's own status line repeats the mode the client set: no update.
+	for _, l := range h.pending {
+		if l.Get("params.update.sessionUpdate").Str == "current_mode_update" {
+			t.Errorf("an update for the client's own mode change: %s", l.Raw)
+		}
+	}
+	// A respawned CLI keeps the mode and model.
+	h.answer(h.prompt(sid, "DIE"))
+	h.answer(h.prompt(sid, "hello"))
+	argv := strings.Split(h.log(), "argv ")
+	if last := argv[len(argv)-1]; !strings.Contains(last, "--model=sonnet") || !strings.Contains(last, "--permission-mode=acceptEdits") {
+		t.Errorf("respawn flags: %s", last)
+	}
+}
+
+func TestACPChildDiesMidTurn(t *testing.T) {
+	h := startACP(t)
+	sid := h.newSession()
+	r := h.answer(h.prompt(sid, "DIE"))
+	if r.Get("error.code").Int() != -32603 || r.Get("error.data.exitCode").Int() != 3 ||
+		!strings.Contains(r.Get("error.data.stderr").Str, "fell over") {
+		t.Fatalf("prompt whose CLI died: %s", r.Raw)
+	}
+	if r := h.answer(h.prompt(sid, "hello")); r.Get("result.stopReason").Str != "end_turn" {
+		t.Fatalf("prompt after the death: %s", r.Raw)
+	}
+}
+
+func TestACPSIGINTCancelsAndEOFEnds(t *testing.T) {
+	h := startACP(t)
+	sid := h.newSession()
+	id := h.prompt(sid, "HANG")
+	h.until(func(l gjson.Result) bool { return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" })
+	h.sigs <- syscall.SIGINT
+	if r := h.answer(id); r.Get("result.stopReason").Str != "cancelled" {
+		t.Fatalf("prompt after SIGINT: %s", r.Raw)
+	}
+	h.in.Close()
+	h.rest()
+	if code := h.wait(); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+}
+
+func TestACPCloseAndLoadUnknown(t *testing.T) {
+	h := startACP(t)
+	sid := h.newSession()
+	id := h.prompt(sid, "HANG")
+	h.until(func(l gjson.Result) bool { return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" })
+	closeID := h.call("session/close", `{"sessionId":"`+sid+`"}`)
+	if r := h.answer(id); r.Get("result.stopReason").Str != "cancelled" {
+		t.Errorf("prompt of the closed session: %s", r.Raw)
+	}
+	if r := h.answer(closeID); r.Get("result").Raw != "{}" {
+		t.Errorf("close: %s", r.Raw)
+	}
+	if r := h.answer(h.call("session/close", `{"sessionId":"`+sid+`"}`)); r.Get("error.code").Int() != -32002 {
+		t.Errorf("second close: %s", r.Raw)
+	}
+	if r := h.answer(h.call("session/resume", `{"sessionId":"`+sid+`","cwd":"`+h.dir+`"}`)); r.Get("error.code").Int() != -32002 {
+		t.Errorf("resume without a session file: %s", r.Raw)
+	}
+}

@@ -1,0 +1,315 @@
+package acp
+
+import (
+	"bytes"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
+)
+
+// ProjectDirName is the name of the folder under ~/.claude/projects that
+// holds the session files of a working directory: every character that is
+// not an ASCII letter or digit becomes '-' (a character outside the Basic
+// Multilingual Plane, two UTF-16 units in the CLI's JavaScript, becomes
+// "--"). The CLI shortens names longer than 200 characters with a hash
+// ccbridge does not reproduce; LongProjectDir reports those.
+func ProjectDirName(cwd string) string {
+	var b strings.Builder
+	b.Grow(len(cwd))
+	for _, r := range cwd {
+		switch {
+		case r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			b.WriteString("--")
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// LongProjectDir reports whether the CLI shortens cwd's folder name, and
+// the prefix the shortened name starts with.
+func LongProjectDir(cwd string) (prefix string, long bool) {
+	n := ProjectDirName(cwd)
+	if len(n) <= 200 {
+		return n, false
+	}
+	return n[:200] + "-", true
+}
+
+// SessionInfo is one entry of session/list.
+type SessionInfo struct {
+	ID        string
+	CWD       string
+	Title     string
+	UpdatedAt string // RFC 3339
+}
+
+// AppendListResult appends the session/list result.
+func AppendListResult(dst []byte, sessions []SessionInfo, nextCursor string) []byte {
+	dst = append(dst, `{"sessions":[`...)
+	for i, s := range sessions {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"sessionId":`...)
+		dst = jsonw.String(dst, s.ID)
+		dst = append(dst, `,"cwd":`...)
+		dst = jsonw.String(dst, s.CWD)
+		if s.Title != "" {
+			dst = append(dst, `,"title":`...)
+			dst = jsonw.String(dst, s.Title)
+		}
+		if s.UpdatedAt != "" {
+			dst = append(dst, `,"updatedAt":`...)
+			dst = jsonw.String(dst, s.UpdatedAt)
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	if nextCursor != "" {
+		dst = append(dst, `,"nextCursor":`...)
+		dst = jsonw.String(dst, nextCursor)
+	}
+	return append(dst, '}')
+}
+
+// SessionFileInfo reads what session/list shows from the start (head) and
+// the end (tail) of a session file: the working directory (the first
+// "cwd"), and a title: the newest custom title (/rename), else the newest
+// AI title, else the first line of the first prompt. Either part may be
+// cut mid-line; partial lines are skipped.
+func SessionFileInfo(head, tail []byte) (cwd, title string) {
+	var prompt, custom, ai string
+	scan := func(l []byte) {
+		switch gjson.GetBytes(l, "type").Str {
+		case "custom-title":
+			custom = gjson.GetBytes(l, "customTitle").Str
+		case "ai-title":
+			ai = gjson.GetBytes(l, "aiTitle").Str
+		}
+	}
+	forLines(head, func(l []byte) bool {
+		if cwd == "" {
+			if c := gjson.GetBytes(l, "cwd"); c.Type == gjson.String {
+				cwd = c.Str
+			}
+		}
+		if prompt == "" && gjson.GetBytes(l, "type").Str == "user" && !skipLine(l) {
+			prompt = promptText(gjson.GetBytes(l, "message.content"))
+		}
+		scan(l)
+		return true
+	})
+	forLines(tail, func(l []byte) bool {
+		scan(l)
+		return true
+	})
+	switch {
+	case custom != "":
+		return cwd, custom
+	case ai != "":
+		return cwd, ai
+	}
+	return cwd, firstLine(prompt, 100)
+}
+
+// forLines calls fn for each complete, valid JSON line of b.
+func forLines(b []byte, fn func([]byte) bool) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		var l []byte
+		if i < 0 {
+			l, b = b, nil
+		} else {
+			l, b = b[:i], b[i+1:]
+		}
+		l = bytes.TrimSpace(l)
+		if len(l) == 0 || l[0] != '{' || !gjson.ValidBytes(l) {
+			continue
+		}
+		if !fn(l) {
+			return
+		}
+	}
+}
+
+// skipLine reports session-file lines a replay leaves out: subagent
+// (sidechain) lines, meta lines the CLI adds, compaction summaries.
+func skipLine(l []byte) bool {
+	return gjson.GetBytes(l, "isSidechain").Bool() || gjson.GetBytes(l, "isMeta").Bool() ||
+		gjson.GetBytes(l, "isCompactSummary").Bool() || gjson.GetBytes(l, "isVisibleInTranscriptOnly").Bool()
+}
+
+// promptText is the user's text in a message content (a string or blocks),
+// without the CLI's wrappers.
+func promptText(content gjson.Result) string {
+	if content.Type == gjson.String {
+		if isWrapper(content.Str) {
+			return ""
+		}
+		return content.Str
+	}
+	var s string
+	content.ForEach(func(_, b gjson.Result) bool {
+		if b.Get("type").Str == "text" && !isWrapper(b.Get("text").Str) {
+			s = b.Get("text").Str
+			return false
+		}
+		return true
+	})
+	return s
+}
+
+// Replay appends the session/update lines that replay one line of a
+// session file (for session/load): user text and images become
+// user_message_chunk, assistant text agent_message_chunk, thinking
+// agent_thought_chunk, tool_use a tool_call (TodoWrite a plan), and
+// tool_result the tool_call_update that finishes it. Other line types
+// (attachments, API request records, titles, cost state) and subagent
+// lines give nothing.
+func (t *Translator) Replay(line []byte, out [][]byte) [][]byte {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' || !gjson.ValidBytes(line) {
+		return out
+	}
+	typ := gjson.GetBytes(line, "type").Str
+	if (typ != "user" && typ != "assistant") || skipLine(line) {
+		return out
+	}
+	msg := gjson.GetBytes(line, "message")
+	content := msg.Get("content")
+	switch typ {
+	case "user":
+		id := gjson.GetBytes(line, "uuid").Str
+		if content.Type == gjson.String {
+			return t.replayUserText(content.Str, id, out)
+		}
+		hasResult := false
+		content.ForEach(func(_, b gjson.Result) bool {
+			switch b.Get("type").Str {
+			case "text":
+				out = t.replayUserText(b.Get("text").Str, id, out)
+			case "image":
+				src := b.Get("source")
+				if src.Get("type").Str == "base64" {
+					l := appendUpdateHead(nil, t.sid, "user_message_chunk")
+					l = append(l, `,"content":{"type":"image","data":`...)
+					l = jsonw.String(l, src.Get("data").Str)
+					l = append(l, `,"mimeType":`...)
+					l = jsonw.String(l, src.Get("media_type").Str)
+					l = append(l, '}')
+					if id != "" {
+						l = append(l, `,"messageId":`...)
+						l = jsonw.String(l, id)
+					}
+					out = append(out, appendUpdateTail(l))
+				}
+			case "tool_result":
+				hasResult = true
+			}
+			return true
+		})
+		if hasResult {
+			out = t.toolResults(content, gjson.GetBytes(line, "toolUseResult"), "", out)
+		}
+	case "assistant":
+		id := msg.Get("id").Str
+		content.ForEach(func(_, b gjson.Result) bool {
+			switch b.Get("type").Str {
+			case "text":
+				if s := b.Get("text").Str; s != "" {
+					out = append(out, t.appendChunk(nil, "agent_message_chunk", s, id, ""))
+				}
+			case "thinking":
+				if s := b.Get("thinking").Str; s != "" {
+					out = append(out, t.appendChunk(nil, "agent_thought_chunk", s, id, ""))
+				}
+			case "tool_use", "server_tool_use", "mcp_tool_use":
+				out = t.toolInput(b.Get("id").Str, b.Get("name").Str, "", b.Get("input"), out)
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// replayUserText replays one user text: what the user typed as
+// user_message_chunk, a slash command as "/name args", its output as
+// agent_message_chunk, an embedded resource (<context ref="uri">, as
+// PromptBlocks writes it) as a resource block again; the CLI's reminders
+// are left out.
+func (t *Translator) replayUserText(s, id string, out [][]byte) [][]byte {
+	switch {
+	case s == "" || isWrapper(s):
+		return out
+	case strings.HasPrefix(s, "<command-name>"):
+		cmd := between(s, "<command-name>", "</command-name>")
+		if !strings.HasPrefix(cmd, "/") {
+			cmd = "/" + cmd
+		}
+		if args := between(s, "<command-args>", "</command-args>"); args != "" {
+			cmd += " " + args
+		}
+		return append(out, t.appendChunk(nil, "user_message_chunk", cmd, id, ""))
+	}
+	if text, _, ok := mapping.LocalCommandOutput(s); ok {
+		if text == "" {
+			return out
+		}
+		return append(out, t.appendChunk(nil, "agent_message_chunk", text, id, ""))
+	}
+	if uri, text, ok := contextBlock(s); ok {
+		l := appendUpdateHead(nil, t.sid, "user_message_chunk")
+		l = append(l, `,"content":{"type":"resource","resource":{"uri":`...)
+		l = jsonw.String(l, uri)
+		l = append(l, `,"text":`...)
+		l = jsonw.String(l, text)
+		l = append(l, "}}"...)
+		if id != "" {
+			l = append(l, `,"messageId":`...)
+			l = jsonw.String(l, id)
+		}
+		return append(out, appendUpdateTail(l))
+	}
+	return append(out, t.appendChunk(nil, "user_message_chunk", s, id, ""))
+}
+
+// between returns the text between open and close in s, or "".
+func between(s, open, close string) string {
+	i := strings.Index(s, open)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(open):]
+	if j := strings.Index(s, close); j >= 0 {
+		return strings.TrimSpace(s[:j])
+	}
+	return ""
+}
+
+// contextBlock reads a text block PromptBlocks made from an embedded
+// resource: <context ref="uri">\ntext\n</context>.
+func contextBlock(s string) (uri, text string, ok bool) {
+	const open, close = `<context ref="`, "\n</context>"
+	if !strings.HasPrefix(s, open) || !strings.HasSuffix(s, close) {
+		return "", "", false
+	}
+	rest := s[len(open) : len(s)-len(close)]
+	i := strings.Index(rest, "\">\n")
+	if i < 0 {
+		return "", "", false
+	}
+	return rest[:i], rest[i+3:], true
+}
+
+// ReplayDone forgets the tool calls of a replay that never got a result.
+func (t *Translator) ReplayDone() {
+	clear(t.tools)
+}
