@@ -1,0 +1,236 @@
+package adapter
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/mapping/rpc"
+)
+
+// Reading the CLI's files: session files for session.list and
+// session.history, SKILL.md files for skills.list. All of it runs in the
+// background (goBG), never on the loop.
+
+// maxSessionLine caps one line of a session file; longer lines (huge tool
+// results) are skipped.
+const maxSessionLine = 64 << 20
+
+// projectDir is where the CLI keeps this working directory's sessions.
+func (l *rpcLoop) projectDir() string {
+	return filepath.Join(l.home, "projects", rpc.ProjectDirName(l.cwd))
+}
+
+// sessionFile is a session's file; sid must be a valid session id.
+func (l *rpcLoop) sessionFile(sid string) string {
+	return filepath.Join(l.projectDir(), sid+".jsonl")
+}
+
+// eachLine calls fn with every line of the file at path.
+func eachLine(path string, fn func([]byte)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fr := framing.NewReader(f, maxSessionLine)
+	for {
+		line, err := fr.ReadLine()
+		var long *framing.LineTooLongError
+		switch {
+		case errors.As(err, &long):
+			continue
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return err
+		}
+		fn(line)
+	}
+}
+
+func (l *rpcLoop) sessionList(id string, p gjson.Result) {
+	limit, err := rpc.ParseSessionList(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	dir := l.projectDir()
+	runs := make(map[string]string, len(l.sessionRuns))
+	for k, v := range l.sessionRuns {
+		runs[k] = v
+	}
+	l.begin(id, rpc.MethodSessionList, nil)
+	l.goBG(func() func() {
+		sessions, e := listSessions(dir, limit, runs)
+		return func() {
+			if !l.finish(id) {
+				return
+			}
+			if e != nil {
+				l.respondErr(id, e)
+				return
+			}
+			l.respond(id, rpc.AppendSessionListResult(nil, id, sessions))
+		}
+	})
+}
+
+// listSessions reads the newest limit session files of dir. A missing
+// directory is an empty list; one that cannot be read is -32006.
+func listSessions(dir string, limit int, runs map[string]string) ([]rpc.SessionInfo, *rpc.Error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return []rpc.SessionInfo{}, nil
+	}
+	if err != nil {
+		return nil, &rpc.Error{Code: rpc.CodeSessionListFailed, Message: "reading the session folder: " + err.Error()}
+	}
+	type file struct {
+		id  string
+		mod time.Time
+	}
+	var files []file
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
+		if !ok || !rpc.ValidSessionID(id) || !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		files = append(files, file{id, fi.ModTime()})
+	}
+	slices.SortFunc(files, func(a, b file) int { return b.mod.Compare(a.mod) })
+	if len(files) > limit {
+		files = files[:limit]
+	}
+	sessions := make([]rpc.SessionInfo, 0, len(files))
+	for _, f := range files {
+		var s rpc.SessionSummary
+		if err := eachLine(filepath.Join(dir, f.id+".jsonl"), s.Line); err != nil {
+			continue // removed or unreadable meanwhile: not listed
+		}
+		sessions = append(sessions, rpc.SessionInfo{
+			SessionID:       f.id,
+			UpdatedAt:       f.mod.UTC().Format(time.RFC3339Nano),
+			CreatedAt:       s.CreatedAt,
+			RunID:           runs[f.id],
+			MessageCount:    s.Messages,
+			LastUserMessage: s.LastUserMessage(),
+		})
+	}
+	return sessions, nil
+}
+
+func (l *rpcLoop) sessionHistory(id string, p gjson.Result) {
+	hp, err := rpc.ParseSessionHistory(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	path := l.sessionFile(hp.SessionID)
+	l.begin(id, rpc.MethodSessionHistory, nil)
+	l.goBG(func() func() {
+		lines, runs, truncated, e := readHistory(path, hp)
+		return func() {
+			if !l.finish(id) {
+				return
+			}
+			if e != nil {
+				l.respondErr(id, e)
+				return
+			}
+			l.out.UI = append(l.out.UI, lines...)
+			l.respond(id, rpc.AppendSessionHistoryResult(nil, id, runs, len(lines), truncated))
+		}
+	})
+}
+
+// readHistory replays a session file: -32004 when it does not exist,
+// -32005 when it cannot be read or holds no JSON at all.
+func readHistory(path string, hp rpc.SessionHistoryParams) ([][]byte, int, bool, *rpc.Error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, 0, false, &rpc.Error{Code: rpc.CodeSessionNotFound, Message: "no session " + hp.SessionID + " (" + path + ")"}
+	case err != nil:
+		return nil, 0, false, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: err.Error()}
+	case !fi.Mode().IsRegular():
+		return nil, 0, false, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: path + " is not a regular file"}
+	}
+	h := rpc.History{SessionID: hp.SessionID, MaxRuns: hp.MaxRuns}
+	if err := eachLine(path, h.Line); err != nil {
+		return nil, 0, false, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: "reading " + path + ": " + err.Error()}
+	}
+	if h.Valid() == 0 && fi.Size() > 0 {
+		return nil, 0, false, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: path + " is not a session file (no JSON line in it)"}
+	}
+	lines, runs, truncated := h.Result(hp.MaxEvents)
+	return lines, runs, truncated, nil
+}
+
+// maxSkillFile caps how much of a SKILL.md is read.
+const maxSkillFile = 1 << 20
+
+// scanSkills lists the SKILL.md files of the repository and the user, and
+// merges them with what the CLI knows (cli: the "skills" of its
+// reload_skills answer).
+func scanSkills(cli gjson.Result, repoDir, userDir string) ([]rpc.Skill, []rpc.SkillError, bool) {
+	var disk []rpc.Skill
+	var errs []rpc.SkillError
+	for _, d := range [...]struct{ dir, scope string }{{repoDir, "repo"}, {userDir, "user"}} {
+		entries, err := os.ReadDir(d.dir)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, rpc.SkillError{Path: d.dir, Message: err.Error()})
+			}
+			continue
+		}
+		for _, e := range entries {
+			dir := filepath.Join(d.dir, e.Name())
+			path := filepath.Join(dir, "SKILL.md")
+			fi, err := os.Stat(path)
+			if err != nil {
+				continue // not a skill folder
+			}
+			data, err := readAtMost(path, maxSkillFile)
+			if err != nil {
+				errs = append(errs, rpc.SkillError{Path: path, Message: err.Error()})
+				continue
+			}
+			name, desc, ok := rpc.ParseSkillFile(data)
+			if !ok {
+				errs = append(errs, rpc.SkillError{Path: path, Message: "no front matter (--- name: … description: … ---)"})
+				continue
+			}
+			if name == "" {
+				name = e.Name()
+			}
+			disk = append(disk, rpc.Skill{ID: d.scope + ":" + name, Name: name, Description: desc,
+				Path: path, Dir: dir, Scope: d.scope, MtimeMs: fi.ModTime().UnixMilli()})
+		}
+	}
+	skills, truncated := rpc.MergeSkills(cli, disk)
+	if errs == nil {
+		errs = []rpc.SkillError{}
+	}
+	return skills, errs, truncated
+}
+
+func readAtMost(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
+}

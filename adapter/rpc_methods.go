@@ -1,0 +1,540 @@
+package adapter
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
+	"github.com/ccbridge/ccbridge/mapping/rpc"
+)
+
+// maxShells bounds the shell.exec commands running at once.
+const maxShells = 4
+
+func (l *rpcLoop) fromUI(m rpcUIMsg) {
+	switch {
+	case m.eof:
+		l.uiEnded()
+		return
+	case m.tooLong != nil:
+		e := &rpc.Error{Code: rpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("a line of %d bytes or more is over the %d-byte limit (--max-line); it was dropped", m.tooLong.Size, m.tooLong.Max)}
+		l.out.UI = append(l.out.UI, e.AppendResponse(nil, ""))
+		return
+	}
+	msg := jsonrpc.Parse(m.line)
+	switch msg.Kind {
+	case jsonrpc.KindInvalid:
+		code := rpc.CodeInvalidRequest
+		if msg.Problem == "parse error" {
+			code = rpc.CodeParseError
+		}
+		l.log.Warn("bad line from the UI", "problem", msg.Problem, "preview", previewString(string(m.line)))
+		e := &rpc.Error{Code: code, Message: msg.Problem}
+		l.out.UI = append(l.out.UI, e.AppendResponse(nil, msg.ID))
+	case jsonrpc.KindRequest:
+		if msg.ID == "" {
+			// "id": null is not an id the UI could match an answer to.
+			l.out.UI = append(l.out.UI, (&rpc.Error{Code: rpc.CodeInvalidRequest, Message: "id must not be null"}).AppendResponse(nil, ""))
+			return
+		}
+		l.request(msg)
+	case jsonrpc.KindNotification:
+		l.notification(msg)
+	case jsonrpc.KindResponse, jsonrpc.KindErrorResponse:
+		l.tr.FromUI(msg, time.Now().UnixMilli(), &l.out)
+		if n := len(l.out.UI); n > 0 && gjson.GetBytes(l.out.UI[n-1], "method").Str == rpc.MethodUIResponseReject {
+			l.log.Warn("a response from the UI was not applied", "id", msg.ID,
+				"why", gjson.GetBytes(l.out.UI[n-1], "params.error.message").Str)
+		}
+		l.writeCLI()
+	}
+}
+
+// uiEnded: the UI's input is over. The CLI's stdin is closed, so the turn
+// in progress finishes and the child exits; background work is cancelled.
+func (l *rpcLoop) uiEnded() {
+	l.uiEOF = true
+	l.log.Debug("UI input ended")
+	if id := l.tr.Held(); id != "" {
+		l.tr.CancelRun(id, "the UI's input ended", &l.out)
+		l.heldPrompt = nil
+	}
+	l.respawn = nil
+	l.cancel()
+	if p := l.proc; p != nil {
+		if err := p.w.Flush(); err != nil {
+			l.log.Debug("flushing to the CLI", "err", err)
+		}
+		if err := p.child.CloseStdin(); err != nil {
+			l.log.Debug("closing the CLI's stdin", "err", err)
+		}
+	}
+	ws := l.waiters
+	l.waiters = nil
+	for _, w := range ws {
+		w(rpc.Internal("the UI's input ended"))
+	}
+}
+
+// dedupedMethods have side effects: a retry with the same id gets the
+// first answer and changes nothing.
+var dedupedMethods = map[string]bool{
+	rpc.MethodRunStart: true, rpc.MethodRunCancel: true, rpc.MethodModelSet: true, rpc.MethodShellExec: true,
+}
+
+func (l *rpcLoop) request(m jsonrpc.Message) {
+	id := m.ID
+	switch replay, state := l.dedupe.begin(id, m.Method, m.Params.Raw, dedupedMethods[m.Method], time.Now()); state {
+	case dedupeReplay:
+		l.log.Info("a retried request gets its first answer again", "id", id, "method", m.Method)
+		l.out.UI = append(l.out.UI, replay)
+		return
+	case dedupeInFlight:
+		l.log.Info("a retried request is still in progress; its answer will come once", "id", id, "method", m.Method)
+		return
+	case dedupeConflict:
+		l.out.UI = append(l.out.UI, (&rpc.Error{Code: rpc.CodeInvalidRequest,
+			Message: "the id " + id + " was used for another request within the last " + l.cfg.DedupeWindow.String()}).AppendResponse(nil, id))
+		return
+	}
+	p := m.Params
+	switch m.Method {
+	case rpc.MethodInitialize:
+		l.initialize(id, p)
+	case rpc.MethodRunStart:
+		l.runStart(id, p)
+	case rpc.MethodRunCancel:
+		rp, err := rpc.ParseRunCancel(p)
+		if err != nil {
+			l.respondErr(id, err)
+			return
+		}
+		res := l.cancelRun(rp.RunID, rp.Reason)
+		if !res.Known {
+			l.respondErr(id, &rpc.Error{Code: rpc.CodeRunNotFound, Message: "no run " + strconv.Quote(rp.RunID) + " on this connection"})
+			return
+		}
+		l.respond(id, rpc.AppendRunCancelResult(nil, id, res.OK, res.Status))
+	case rpc.MethodSessionList:
+		l.sessionList(id, p)
+	case rpc.MethodSessionHistory:
+		l.sessionHistory(id, p)
+	case rpc.MethodModelList:
+		l.modelList(id, p)
+	case rpc.MethodModelSet:
+		l.modelSet(id, p)
+	case rpc.MethodMCPList:
+		l.mcpList(id, p)
+	case rpc.MethodSkillsList:
+		l.skillsList(id, p)
+	case rpc.MethodContextInspect:
+		l.contextInspect(id, p)
+	case rpc.MethodShellExec:
+		l.shellExec(id, p)
+	case rpc.MethodRequestCancel:
+		l.requestCancel(id, p)
+	case rpc.MethodUIContextUpdate:
+		raw, err := rpc.ParseUIContext(p)
+		if err != nil {
+			l.respondErr(id, err)
+			return
+		}
+		l.uiCtx = raw
+		l.respond(id, rpc.AppendOKResult(nil, id, true))
+	default:
+		l.respondErr(id, &rpc.Error{Code: rpc.CodeMethodNotFound, Message: "method not found: " + m.Method})
+	}
+}
+
+// notification handles the methods that make sense without an answer.
+// Others are logged and dropped: a notification cannot be answered.
+func (l *rpcLoop) notification(m jsonrpc.Message) {
+	switch m.Method {
+	case rpc.MethodRunCancel:
+		if rp, err := rpc.ParseRunCancel(m.Params); err == nil {
+			l.cancelRun(rp.RunID, rp.Reason)
+			return
+		}
+	case rpc.MethodUIContextUpdate:
+		if raw, err := rpc.ParseUIContext(m.Params); err == nil {
+			l.uiCtx = raw
+			return
+		}
+	case rpc.MethodRequestCancel:
+		if target, err := rpc.ParseRequestCancel(m.Params); err == nil {
+			l.cancelRequest(target)
+			return
+		}
+	}
+	l.log.Warn("a notification from the UI was dropped", "method", m.Method)
+}
+
+// begin registers a request whose answer comes later; cancel (may be nil)
+// stops its work when request.cancel names it.
+func (l *rpcLoop) begin(id, method string, cancel func()) {
+	l.inflight[id] = &rpcInflight{method: method, cancel: cancel}
+}
+
+// finish ends a request begun with begin and reports whether it still
+// wants its answer (false when request.cancel already answered it).
+func (l *rpcLoop) finish(id string) bool {
+	if _, ok := l.inflight[id]; !ok {
+		return false
+	}
+	delete(l.inflight, id)
+	return true
+}
+
+func (l *rpcLoop) requestCancel(id string, p gjson.Result) {
+	target, err := rpc.ParseRequestCancel(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	l.respond(id, rpc.AppendOKResult(nil, id, l.cancelRequest(target)))
+}
+
+// cancelRequest answers an in-flight request with -32003 and stops its
+// work; it reports whether there was one.
+func (l *rpcLoop) cancelRequest(target string) bool {
+	f, ok := l.inflight[target]
+	if !ok {
+		return false
+	}
+	delete(l.inflight, target)
+	if f.cancel != nil {
+		f.cancel()
+	}
+	l.respondErr(target, &rpc.Error{Code: rpc.CodeUserCancelled, Message: f.method + " was cancelled by request.cancel"})
+	return true
+}
+
+func (l *rpcLoop) initialize(id string, p gjson.Result) {
+	ip, err := rpc.ParseInitialize(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	l.tr.SetUICapabilities(ip.UI)
+	l.log.Info("UI connected", "client", ip.ClientName, "version", ip.ClientVersion, "protocol_version", ip.ProtocolVersion)
+	reply := func(*rpc.Error) {
+		if !l.finish(id) {
+			return
+		}
+		l.respond(id, rpc.AppendInitializeResult(nil, id, rpc.ServerInfo{
+			Name: "ccbridge", Version: l.cfg.Version, Diagnostics: l.cfg.Diagnostics,
+			SessionID: l.tr.SessionID(), CWD: l.cwd,
+			CLIVersion: gjson.Get(l.cliInit, "claude_code_version").Str,
+			Model:      l.resolvedModel(),
+		}))
+	}
+	l.begin(id, rpc.MethodInitialize, nil)
+	if l.initWaiting {
+		// Answer once the CLI has said who it is (it is quick).
+		l.initWaiters = append(l.initWaiters, reply)
+		return
+	}
+	reply(nil)
+}
+
+// resolvedModel is the model id in use, as far as known.
+func (l *rpcLoop) resolvedModel() string {
+	if l.resolved != "" {
+		return l.resolved
+	}
+	found := ""
+	gjson.Parse(l.models).ForEach(func(_, v gjson.Result) bool {
+		if v.Get("value").Str == l.model {
+			found = v.Get("resolvedModel").Str
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+func (l *rpcLoop) runStart(id string, p gjson.Result) {
+	rp, err := rpc.ParseRunStart(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	if active := l.tr.ActiveRun(); active != "" {
+		l.respondErr(id, &rpc.Error{Code: rpc.CodeRuntimeBusy,
+			Message: "run " + active + " is still active: wait for its run.status or cancel it"})
+		return
+	}
+	if l.stopping || l.uiEOF {
+		l.respondErr(id, rpc.Internal("ccbridge is shutting down"))
+		return
+	}
+	if sid := rp.SessionID; sid != "" && sid != l.tr.SessionID() {
+		if e := l.switchSession(sid); e != nil {
+			l.respondErr(id, e)
+			return
+		}
+	} else if l.proc == nil && l.respawning == 0 {
+		if err := l.respawnNow(); err != nil {
+			l.respondErr(id, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: "resuming the session: " + err.Error()})
+			return
+		}
+	}
+	var blocks []mapping.Block
+	if rp.UIContext != "" {
+		l.uiCtx = rp.UIContext
+		blocks = append(blocks, mapping.Block{Text: "<ui_context>\n" + rp.UIContext + "\n</ui_context>"})
+	}
+	text := rp.Text
+	if rp.ForceCompaction {
+		text = strings.TrimSpace("/compact " + text)
+	}
+	blocks = append(blocks, mapping.Block{Text: text})
+	l.runN++
+	runID := "run-" + strconv.Itoa(l.runN)
+	l.respond(id, rpc.AppendRunStartResult(nil, id, runID))
+	l.tr.BeginRun(runID, &l.out)
+	l.heldPrompt = mapping.AppendUserMessage(nil, mapping.UserOptions{}, blocks...)
+	l.sendHeld()
+}
+
+// switchSession replaces the child with one that resumes session sid.
+func (l *rpcLoop) switchSession(sid string) *rpc.Error {
+	path := l.sessionFile(sid)
+	fi, err := os.Stat(path)
+	switch {
+	case os.IsNotExist(err):
+		return &rpc.Error{Code: rpc.CodeSessionNotFound, Message: "no session " + sid + " in " + l.projectDir()}
+	case err != nil:
+		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: err.Error()}
+	case !fi.Mode().IsRegular():
+		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: path + " is not a session file"}
+	}
+	if p := l.proc; p != nil {
+		l.proc = nil
+		l.failControls(p.gen, "the CLI was replaced to resume another session")
+		l.tr.DropTurns("the CLI was replaced to resume another session", time.Now().UnixMilli(), &l.out)
+		l.drainUntil = time.Time{}
+		l.log.Info("stopping claude to resume another session", "gen", p.gen, "session_id", sid)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), l.cfg.InterruptTimeout)
+			defer cancel()
+			if err := p.child.Shutdown(ctx); err != nil {
+				l.log.Debug("stopping claude", "err", err)
+			}
+		}()
+	}
+	l.respawn = nil
+	opts := l.baseOpts.ResumeFrom(sid)
+	if err := l.start(opts, true); err != nil {
+		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: "resuming session " + sid + ": " + err.Error()}
+	}
+	return nil
+}
+
+// cancelRun cancels a run: run.status cancelled at once, and an in-band
+// interrupt when the CLI is running its turn. The turn must end within
+// InterruptTimeout, or the CLI is killed and resumed.
+func (l *rpcLoop) cancelRun(runID, reason string) rpc.CancelResult {
+	held := l.tr.Held() == runID
+	res := l.tr.CancelRun(runID, reason, &l.out)
+	if held && res.OK {
+		l.heldPrompt = nil
+	}
+	if res.Interrupt && l.proc != nil {
+		l.log.Info("interrupting the CLI", "run_id", runID)
+		l.control("interrupt", func(reqID string) []byte { return mapping.AppendInterrupt(nil, reqID, false) }, nil)
+		if l.drainUntil.IsZero() {
+			l.drainUntil = time.Now().Add(l.cfg.InterruptTimeout)
+		}
+	}
+	return res
+}
+
+// cliQuery runs a control request for a UI request: it waits for a
+// child, sends the request, and hands the answer to reply, unless
+// request.cancel came first.
+func (l *rpcLoop) cliQuery(id, method, subtype string, build func(reqID string) []byte, reply func(gjson.Result)) {
+	l.begin(id, method, nil)
+	l.withChild(func(e *rpc.Error) {
+		if e != nil {
+			if l.finish(id) {
+				e.Code = rpc.CodeRuntimeInternal
+				l.respondErr(id, e)
+			}
+			return
+		}
+		l.control(subtype, build, func(resp gjson.Result, e *rpc.Error) {
+			if !l.finish(id) {
+				return
+			}
+			if e != nil {
+				l.respondErr(id, e)
+				return
+			}
+			reply(resp)
+		})
+	})
+}
+
+func (l *rpcLoop) modelList(id string, p gjson.Result) {
+	details, err := rpc.ParseModelList(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	l.cliQuery(id, rpc.MethodModelList, "list_models", simpleControl("list_models"), func(resp gjson.Result) {
+		if m := resp.Get("models"); m.IsArray() {
+			l.models = strings.Clone(m.Raw)
+		}
+		l.respond(id, rpc.AppendModelListResult(nil, id, rpc.ModelList{
+			Models: gjson.Parse(l.models), Current: l.model, Resolved: l.resolvedModel(),
+			IncludeDetails: details, Window: l.tr.ContextWindow,
+		}))
+	})
+}
+
+func (l *rpcLoop) modelSet(id string, p gjson.Result) {
+	name, err := rpc.ParseModelSet(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	set := func(*rpc.Error) {
+		// The CLI accepts any name; check it against the CLI's list.
+		if l.models != "" && !rpc.KnownModel(gjson.Parse(l.models), name) && !strings.HasPrefix(name, "claude-") {
+			l.respondErr(id, rpc.InvalidParams("unknown model "+strconv.Quote(name)+": use a name from model.list or a full claude-… model id"))
+			return
+		}
+		build := func(reqID string) []byte { return mapping.AppendSetModel(nil, reqID, name) }
+		l.cliQuery(id, rpc.MethodModelSet, "set_model", build, func(resp gjson.Result) {
+			l.model = name
+			if name == "default" {
+				l.baseOpts.Model = ""
+			} else {
+				l.baseOpts.Model = name
+			}
+			l.resolved = strings.Clone(resp.Get("model").Str)
+			l.respond(id, rpc.AppendModelSetResult(nil, id, name, l.resolved))
+		})
+	}
+	if l.initWaiting {
+		// The list comes with the CLI's initialize answer.
+		l.initWaiters = append(l.initWaiters, set)
+		return
+	}
+	set(nil)
+}
+
+func (l *rpcLoop) mcpList(id string, p gjson.Result) {
+	if _, err := rpc.ParseMCPList(p); err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	l.cliQuery(id, rpc.MethodMCPList, "mcp_status", simpleControl("mcp_status"), func(resp gjson.Result) {
+		l.respond(id, rpc.AppendMCPListResult(nil, id, resp))
+	})
+}
+
+// within reports whether path is root or inside it.
+func within(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// resolveDir resolves a UI-given directory against the session's working
+// directory; it must exist and stay inside it.
+func (l *rpcLoop) resolveDir(dir string) (string, *rpc.Error) {
+	if dir == "" {
+		return l.cwd, nil
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(l.cwd, dir)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(dir))
+	if err != nil {
+		return "", rpc.InvalidParams("cwd " + strconv.Quote(dir) + " does not exist")
+	}
+	if !within(l.cwd, real) {
+		return "", rpc.InvalidParams("cwd " + strconv.Quote(dir) + " is outside the session's working directory " + l.cwd)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", rpc.InvalidParams("cwd " + strconv.Quote(dir) + " is not a directory")
+	}
+	return real, nil
+}
+
+func (l *rpcLoop) skillsList(id string, p gjson.Result) {
+	sp, err := rpc.ParseSkillsList(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	dir, err := l.resolveDir(sp.CWD)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	userDir := filepath.Join(l.home, "skills")
+	scan := func() {
+		cli := gjson.Parse(l.skills).Get("skills")
+		l.begin(id, rpc.MethodSkillsList, nil)
+		l.goBG(func() func() {
+			skills, errs, truncated := scanSkills(cli, filepath.Join(dir, ".claude", "skills"), userDir)
+			return func() {
+				if l.finish(id) {
+					l.respond(id, rpc.AppendSkillsListResult(nil, id, skills, errs, truncated))
+				}
+			}
+		})
+	}
+	if l.skills != "" && !sp.ForceReload {
+		scan()
+		return
+	}
+	l.cliQuery(id, rpc.MethodSkillsList, "reload_skills", simpleControl("reload_skills"), func(resp gjson.Result) {
+		l.skills = strings.Clone(resp.Raw)
+		scan()
+	})
+}
+
+func (l *rpcLoop) contextInspect(id string, p gjson.Result) {
+	cp, err := rpc.ParseContextInspect(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	l.cliQuery(id, rpc.MethodContextInspect, "get_context_usage", simpleControl("get_context_usage"), func(resp gjson.Result) {
+		c := rpc.ContextInspect{
+			WorkingDir: l.cwd, SandboxRoot: l.cwd,
+			UIContext: gjson.Parse(l.uiCtx), SessionID: l.tr.SessionID(),
+			Meta: l.tr.Metadata(), Usage: resp,
+		}
+		c.Model = l.resolvedModel()
+		if cp.IncludeAgents {
+			c.Agents = gjson.Get(l.cliInit, "agents")
+		}
+		if cp.IncludeSkills {
+			c.Skills = []rpc.Skill{}
+			gjson.Get(l.skills, "skills").ForEach(func(_, s gjson.Result) bool {
+				c.Skills = append(c.Skills, rpc.Skill{Name: s.Get("name").Str, Description: rpc.TrimSkillScope(s.Get("description").Str), Scope: rpc.SkillScope(s)})
+				return true
+			})
+			if len(c.Skills) == 0 {
+				gjson.Parse(c.Meta.Skills).ForEach(func(_, s gjson.Result) bool {
+					c.Skills = append(c.Skills, rpc.Skill{Name: s.Str})
+					return true
+				})
+			}
+		}
+		l.respond(id, rpc.AppendContextInspectResult(nil, id, c))
+	})
+}

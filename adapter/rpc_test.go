@@ -1,0 +1,281 @@
+package adapter
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping/rpc"
+	"github.com/ccbridge/ccbridge/session"
+)
+
+// startRPCFake runs an rpc connection against the fake "session" CLI,
+// whose log (argv of each start, stdin lines) the second result reads.
+func startRPCFake(t *testing.T) (*host, func() string) {
+	h, log, _ := startRPCFakeHome(t)
+	return h, log
+}
+
+// startRPCFakeHome is startRPCFake that also returns a function writing a
+// session file for the fake (which writes none), so that a respawn can
+// resume it.
+func startRPCFakeHome(t *testing.T) (*host, func() string, func(sid string)) {
+	t.Helper()
+	logFile := filepath.Join(t.TempDir(), "log")
+	home := t.TempDir()
+	save := func(sid string) {
+		wd, _ := os.Getwd()
+		wd, _ = filepath.EvalSymlinks(wd)
+		dir := filepath.Join(home, ".claude", "projects", rpc.ProjectDirName(wd))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		entry := `{"type":"user","message":{"role":"user","content":"HANG"},"sessionId":"` + sid + `"}` + "\n"
+		if err := os.WriteFile(filepath.Join(dir, sid+".jsonl"), []byte(entry), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &RPC{
+		Logger:           testLogger(t),
+		Child:            fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+home),
+		Options:          session.Options{},
+		InterruptTimeout: 300 * time.Millisecond,
+		ControlTimeout:   2 * time.Second,
+	}
+	h := startRunner(t, s.Run)
+	return h, func() string { b, _ := os.ReadFile(logFile); return string(b) }, save
+}
+
+// until reads lines until one satisfies pred.
+func (h *host) until(pred func([]byte) bool) []byte {
+	h.t.Helper()
+	for {
+		if l := h.next(); pred(l) {
+			return l
+		}
+	}
+}
+
+func reply(id string) func([]byte) bool {
+	return func(l []byte) bool { return gjson.GetBytes(l, "id").Raw == id && !gjson.GetBytes(l, "method").Exists() }
+}
+
+func status(run, st string) func([]byte) bool {
+	return func(l []byte) bool {
+		return gjson.GetBytes(l, "method").Str == rpc.MethodRunStatus && gjson.GetBytes(l, "params.run_id").Str == run &&
+			gjson.GetBytes(l, "params.status").Str == st
+	}
+}
+
+func (h *host) runStart(id, text string) string {
+	h.t.Helper()
+	h.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"run.start","params":{"input":{"type":"text","text":"` + text + `"}}}`)
+	r := h.until(reply(`"` + id + `"`))
+	run := gjson.GetBytes(r, "result.run_id").Str
+	if run == "" {
+		h.t.Fatalf("run.start: %s", r)
+	}
+	return run
+}
+
+func TestRPCCancelNotAcknowledgedRestartsAndResumes(t *testing.T) {
+	h, log, save := startRPCFakeHome(t)
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"0","client":{"name":"t","version":"1"}}}`)
+	sid := gjson.GetBytes(h.until(reply("1")), "result.runtime.session_id").Str
+	save(sid)
+	run := h.runStart("a", "HANG")
+	h.until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
+	start := time.Now()
+	h.send(`{"jsonrpc":"2.0","id":"c","method":"run.cancel","params":{"run_id":"` + run + `"}}`)
+	if r := h.until(reply(`"c"`)); !gjson.GetBytes(r, "result.ok").Bool() {
+		t.Fatalf("run.cancel: %s", r)
+	}
+	// The held run waits for the restart, then runs in a CLI that resumes.
+	run2 := h.runStart("b", "again")
+	h.until(status(run2, rpc.StatusCompleted))
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("restarted after %v, before the 300 ms deadline", d)
+	}
+	if l := log(); !strings.Contains(l, "--resume="+sid) || strings.Count(l, "argv ") != 2 {
+		t.Errorf("the new CLI does not resume %s:\n%s", sid, l)
+	}
+	h.in.Close()
+	for _, l := range h.rest() {
+		if gjson.GetBytes(l, "params.run_id").Str == run && gjson.GetBytes(l, "method").Str == rpc.MethodAgentEvent {
+			t.Errorf("an event of the cancelled run: %s", l)
+		}
+	}
+	h.wait()
+}
+
+func TestRPCChildDeathReportedAndResumed(t *testing.T) {
+	h, log, save := startRPCFakeHome(t)
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"0","client":{"name":"t","version":"1"}}}`)
+	sid := gjson.GetBytes(h.until(reply("1")), "result.runtime.session_id").Str
+	save(sid)
+	run := h.runStart("a", "DIE")
+	st := h.until(status(run, rpc.StatusError))
+	if !strings.Contains(gjson.GetBytes(st, "params.message").Str, "fell over") {
+		t.Errorf("no last words in %s", st)
+	}
+	ex := h.until(func(l []byte) bool { return gjson.GetBytes(l, "method").Str == rpc.MethodChildExited })
+	if gjson.GetBytes(ex, "params.exit_code").Int() != 3 {
+		t.Errorf("runtime.child_exited: %s", ex)
+	}
+	run = h.runStart("b", "fine")
+	h.until(status(run, rpc.StatusCompleted))
+	if !strings.Contains(log(), "--resume="+sid) {
+		t.Errorf("not resumed:\n%s", log())
+	}
+}
+
+// A CLI that died before saving anything is not resumed (the CLI would
+// refuse the id): a new CLI starts the session afresh under the same id.
+func TestRPCChildDeathBeforeSavingKeepsTheID(t *testing.T) {
+	h, log := startRPCFake(t)
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"0","client":{"name":"t","version":"1"}}}`)
+	sid := gjson.GetBytes(h.until(reply("1")), "result.runtime.session_id").Str
+	run := h.runStart("a", "DIE")
+	h.until(status(run, rpc.StatusError))
+	run = h.runStart("b", "fine")
+	h.until(status(run, rpc.StatusCompleted))
+	if l := log(); strings.Contains(l, "--resume=") || strings.Count(l, "--session-id="+sid) != 2 {
+		t.Errorf("the second CLI should start session %s afresh:\n%s", sid, l)
+	}
+}
+
+func TestRPCSIGINTCancelsTheRun(t *testing.T) {
+	h, _ := startRPCFake(t)
+	run := h.runStart("a", "HANG")
+	h.until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
+	h.sigs <- syscall.SIGINT
+	if st := h.until(status(run, rpc.StatusCancelled)); !strings.Contains(gjson.GetBytes(st, "params.message").Str, "SIGINT") {
+		t.Errorf("cancelled: %s", st)
+	}
+}
+
+func TestRPCControlTimeout(t *testing.T) {
+	h, _ := startRPCFake(t)
+	run := h.runStart("a", "HANG") // the fake ignores everything from now on
+	h.until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
+	_ = run
+	h.send(`{"jsonrpc":"2.0","id":"m","method":"model.list"}`)
+	r := h.until(reply(`"m"`))
+	if gjson.GetBytes(r, "error.code").Int() != rpc.CodeRuntimeInternal || !strings.Contains(gjson.GetBytes(r, "error.message").Str, "did not answer") {
+		t.Errorf("model.list to a CLI that does not answer: %s", r)
+	}
+}
+
+func TestRPCDedupe(t *testing.T) {
+	d := newRPCDedupe(time.Minute)
+	now := time.Now()
+	if _, st := d.begin(`"1"`, "run.cancel", `{"run_id":"r"}`, true, now); st != dedupeNew {
+		t.Fatal("first")
+	}
+	if _, st := d.begin(`"1"`, "run.cancel", `{"run_id":"r"}`, true, now); st != dedupeInFlight {
+		t.Fatal("in flight")
+	}
+	d.answer(`"1"`, []byte("ANSWER"))
+	if a, st := d.begin(`"1"`, "run.cancel", `{"run_id":"r"}`, true, now); st != dedupeReplay || string(a) != "ANSWER" {
+		t.Fatal("replay")
+	}
+	if _, st := d.begin(`"1"`, "run.cancel", `{"run_id":"x"}`, true, now); st != dedupeConflict {
+		t.Fatal("conflict")
+	}
+	if _, st := d.begin(`"2"`, "model.list", ``, false, now); st != dedupeNew {
+		t.Fatal("query")
+	}
+	d.answer(`"2"`, []byte("A"))
+	if _, st := d.begin(`"2"`, "model.list", ``, false, now); st != dedupeNew {
+		t.Fatal("a retried query runs again")
+	}
+	if _, st := d.begin(`"1"`, "run.cancel", `{"run_id":"r"}`, true, now.Add(2*time.Minute)); st != dedupeNew {
+		t.Fatal("expired")
+	}
+	for i := 0; i < dedupeMaxEntries+5; i++ {
+		d.begin(`"x`+string(rune('a'+i%26))+strings.Repeat("y", i/26)+`"`, "m", "", true, now.Add(2*time.Minute))
+	}
+	if len(d.entries) > dedupeMaxEntries || len(d.order) > dedupeMaxEntries {
+		t.Errorf("%d entries kept", len(d.entries))
+	}
+}
+
+func TestHeadTailBuf(t *testing.T) {
+	var b headTailBuf
+	b.Write([]byte("short"))
+	if s, cut := b.text(); s != "short" || cut {
+		t.Errorf("short: %q %v", s, cut)
+	}
+	var big headTailBuf
+	chunk := strings.Repeat("é", 1000) // 2000 bytes: cuts fall inside characters
+	for i := 0; i < 200; i++ {
+		big.Write([]byte(chunk))
+	}
+	big.Write([]byte("END"))
+	s, cut := big.text()
+	if !cut || !strings.HasSuffix(s, "END") || !strings.HasPrefix(s, "é") || len(s) > 2*shellKeep+64 || !strings.Contains(s, "bytes omitted]") {
+		t.Errorf("big: cut %v, %d bytes, ends %q", cut, len(s), s[len(s)-8:])
+	}
+	if strings.ContainsRune(s, '\ufffd') {
+		t.Error("a character was cut in half")
+	}
+}
+
+func TestRunShellKillsTheGroup(t *testing.T) {
+	dir := t.TempDir()
+	// The command leaves a background child behind that would write a file.
+	res, err := runShell(context.Background(), []string{"/bin/sh", "-c", "(sleep 1; touch late) & echo started"}, dir, 5*time.Second)
+	if err != nil || res.ExitCode != 0 || res.Stdout != "started\n" {
+		t.Fatalf("runShell: %+v %v", res, err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(dir, "late")); err == nil {
+		t.Error("a process of the command outlived it")
+	}
+	res, err = runShell(context.Background(), []string{"/bin/sh", "-c", "trap '' TERM; sleep 10"}, dir, 100*time.Millisecond)
+	if err != nil || !res.TimedOut || res.Signal != "SIGKILL" {
+		t.Errorf("a command that ignores SIGTERM: %+v %v", res, err)
+	}
+}
+
+func TestWithin(t *testing.T) {
+	for _, c := range []struct {
+		root, path string
+		ok         bool
+	}{{"/a", "/a", true}, {"/a", "/a/b", true}, {"/a", "/ab", false}, {"/a", "/", false}, {"/a", "/a/../b", false}, {"/a", "/a/..b", true}} {
+		if within(c.root, filepath.Clean(c.path)) != c.ok {
+			t.Errorf("within(%s, %s) != %v", c.root, c.path, c.ok)
+		}
+	}
+}
+
+func TestUserShell(t *testing.T) {
+	if userShell("") != "/bin/sh" || userShell("bash") != "/bin/sh" || userShell("/nonexistent/zsh") != "/bin/sh" {
+		t.Error("fallback")
+	}
+	if sh, err := os.Executable(); err == nil && userShell(sh) != sh {
+		t.Errorf("an executable $SHELL is used")
+	}
+}
+
+// testLogger logs to the test's output when CCBRIDGE_TEST_LOG is set.
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("CCBRIDGE_TEST_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

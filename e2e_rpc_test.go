@@ -1,0 +1,892 @@
+package main
+
+// End-to-end tests of the rpc dialect (docs/protocol/rpc.md): the test
+// binary runs as `ccbridge --ui rpc` (see TestMain and startBridge in
+// e2e_test.go) in front of the real Claude Code CLI, which talks to the
+// fake Messages API (session/fakemodel, scenario default.json). Like the
+// other end-to-end tests they skip when the real CLI is not installed.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping/rpc"
+)
+
+const rpcWait = 30 * time.Second // the longest wait for one expected line
+
+// rpcConn is a UI speaking the rpc dialect to one ccbridge.
+type rpcConn struct {
+	t    *testing.T
+	b    *bridge
+	n    int
+	seen [][]byte // every line read, for the invariant checks
+}
+
+// startRPC runs `ccbridge --ui rpc args…`.
+func startRPC(t *testing.T, args []string, env ...string) *rpcConn {
+	t.Helper()
+	return &rpcConn{t: t, b: startBridge(t, append([]string{"--ui", "rpc"}, args...), env...)}
+}
+
+func (c *rpcConn) send(line string) {
+	c.t.Helper()
+	c.b.send(line)
+}
+
+// call sends a request with a fresh id and returns the id's raw JSON.
+func (c *rpcConn) call(method, params string) string {
+	c.t.Helper()
+	c.n++
+	id := `"t` + strconv.Itoa(c.n) + `"`
+	c.callID(id, method, params)
+	return id
+}
+
+func (c *rpcConn) callID(id, method, params string) {
+	c.t.Helper()
+	line := `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `"`
+	if params != "" {
+		line += `,"params":` + params
+	}
+	c.send(line + "}")
+}
+
+var errNoLine = errors.New("no line")
+
+// read returns the next line within d: errNoLine when none came, io.EOF
+// when the output ended. Every line must be a JSON-RPC 2.0 object.
+func (c *rpcConn) read(d time.Duration) ([]byte, error) {
+	c.t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case l, ok := <-c.b.lines:
+		if !ok {
+			return nil, io.EOF
+		}
+		if !gjson.ValidBytes(l) || gjson.GetBytes(l, "jsonrpc").Str != "2.0" {
+			c.t.Errorf("ccbridge wrote a line that is not JSON-RPC 2.0: %.300s", l)
+		}
+		c.seen = append(c.seen, l)
+		return l, nil
+	case <-timer.C:
+		return nil, errNoLine
+	}
+}
+
+// until reads lines until pred holds for one and returns every line read.
+func (c *rpcConn) until(what string, pred func([]byte) bool) [][]byte {
+	c.t.Helper()
+	var got [][]byte
+	for {
+		l, err := c.read(rpcWait)
+		if err != nil {
+			c.t.Fatalf("waiting for %s: %v after %d lines; the last ones:\n%s", what, err, len(got), lastLines(got, 8))
+		}
+		got = append(got, l)
+		if pred(l) {
+			return got
+		}
+	}
+}
+
+// quiet reads whatever comes within d.
+func (c *rpcConn) quiet(d time.Duration) [][]byte {
+	c.t.Helper()
+	var got [][]byte
+	deadline := time.Now().Add(d)
+	for {
+		l, err := c.read(time.Until(deadline))
+		if err != nil {
+			return got
+		}
+		got = append(got, l)
+	}
+}
+
+func isReply(id string) func([]byte) bool {
+	return func(l []byte) bool {
+		return gjson.GetBytes(l, "id").Raw == id && !gjson.GetBytes(l, "method").Exists()
+	}
+}
+
+func isMethod(method string) func([]byte) bool {
+	return func(l []byte) bool { return gjson.GetBytes(l, "method").Str == method }
+}
+
+func isRunStatus(runID, status string) func([]byte) bool {
+	return func(l []byte) bool {
+		return gjson.GetBytes(l, "method").Str == rpc.MethodRunStatus &&
+			gjson.GetBytes(l, "params.run_id").Str == runID && gjson.GetBytes(l, "params.status").Str == status
+	}
+}
+
+func isTerminalStatus(runID string) func([]byte) bool {
+	return func(l []byte) bool {
+		return gjson.GetBytes(l, "method").Str == rpc.MethodRunStatus &&
+			gjson.GetBytes(l, "params.run_id").Str == runID && rpc.Terminal(gjson.GetBytes(l, "params.status").Str)
+	}
+}
+
+func isEvent(runID, typ string) func([]byte) bool {
+	return func(l []byte) bool {
+		return gjson.GetBytes(l, "method").Str == rpc.MethodAgentEvent &&
+			gjson.GetBytes(l, "params.run_id").Str == runID && gjson.GetBytes(l, "params.event.type").Str == typ
+	}
+}
+
+// result waits for the success response to id.
+func (c *rpcConn) result(id string) gjson.Result {
+	c.t.Helper()
+	lines := c.until("the response to "+id, isReply(id))
+	l := lines[len(lines)-1]
+	if e := gjson.GetBytes(l, "error"); e.Exists() {
+		c.t.Fatalf("request %s failed: %s", id, l)
+	}
+	return gjson.GetBytes(l, "result")
+}
+
+// rpcError waits for the error response to id and checks its code.
+func (c *rpcConn) rpcError(id string, code int) gjson.Result {
+	c.t.Helper()
+	lines := c.until("the error response to "+id, isReply(id))
+	l := lines[len(lines)-1]
+	if got := gjson.GetBytes(l, "error.code"); !got.Exists() || int(got.Int()) != code {
+		c.t.Fatalf("response to %s: want error %d, got %s", id, code, l)
+	}
+	if gjson.GetBytes(l, "error.message").Str == "" {
+		c.t.Errorf("error without a message: %s", l)
+	}
+	return gjson.GetBytes(l, "error")
+}
+
+func (c *rpcConn) initialize(caps string) gjson.Result {
+	c.t.Helper()
+	params := `{"protocol_version":"0","client":{"name":"e2e","version":"1.0"}`
+	if caps != "" {
+		params += `,"ui_capabilities":` + caps
+	}
+	return c.result(c.call("initialize", params+"}"))
+}
+
+// start sends run.start with text and returns the run id.
+func (c *rpcConn) start(text string) string {
+	c.t.Helper()
+	return c.start0(`{"input":{"type":"text","text":` + jsonStr(text) + `}}`)
+}
+
+// start0 sends run.start with params and returns the run id.
+func (c *rpcConn) start0(params string) string {
+	c.t.Helper()
+	res := c.result(c.call("run.start", params))
+	id := res.Get("run_id").Str
+	if id == "" {
+		c.t.Fatalf("run.start gave no run_id: %s", res.Raw)
+	}
+	return id
+}
+
+// finishRun reads to the run's terminal run.status and returns the lines
+// and the status.
+func (c *rpcConn) finishRun(runID string) ([][]byte, string) {
+	c.t.Helper()
+	lines := c.until("the end of "+runID, isTerminalStatus(runID))
+	return lines, gjson.GetBytes(lines[len(lines)-1], "params.status").Str
+}
+
+// runText starts a run and reads it to the end.
+func (c *rpcConn) runText(text string) (string, [][]byte, string) {
+	c.t.Helper()
+	id := c.start(text)
+	lines, status := c.finishRun(id)
+	return id, lines, status
+}
+
+// close ends the UI's input, reads the rest and checks the dialect's
+// rules on everything this connection saw.
+func (c *rpcConn) close() {
+	c.t.Helper()
+	c.b.stdin.Close()
+	for {
+		if _, err := c.read(rpcWait); err != nil {
+			if !errors.Is(err, io.EOF) {
+				c.t.Errorf("ccbridge's output did not end after its input did: %v", err)
+			}
+			break
+		}
+	}
+	c.b.wait()
+	c.checkRules()
+}
+
+// checkRules: per run, seq counts from 0 without gaps; exactly one
+// terminal run.status; no agent.event after it; every request of the UI
+// answered at most once (retries aside).
+func (c *rpcConn) checkRules() {
+	c.t.Helper()
+	seq := map[string]int64{}
+	terminal := map[string]string{}
+	for _, l := range c.seen {
+		run := gjson.GetBytes(l, "params.run_id").Str
+		switch gjson.GetBytes(l, "method").Str {
+		case rpc.MethodAgentEvent:
+			if strings.Contains(run, ":") {
+				continue // session.history replays
+			}
+			if st, done := terminal[run]; done {
+				c.t.Errorf("agent.event for %s after its run.status %s: %.300s", run, st, l)
+			}
+			if got := gjson.GetBytes(l, "params.seq").Int(); got != seq[run] {
+				c.t.Errorf("%s: seq %d, want %d", run, got, seq[run])
+			}
+			seq[run]++
+		case rpc.MethodRunStatus:
+			st := gjson.GetBytes(l, "params.status").Str
+			if prev, done := terminal[run]; done {
+				c.t.Errorf("run.status %s for %s after its terminal %s", st, run, prev)
+			}
+			if rpc.Terminal(st) {
+				terminal[run] = st
+			}
+		}
+	}
+	for run := range seq {
+		if _, ok := terminal[run]; !ok {
+			c.t.Errorf("%s never ended", run)
+		}
+	}
+}
+
+func eventTypes(lines [][]byte, runID string) []string {
+	var types []string
+	for _, l := range lines {
+		if isMethod(rpc.MethodAgentEvent)(l) && gjson.GetBytes(l, "params.run_id").Str == runID {
+			types = append(types, gjson.GetBytes(l, "params.event.type").Str)
+		}
+	}
+	return types
+}
+
+func findLine(lines [][]byte, pred func([]byte) bool) []byte {
+	for _, l := range lines {
+		if pred(l) {
+			return l
+		}
+	}
+	return nil
+}
+
+// TestRPCRunLifecycle: initialize, a run with its events, bad input of
+// every kind, a busy runtime, run.cancel mid-stream (idempotent, retried,
+// nothing after cancelled), the dedupe window, and the connection going on.
+func TestRPCRunLifecycle(t *testing.T) {
+	t.Parallel()
+	c := startRPC(t, nil)
+
+	init := c.initialize("")
+	if init.Get("protocol_version").Str != "0" || init.Get("server.name").Str != "ccbridge" {
+		t.Errorf("initialize: %s", init.Raw)
+	}
+	caps := init.Get("server_capabilities")
+	for _, k := range []string{"supports_run_cancel", "supports_ui_requests", "supports_mcp_list", "supports_skills_list", "supports_context_inspect", "supports_shell_exec"} {
+		if !caps.Get(k).Bool() {
+			t.Errorf("capability %s is not true: %s", k, caps.Raw)
+		}
+	}
+	if caps.Get("supports_tool_call").Bool() || caps.Get("supports_diagnostics").Bool() {
+		t.Errorf("tool.call or diagnostics claimed: %s", caps.Raw)
+	}
+	sid := init.Get("runtime.session_id").Str
+	if !rpc.ValidSessionID(sid) || init.Get("runtime.claude_code_version").Str != "2.1.330" {
+		t.Errorf("initialize runtime: %s", init.Get("runtime").Raw)
+	}
+
+	// A whole run.
+	run1, lines, status := c.runText("hello there")
+	if status != rpc.StatusCompleted {
+		t.Fatalf("%s ended %s", run1, status)
+	}
+	if findLine(lines, isRunStatus(run1, rpc.StatusRunning)) == nil {
+		t.Errorf("no run.status running for %s", run1)
+	}
+	types := strings.Join(eventTypes(lines, run1), ",")
+	for _, want := range []string{"step_start", "reasoning", "text.delta", "text", "step_complete", "final"} {
+		if !strings.Contains(","+types+",", ","+want+",") {
+			t.Errorf("no %s event in %s", want, types)
+		}
+	}
+	if final := findLine(lines, isEvent(run1, "final")); gjson.GetBytes(final, "params.event.content").Str != "Hello from the mock model. " {
+		t.Errorf("final: %s", final)
+	}
+	ctx := findLine(lines, isMethod(rpc.MethodRunContext))
+	if p := gjson.GetBytes(ctx, "params.context_left_percent"); ctx == nil || p.Num < 0 || p.Num > 100 || gjson.GetBytes(ctx, "params.run_id").Str != run1 {
+		t.Errorf("run.context: %s", ctx)
+	}
+	if findLine(lines, isMethod(rpc.MethodRunDiagnostics)) != nil {
+		t.Errorf("run.diagnostics without --diagnostics")
+	}
+
+	// Bad input: each gets its error and the connection goes on.
+	c.send("{this is not json")
+	c.rpcError("null", rpc.CodeParseError)
+	c.send("\xff\xfe not utf-8")
+	c.rpcError("null", rpc.CodeParseError)
+	c.send(`[1,2,3]`)
+	c.rpcError("null", rpc.CodeInvalidRequest)
+	c.send(`{"jsonrpc":"1.0","id":"old","method":"initialize"}`)
+	c.rpcError(`"old"`, rpc.CodeInvalidRequest)
+	c.rpcError(c.call("does.not.exist", `{}`), rpc.CodeMethodNotFound)
+	c.rpcError(c.call("tool.call", `{"name":"x"}`), rpc.CodeMethodNotFound)
+	c.rpcError(c.call("run.start", `{"input":{"type":"image","text":"x"}}`), rpc.CodeInvalidParams)
+	c.rpcError(c.call("run.start", `[1]`), rpc.CodeInvalidParams)
+	c.rpcError(c.call("run.start", `{"input":{"type":"text","text":"x"},"session_id":"../../etc"}`), rpc.CodeInvalidParams)
+	c.rpcError(c.call("initialize", `{"protocol_version":0}`), rpc.CodeInvalidParams)
+	c.rpcError(c.call("run.cancel", `{"run_id":"run-nope"}`), rpc.CodeRunNotFound)
+	c.send(`{"jsonrpc":"2.0","id":"ui-999","result":{"ok":true}}`)
+	rej := c.until("ui.response.rejected", isMethod(rpc.MethodUIResponseReject))
+	if l := rej[len(rej)-1]; gjson.GetBytes(l, "params.id").Str != "ui-999" || gjson.GetBytes(l, "params.error.code").Int() != rpc.CodeInvalidRequest {
+		t.Errorf("rejection: %s", l)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"no.such.notification"}`) // dropped, no answer
+
+	// Busy, then cancel mid-stream.
+	run2 := c.start("SLOW please")
+	c.until("streaming text", isEvent(run2, "text.delta"))
+	c.rpcError(c.call("run.start", `{"input":{"type":"text","text":"hello"}}`), rpc.CodeRuntimeBusy)
+	cancelID := `"cancel-1"`
+	c.callID(cancelID, "run.cancel", `{"run_id":"`+run2+`","reason":"user pressed stop"}`)
+	lines = c.until("the cancel's answer", isReply(cancelID))
+	first := lines[len(lines)-1]
+	if r := gjson.GetBytes(first, "result"); !r.Get("ok").Bool() || r.Get("status").Str != rpc.StatusCancelled {
+		t.Errorf("run.cancel: %s", first)
+	}
+	st := findLine(c.seen, isRunStatus(run2, rpc.StatusCancelled))
+	if st == nil {
+		lines = c.until("run.status cancelled", isRunStatus(run2, rpc.StatusCancelled))
+		st = lines[len(lines)-1]
+	}
+	if gjson.GetBytes(st, "params.message").Str != "user pressed stop" {
+		t.Errorf("cancelled status: %s", st)
+	}
+	// The same request again (a retry): the same answer, nothing else.
+	c.callID(cancelID, "run.cancel", `{"run_id":"`+run2+`","reason":"user pressed stop"}`)
+	lines = c.until("the retried cancel's answer", isReply(cancelID))
+	if again := lines[len(lines)-1]; !bytes.Equal(again, first) {
+		t.Errorf("retried run.cancel: %s, first %s", again, first)
+	}
+	// The same id for another request: refused.
+	c.callID(cancelID, "run.cancel", `{"run_id":"`+run1+`"}`)
+	c.rpcError(cancelID, rpc.CodeInvalidRequest)
+	// Idempotent with a new id; a finished run is left as it is.
+	if r := c.result(c.call("run.cancel", `{"run_id":"`+run2+`"}`)); !r.Get("ok").Bool() || r.Get("status").Str != rpc.StatusCancelled {
+		t.Errorf("second run.cancel: %s", r.Raw)
+	}
+	if r := c.result(c.call("run.cancel", `{"run_id":"`+run1+`"}`)); r.Get("ok").Bool() || r.Get("status").Str != rpc.StatusCompleted {
+		t.Errorf("run.cancel of a completed run: %s", r.Raw)
+	}
+	// The session goes on; a retried run.start starts one run.
+	c.callID(`"start-dup"`, "run.start", `{"input":{"type":"text","text":"hello again"}}`)
+	c.callID(`"start-dup"`, "run.start", `{"input":{"type":"text","text":"hello again"}}`)
+	lines = c.until("run.start's answer", isReply(`"start-dup"`))
+	run3 := gjson.GetBytes(lines[len(lines)-1], "result.run_id").Str
+	lines = c.until("the retried run.start's answer", isReply(`"start-dup"`))
+	if got := gjson.GetBytes(lines[len(lines)-1], "result.run_id").Str; got != run3 {
+		t.Errorf("retried run.start gave %q, first %q", got, run3)
+	}
+	if _, status := c.finishRun(run3); status != rpc.StatusCompleted {
+		t.Errorf("%s after the cancel: %s", run3, status)
+	}
+	for _, l := range c.quiet(300 * time.Millisecond) {
+		if isMethod(rpc.MethodRunStatus)(l) {
+			t.Errorf("a second run from a retried run.start: %s", l)
+		}
+	}
+	c.close()
+}
+
+// TestRPCShellExec: shell.exec with its exit code, stderr, timeout, output
+// caps, cwd rules, a retry, request.cancel, and a program that is missing.
+func TestRPCShellExec(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := startRPC(t, []string{"--cwd", dir, "--max-line", "4096"})
+	c.initialize("")
+	// A line over --max-line is refused whole; the connection goes on.
+	c.send(`{"jsonrpc":"2.0","id":"big","method":"shell.exec","params":{"command":"echo ` + strings.Repeat("x", 5000) + `"}}`)
+	c.rpcError("null", rpc.CodeInvalidRequest)
+
+	r := c.result(c.call("shell.exec", `{"command":"echo out; echo err >&2; pwd; exit 3"}`))
+	real, _ := filepath.EvalSymlinks(dir)
+	if r.Get("exit_code").Int() != 3 || r.Get("stdout").Str != "out\n"+real+"\n" || r.Get("stderr").Str != "err\n" ||
+		r.Get("signal").Type != gjson.Null || r.Get("truncated.combined").Bool() || r.Get("timed_out").Bool() {
+		t.Errorf("shell.exec: %s", r.Raw)
+	}
+	r = c.result(c.call("shell.exec", `{"argv":["pwd"],"cwd":"sub"}`))
+	if r.Get("stdout").Str != filepath.Join(real, "sub")+"\n" || r.Get("exit_code").Int() != 0 {
+		t.Errorf("shell.exec argv in sub: %s", r.Raw)
+	}
+	r = c.result(c.call("shell.exec", `{"command":"sleep 30","timeout_seconds":0.3}`))
+	if !r.Get("timed_out").Bool() || r.Get("exit_code").Type != gjson.Null || r.Get("signal").Str != "SIGTERM" {
+		t.Errorf("shell.exec timeout: %s", r.Raw)
+	}
+	r = c.result(c.call("shell.exec", `{"command":"head -c 300000 /dev/zero | tr '\\0' a; echo; echo tail-end"}`))
+	out := r.Get("stdout").Str
+	if !r.Get("truncated.stdout").Bool() || !r.Get("truncated.combined").Bool() || r.Get("truncated.stderr").Bool() ||
+		len(out) > 70000 || !strings.HasSuffix(out, "tail-end\n") || !strings.Contains(out, "bytes omitted]") {
+		t.Errorf("shell.exec big output: %d bytes, truncated %s, ends %q", len(out), r.Get("truncated").Raw, tail(out, 40))
+	}
+	// A retry with the same id does not run the command again.
+	counter := filepath.Join(dir, "count.txt")
+	for range 2 {
+		c.callID(`"once"`, "shell.exec", `{"command":"echo run >> count.txt"}`)
+		c.result(`"once"`)
+	}
+	if data, _ := os.ReadFile(counter); string(data) != "run\n" {
+		t.Errorf("a retried shell.exec ran again: %q", data)
+	}
+	c.rpcError(c.call("shell.exec", `{"command":"ls","cwd":"/etc"}`), rpc.CodeInvalidParams)
+	c.rpcError(c.call("shell.exec", `{"command":"ls","cwd":"../.."}`), rpc.CodeInvalidParams)
+	c.rpcError(c.call("shell.exec", `{"command":""}`), rpc.CodeInvalidParams)
+	c.rpcError(c.call("shell.exec", `{"command":"ls","argv":["ls"]}`), rpc.CodeInvalidParams)
+	c.rpcError(c.call("shell.exec", `{"argv":["/nonexistent/program"]}`), rpc.CodeRuntimeInternal)
+
+	// request.cancel stops a running command: -32003 for it, ok for the cancel.
+	marker := filepath.Join(dir, "late.txt")
+	sleeper := c.call("shell.exec", `{"command":"sleep 20 && touch late.txt"}`)
+	time.Sleep(200 * time.Millisecond)
+	cancel := c.call("request.cancel", `{"id":`+sleeper+`}`)
+	c.rpcError(sleeper, rpc.CodeUserCancelled)
+	if !c.result(cancel).Get("ok").Bool() {
+		t.Errorf("request.cancel did not find the command")
+	}
+	if r := c.result(c.call("request.cancel", `{"id":"nothing"}`)); r.Get("ok").Bool() {
+		t.Errorf("request.cancel of nothing: %s", r.Raw)
+	}
+	c.close()
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the cancelled command went on running")
+	}
+}
+
+// TestRPCPermissions: ui.confirm.request allowed and denied, a wrongly
+// shaped answer, an answer to a settled request, and a request cancelled
+// with its run.
+func TestRPCPermissions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := startRPC(t, []string{"--cwd", dir})
+	c.initialize(`{"supports_confirm":true,"supports_pick":true,"supports_prompt":true}`)
+
+	// Allow.
+	run := c.start("Please WRITEFILE now")
+	lines := c.until("ui.confirm.request", isMethod(rpc.MethodUIConfirm))
+	req := lines[len(lines)-1]
+	uiID := gjson.GetBytes(req, "id").Raw
+	if p := gjson.GetBytes(req, "params"); p.Get("run_id").Str != run || p.Get("tool").Str != "Write" ||
+		!strings.HasSuffix(p.Get("args.file_path").Str, "written.txt") || p.Get("title").Str == "" || p.Get("message").Str == "" {
+		t.Errorf("ui.confirm.request: %s", req)
+	}
+	if findLine(lines, isRunStatus(run, rpc.StatusAwaitingUI)) == nil || findLine(lines, isEvent(run, "permission")) == nil {
+		t.Errorf("no awaiting_ui status or permission event before the request")
+	}
+	c.send(`{"jsonrpc":"2.0","id":` + uiID + `,"result":{"ok":true}}`)
+	lines, status := c.finishRun(run)
+	if status != rpc.StatusCompleted {
+		t.Fatalf("run ended %s", status)
+	}
+	if findLine(lines, isRunStatus(run, rpc.StatusRunning)) == nil {
+		t.Errorf("the run did not go back to running after the answer")
+	}
+	if r := findLine(lines, isEvent(run, "tool_result")); r == nil || gjson.GetBytes(r, "params.event.is_error").Bool() {
+		t.Errorf("tool_result after allow: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "written.txt")); err != nil {
+		t.Errorf("the allowed Write left no file: %v", err)
+	}
+	// Answering again: refused, nothing reaches the CLI.
+	c.send(`{"jsonrpc":"2.0","id":` + uiID + `,"result":{"ok":false}}`)
+	lines = c.until("ui.response.rejected", isMethod(rpc.MethodUIResponseReject))
+	if gjson.GetBytes(lines[len(lines)-1], "params.id").Raw != uiID {
+		t.Errorf("rejection: %s", lines[len(lines)-1])
+	}
+
+	// A wrong answer is refused and the request stays open; then deny.
+	run = c.start("BASH now")
+	lines = c.until("ui.confirm.request", isMethod(rpc.MethodUIConfirm))
+	req = lines[len(lines)-1]
+	uiID = gjson.GetBytes(req, "id").Raw
+	if gjson.GetBytes(req, "params.danger_level").Str != "danger" || !strings.Contains(gjson.GetBytes(req, "params.message").Str, "touch ") {
+		t.Errorf("Bash confirm: %s", req)
+	}
+	c.send(`{"jsonrpc":"2.0","id":` + uiID + `,"result":{"ok":"yes"}}`)
+	c.until("the wrong answer's rejection", isMethod(rpc.MethodUIResponseReject))
+	c.send(`{"jsonrpc":"2.0","id":` + uiID + `,"result":{"ok":false,"reason":"not on my machine"}}`)
+	lines, status = c.finishRun(run)
+	r := findLine(lines, isEvent(run, "tool_result"))
+	if status != rpc.StatusCompleted || !gjson.GetBytes(r, "params.event.is_error").Bool() ||
+		!strings.Contains(gjson.GetBytes(r, "params.event.result").Str, "not on my machine") {
+		t.Errorf("deny: status %s, tool_result %s", status, r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bash_touched.txt")); err == nil {
+		t.Errorf("the denied Bash ran")
+	}
+
+	// A request open when its run is cancelled is cancelled with it.
+	run = c.start("WRITEFILE again")
+	lines = c.until("ui.confirm.request", isMethod(rpc.MethodUIConfirm))
+	uiID = gjson.GetBytes(lines[len(lines)-1], "id").Raw
+	c.result(c.call("run.cancel", `{"run_id":"`+run+`"}`))
+	lines = c.seen
+	cancelled := findLine(lines, func(l []byte) bool {
+		return isMethod(rpc.MethodUIRequestCanceled)(l) && gjson.GetBytes(l, "params.id").Raw == uiID
+	})
+	if cancelled == nil || gjson.GetBytes(cancelled, "params.reason").Str != rpc.ReasonRunCancelled {
+		t.Errorf("ui.request.cancelled: %s", cancelled)
+	}
+	c.send(`{"jsonrpc":"2.0","id":` + uiID + `,"result":{"ok":true}}`)
+	c.until("the late answer's rejection", isMethod(rpc.MethodUIResponseReject))
+	if _, _, status := c.runText("hello after"); status != rpc.StatusCompleted {
+		t.Errorf("run after the cancel: %s", status)
+	}
+	c.close()
+}
+
+// TestRPCQuestionsAndQueries: AskUserQuestion through ui.pick.request
+// (and "Other" through ui.prompt.request, and ui.prompt.request alone for
+// a UI that cannot pick), run.diagnostics, and the query methods
+// (model.list/set, mcp.list, skills.list, context.inspect).
+func TestRPCQuestionsAndQueries(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	skill := filepath.Join(dir, ".claude", "skills", "e2e-skill")
+	if err := os.MkdirAll(skill, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte("---\nname: e2e-skill\ndescription: A skill of the e2e test\n---\nBody.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startRPC(t, []string{"--cwd", dir, "--diagnostics", "--", "--mcp-config", `{"mcpServers":{"broken":{"command":"/nonexistent/mcp-server"}}}`})
+	if !c.initialize("").Get("server_capabilities.supports_diagnostics").Bool() {
+		t.Errorf("--diagnostics not announced")
+	}
+
+	run := c.start("ASKUSER now")
+	lines := c.until("ui.pick.request", isMethod(rpc.MethodUIPick))
+	pick := lines[len(lines)-1]
+	if p := gjson.GetBytes(pick, "params"); p.Get("title").Str != "Which color do you prefer?" || p.Get("items.1.label").Str != "Blue" ||
+		p.Get("items.2.id").Str != rpc.OtherItemID || p.Get("multi").Bool() || p.Get("run_id").Str != run {
+		t.Errorf("ui.pick.request: %s", pick)
+	}
+	c.send(`{"jsonrpc":"2.0","id":` + gjson.GetBytes(pick, "id").Raw + `,"result":{"ids":["` + gjson.GetBytes(pick, "params.items.1.id").Str + `"]}}`)
+	lines, status := c.finishRun(run)
+	if r := findLine(lines, isEvent(run, "tool_result")); status != rpc.StatusCompleted || !strings.Contains(gjson.GetBytes(r, "params.event.result").Str, `"Blue"`) {
+		t.Errorf("pick answer: %s %s", status, r)
+	}
+	diag := 0
+	for _, l := range lines {
+		if isMethod(rpc.MethodRunDiagnostics)(l) && gjson.GetBytes(l, "params.run_id").Str == run {
+			diag++
+			switch gjson.GetBytes(l, "params.kind").Str {
+			case "llm_call":
+				if call := gjson.GetBytes(l, "params.call"); call.Get("model").Str == "" || call.Get("usage.input_tokens").Int() != 12 || call.Get("latency_ms").Int() < 0 {
+					t.Errorf("llm_call: %s", l)
+				}
+			case "run_summary":
+				if s := gjson.GetBytes(l, "params.summary"); s.Get("total_calls").Int() != 2 || s.Get("total_input_tokens").Int() != 24 {
+					t.Errorf("run_summary: %s", l)
+				}
+			}
+		}
+	}
+	if diag != 3 {
+		t.Errorf("%d run.diagnostics for a run of two calls, want 2 llm_call + 1 run_summary", diag)
+	}
+
+	// "Other": the pick is followed by a prompt.
+	run = c.start("ASKMULTI now")
+	lines = c.until("ui.pick.request", isMethod(rpc.MethodUIPick))
+	pick = lines[len(lines)-1]
+	if !gjson.GetBytes(pick, "params.multi").Bool() {
+		t.Errorf("multi-select question not multi: %s", pick)
+	}
+	c.send(`{"jsonrpc":"2.0","id":` + gjson.GetBytes(pick, "id").Raw + `,"result":{"ids":["1","other"]}}`)
+	lines = c.until("ui.prompt.request", isMethod(rpc.MethodUIPrompt))
+	prompt := lines[len(lines)-1]
+	c.send(`{"jsonrpc":"2.0","id":` + gjson.GetBytes(prompt, "id").Raw + `,"result":{"value":"Anchovies"}}`)
+	lines, _ = c.finishRun(run)
+	if r := findLine(lines, isEvent(run, "tool_result")); !strings.Contains(gjson.GetBytes(r, "params.event.result").Str, "Cheese,Anchovies") {
+		t.Errorf("pick + other: %s", r)
+	}
+
+	// A UI that cannot pick is asked with ui.prompt.request.
+	c.initialize(`{"supports_pick":false}`)
+	run = c.start("ASKUSER again")
+	lines = c.until("ui.prompt.request", isMethod(rpc.MethodUIPrompt))
+	prompt = lines[len(lines)-1]
+	if !strings.Contains(gjson.GetBytes(prompt, "params.message").Str, "Red, Blue") {
+		t.Errorf("prompt without pick: %s", prompt)
+	}
+	c.send(`{"jsonrpc":"2.0","id":` + gjson.GetBytes(prompt, "id").Raw + `,"result":{"value":null}}`)
+	lines, _ = c.finishRun(run)
+	if r := findLine(lines, isEvent(run, "tool_result")); !gjson.GetBytes(r, "params.event.is_error").Bool() {
+		t.Errorf("declined question: %s", r)
+	}
+
+	// Models.
+	ml := c.result(c.call("model.list", `{"include_details":true}`))
+	if ml.Get("provider").Str != rpc.Provider || ml.Get("current").Str != "default" || !strings.Contains(ml.Get("models").Raw, `"sonnet"`) ||
+		ml.Get("details.default.resolved_model").Str == "" {
+		t.Errorf("model.list: %.600s", ml.Raw)
+	}
+	setID := `"set-1"`
+	c.callID(setID, "model.set", `{"name":"sonnet"}`)
+	lines = c.until("model.set's answer", isReply(setID))
+	first := lines[len(lines)-1]
+	if gjson.GetBytes(first, "result.resolved_model").Str != "claude-sonnet-5-5" {
+		t.Errorf("model.set: %s", first)
+	}
+	c.callID(setID, "model.set", `{"name":"sonnet"}`)
+	lines = c.until("the retried model.set's answer", isReply(setID))
+	if !bytes.Equal(lines[len(lines)-1], first) {
+		t.Errorf("retried model.set: %s", lines[len(lines)-1])
+	}
+	c.rpcError(c.call("model.set", `{"name":"no-such-model"}`), rpc.CodeInvalidParams)
+	c.rpcError(c.call("model.set", `{"name":"sonnet","provider":"openai"}`), rpc.CodeInvalidParams)
+	if ml := c.result(c.call("model.list", `{}`)); ml.Get("current").Str != "sonnet" || ml.Get("details").Exists() {
+		t.Errorf("model.list after model.set: %s", ml.Raw)
+	}
+	tok := token("SONNET")
+	c.runText("hello " + tok)
+	if m := modelRequest(t, tok).Model; !strings.Contains(m, "sonnet") {
+		t.Errorf("the next call used model %q after model.set sonnet", m)
+	}
+
+	// ui_context goes to the model with the prompt, and to context.inspect.
+	tok = token("CTX")
+	run = c.start0(`{"input":{"type":"text","text":"hello ` + tok + `"},"ui_context":{"cwd":"` + dir + `","active_file":{"path":"` + dir + `/main.go"}}}`)
+	c.finishRun(run)
+	if !seenByModel(t, tok, "main.go") {
+		t.Errorf("the model did not get the ui_context")
+	}
+	c.send(`{"jsonrpc":"2.0","method":"ui.context.update","params":{"cwd":"` + dir + `","active_file":{"path":"` + dir + `/other.go"}}}`)
+
+	// A forced compaction.
+	run = c.start0(`{"input":{"type":"text","text":""},"force_compaction":true}`)
+	lines, status = c.finishRun(run)
+	if types := strings.Join(eventTypes(lines, run), ","); status != rpc.StatusCompleted || !strings.Contains(types, "compaction_start,compaction_complete") {
+		t.Errorf("force_compaction: %s, events %s", status, types)
+	}
+
+	// MCP servers, skills, context.
+	servers := c.result(c.call("mcp.list", `{"scope":"loaded"}`)).Get("servers")
+	if s := servers.Get("0"); s.Get("id").Str != "broken" || (s.Get("state").Str != "error" && s.Get("state").Str != "connecting") {
+		t.Errorf("mcp.list: %s", servers.Raw)
+	}
+	c.rpcError(c.call("mcp.list", `{"scope":"everything"}`), rpc.CodeInvalidParams)
+	sk := c.result(c.call("skills.list", `{"force_reload":true}`))
+	if s := sk.Get(`skills.#(name=="e2e-skill")`); s.Get("scope").Str != "repo" || !strings.HasSuffix(s.Get("path").Str, "SKILL.md") ||
+		s.Get("description").Str != "A skill of the e2e test" || s.Get("mtime_ms").Int() == 0 {
+		t.Errorf("skills.list: %.800s", sk.Raw)
+	}
+	if sk.Get(`skills.#(scope=="builtin")#`).Raw == "[]" {
+		t.Errorf("skills.list without built-in skills")
+	}
+	ci := c.result(c.call("context.inspect", `{"include_agents":true,"include_skills":true}`))
+	if real, _ := filepath.EvalSymlinks(dir); ci.Get("runtime_working_dir").Str != real || ci.Get("context_usage.max_tokens").Int() <= 0 ||
+		!strings.HasSuffix(ci.Get("ui_context.active_file_path").Str, "other.go") ||
+		!ci.Get("agents").IsArray() || !strings.Contains(ci.Get("skills").Raw, "e2e-skill") || ci.Get("model").Str != "claude-sonnet-5-5" {
+		t.Errorf("context.inspect: %.800s", ci.Raw)
+	}
+	c.close()
+}
+
+// TestRPCChildDies: a CLI killed mid-run ends the run with error, settles
+// its open request, is reported, and the next run.start resumes the
+// session in a new CLI; a cancelled turn the CLI does not end in time
+// (--interrupt-timeout 1ms) kills and resumes the CLI too.
+func TestRPCChildDies(t *testing.T) {
+	t.Parallel()
+	home, dir := t.TempDir(), t.TempDir()
+	c := startRPC(t, []string{"--interrupt-timeout", "1ms", "--cwd", dir}, "HOME="+home)
+	sid := c.initialize("").Get("runtime.session_id").Str
+
+	before := token("BEFORE")
+	run := c.start("Please WRITEFILE now " + before)
+	lines := c.until("ui.confirm.request", isMethod(rpc.MethodUIConfirm))
+	uiID := gjson.GetBytes(lines[len(lines)-1], "id").Raw
+	// The CLI writes its session file lazily: kill it once the prompt is
+	// saved, so that there is something to resume.
+	file := filepath.Join(home, ".claude", "projects", rpc.ProjectDirName(mustReal(t, dir)), sid+".jsonl")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if data, _ := os.ReadFile(file); bytes.Contains(data, []byte(before)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the CLI did not save the prompt in %s", file)
+		}
+	}
+	pid := c.b.childPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	lines, status := c.finishRun(run)
+	if status != rpc.StatusError || !strings.Contains(gjson.GetBytes(lines[len(lines)-1], "params.message").Str, "SIGKILL") {
+		t.Errorf("run after the CLI was killed: %s", lines[len(lines)-1])
+	}
+	cancelled := findLine(lines, isMethod(rpc.MethodUIRequestCanceled))
+	if gjson.GetBytes(cancelled, "params.id").Raw != uiID || gjson.GetBytes(cancelled, "params.reason").Str != rpc.ReasonChildExited {
+		t.Errorf("the open request: %s", cancelled)
+	}
+	exited := findLine(append(lines, c.quiet(500*time.Millisecond)...), isMethod(rpc.MethodChildExited))
+	if gjson.GetBytes(exited, "params.signal").Str != "SIGKILL" || gjson.GetBytes(exited, "params.session_id").Str != sid {
+		t.Errorf("runtime.child_exited: %s", exited)
+	}
+	groupGone(t, pid)
+
+	// The next run resumes the session in a new CLI.
+	after := token("AFTER")
+	run = c.start("hello after the crash " + after)
+	newPID := c.b.childPID()
+	if newPID == pid {
+		t.Fatalf("no new CLI")
+	}
+	if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", newPID)); !bytes.Contains(cmdline, []byte("--resume="+sid)) {
+		t.Errorf("the new CLI does not resume %s: %q", sid, cmdline)
+	}
+	if _, status := c.finishRun(run); status != rpc.StatusCompleted {
+		t.Errorf("run after the respawn: %s", status)
+	}
+	if !seenByModel(t, after, before) {
+		t.Errorf("the resumed CLI did not send the conversation before the crash")
+	}
+
+	// A cancel the CLI does not finish within --interrupt-timeout: killed
+	// and resumed; the run is cancelled all the same.
+	run = c.start("SLOW please")
+	c.until("streaming", isEvent(run, "text.delta"))
+	pid = c.b.childPID()
+	c.result(c.call("run.cancel", `{"run_id":"`+run+`"}`))
+	for _, l := range c.quiet(1500 * time.Millisecond) {
+		if gjson.GetBytes(l, "params.run_id").Str == run && isMethod(rpc.MethodAgentEvent)(l) {
+			t.Errorf("an event after cancelled: %.200s", l)
+		}
+	}
+	run = c.start("hello after the restart")
+	if _, status := c.finishRun(run); status != rpc.StatusCompleted {
+		t.Errorf("run after the restart: %s", status)
+	}
+	if np := c.b.childPID(); np == pid {
+		t.Errorf("the CLI was not restarted after the interrupt timeout")
+	}
+	if !strings.Contains(c.b.stderr.String(), "restarting it") {
+		t.Errorf("no log of the restart")
+	}
+	c.close()
+}
+
+// TestRPCSessions: session.list and session.history from the CLI's session
+// files, resuming an older session with run.start, and the session error
+// codes -32004, -32005, -32006.
+func TestRPCSessions(t *testing.T) {
+	t.Parallel()
+	home, dir := t.TempDir(), t.TempDir()
+	env := "HOME=" + home
+
+	// An earlier connection leaves a session behind.
+	c := startRPC(t, []string{"--cwd", dir}, env)
+	old := c.initialize("").Get("runtime.session_id").Str
+	before := token("BEFORE")
+	if _, _, status := c.runText("hello from before " + before); status != rpc.StatusCompleted {
+		t.Fatalf("first run: %s", status)
+	}
+	c.close()
+
+	c = startRPC(t, []string{"--cwd", dir}, env)
+	cur := c.initialize("").Get("runtime.session_id").Str
+	list := c.result(c.call("session.list", `{"limit":10}`)).Get("sessions")
+	s := list.Get(`#(session_id=="` + old + `")`)
+	if s.Get("last_user_message").Str != "hello from before "+before || s.Get("message_count").Int() != 2 || s.Get("updated_at").Str == "" {
+		t.Errorf("session.list: %s", list.Raw)
+	}
+	c.rpcError(c.call("session.list", `{"limit":0}`), rpc.CodeInvalidParams)
+
+	hid := c.call("session.history", `{"session_id":"`+old+`"}`)
+	lines := c.until("session.history's answer", isReply(hid))
+	res := gjson.GetBytes(lines[len(lines)-1], "result")
+	events := lines[:len(lines)-1]
+	histRun := old + ":1"
+	types := strings.Join(eventTypes(events, histRun), ",")
+	if types != "hidden_user_message,reasoning,text,final" || res.Get("runs").Int() != 1 || res.Get("events_sent").Int() != 4 || res.Get("truncated").Bool() {
+		t.Errorf("session.history: events %s, result %s", types, res.Raw)
+	}
+	if e := findLine(events, isEvent(histRun, "hidden_user_message")); gjson.GetBytes(e, "params.event.content").Str != "hello from before "+before {
+		t.Errorf("history prompt: %s", e)
+	}
+	if r := c.result(c.call("session.history", `{"session_id":"`+old+`","max_events":2}`)); r.Get("events_sent").Int() != 2 || !r.Get("truncated").Bool() {
+		t.Errorf("session.history max_events: %s", r.Raw)
+	}
+	missing := uuid.NewString()
+	c.rpcError(c.call("session.history", `{"session_id":"`+missing+`"}`), rpc.CodeSessionNotFound)
+	c.rpcError(c.call("run.start", `{"input":{"type":"text","text":"x"},"session_id":"`+missing+`"}`), rpc.CodeSessionNotFound)
+	c.rpcError(c.call("session.history", `{"session_id":"not-a-session"}`), rpc.CodeInvalidParams)
+	broken := uuid.NewString()
+	projects := filepath.Join(home, ".claude", "projects", rpc.ProjectDirName(mustReal(t, dir)))
+	if err := os.Mkdir(filepath.Join(projects, broken+".jsonl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.rpcError(c.call("session.history", `{"session_id":"`+broken+`"}`), rpc.CodeSessionLoadFailed)
+	c.rpcError(c.call("run.start", `{"input":{"type":"text","text":"x"},"session_id":"`+broken+`"}`), rpc.CodeSessionLoadFailed)
+
+	// Resume the old session: the new turn lands in its file.
+	again := token("AGAIN")
+	res = c.result(c.call("run.start", `{"input":{"type":"text","text":"hello again `+again+`"},"session_id":"`+old+`"}`))
+	if _, status := c.finishRun(res.Get("run_id").Str); status != rpc.StatusCompleted {
+		t.Fatalf("resumed run: %s", status)
+	}
+	if !seenByModel(t, again, before) {
+		t.Errorf("the resumed run did not carry the old session's conversation")
+	}
+	list = c.result(c.call("session.list", `{}`)).Get("sessions")
+	if s := list.Get(`#(session_id=="` + old + `")`); s.Get("message_count").Int() != 4 || s.Get("last_user_message").Str != "hello again "+again {
+		t.Errorf("the old session after resuming it: %s (current %s)", list.Raw, cur)
+	}
+	c.close()
+
+	// A session folder that cannot be read.
+	home2, dir2 := t.TempDir(), t.TempDir()
+	bad := filepath.Join(home2, ".claude", "projects")
+	if err := os.MkdirAll(bad, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, rpc.ProjectDirName(mustReal(t, dir2))), []byte("not a folder"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c = startRPC(t, []string{"--cwd", dir2}, "HOME="+home2)
+	c.rpcError(c.call("session.list", `{}`), rpc.CodeSessionListFailed)
+	c.close()
+}
+
+func mustReal(t *testing.T, dir string) string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return real
+}

@@ -1,0 +1,461 @@
+package rpc
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+// maxProjectDirName is where the CLI cuts a long project directory name
+// and appends a hash.
+const maxProjectDirName = 200
+
+// ProjectDirName returns the folder under ~/.claude/projects where the CLI
+// keeps the session files of the working directory cwd (an absolute path
+// with symbolic links resolved, as the CLI sees its cwd): every character
+// other than an ASCII letter or digit becomes "-" (one per UTF-16 code
+// unit, as the CLI's JavaScript counts), and a name longer than 200 is
+// cut to 200 and followed by "-" and the base-36 absolute value of the
+// Java-style 32-bit hash of cwd. Checked against the real CLI 2.1.330
+// (docs/protocol/rpc.md, "Session files").
+func ProjectDirName(cwd string) string {
+	var b strings.Builder
+	units := 0
+	for i := 0; i < len(cwd); {
+		r, size := utf8.DecodeRuneInString(cwd[i:])
+		i += size
+		switch {
+		case r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
+			b.WriteByte(byte(r))
+			units++
+		case r > 0xFFFF:
+			b.WriteString("--")
+			units += 2
+		default:
+			b.WriteByte('-')
+			units++
+		}
+	}
+	s := b.String()
+	if units <= maxProjectDirName {
+		return s
+	}
+	var h int32
+	for _, u := range utf16.Encode([]rune(cwd)) {
+		h = 31*h + int32(u)
+	}
+	abs := int64(h)
+	if abs < 0 {
+		abs = -abs
+	}
+	return s[:maxProjectDirName] + "-" + strconv.FormatInt(abs, 36)
+}
+
+// SessionSummary reads a session file line by line for session.list.
+type SessionSummary struct {
+	Messages   int    // user prompts and assistant messages of the main thread
+	LastPrompt string // the latest user prompt
+	CreatedAt  string // the first entry's timestamp, RFC 3339
+	lastMsgID  string
+}
+
+// Line takes one line of the file; lines that are not JSON are skipped.
+func (s *SessionSummary) Line(line []byte) {
+	if !gjson.ValidBytes(line) {
+		return
+	}
+	e := gjson.ParseBytes(line)
+	if s.CreatedAt == "" {
+		if ts := e.Get("timestamp"); ts.Type == gjson.String {
+			s.CreatedAt = ts.Str
+		}
+	}
+	switch e.Get("type").Str {
+	case "last-prompt":
+		if p := e.Get("lastPrompt"); p.Type == gjson.String {
+			s.LastPrompt = p.Str
+		}
+	case "user":
+		if skipEntry(e) {
+			return
+		}
+		if text, kind := userText(e.Get("message.content")); kind == userPrompt || kind == userCommand {
+			s.Messages++
+			s.LastPrompt = text
+		}
+	case "assistant":
+		if skipEntry(e) {
+			return
+		}
+		// One entry per content block: count messages, not blocks.
+		if id := e.Get("message.id").Str; id == "" || id != s.lastMsgID {
+			s.Messages++
+			s.lastMsgID = id
+		}
+	}
+}
+
+// LastUserMessage is the latest prompt, cut to its first line and 200
+// runes.
+func (s *SessionSummary) LastUserMessage() string {
+	p := strings.TrimSpace(firstLine(s.LastPrompt))
+	n := 0
+	for i := range p {
+		if n == 200 {
+			return p[:i] + "…"
+		}
+		n++
+	}
+	return p
+}
+
+// skipEntry: entries that are not part of the main conversation.
+func skipEntry(e gjson.Result) bool {
+	return e.Get("isSidechain").Bool() || e.Get("isMeta").Bool() ||
+		e.Get("isCompactSummary").Bool() || e.Get("isVisibleInTranscriptOnly").Bool()
+}
+
+type userKind uint8
+
+const (
+	userOther       userKind = iota // a wrapper the CLI added, or nothing
+	userPrompt                      // the user's prompt
+	userCommand                     // a slash command the user typed (<command-name>)
+	userStdout                      // <local-command-stdout>
+	userStderr                      // <local-command-stderr>
+	userInterrupted                 // [Request interrupted …]
+	userToolResult                  // tool_result blocks
+)
+
+// userText classifies a user entry's content and returns its text.
+func userText(content gjson.Result) (string, userKind) {
+	var texts []string
+	switch {
+	case content.Type == gjson.String:
+		texts = []string{content.Str}
+	case content.IsArray():
+		tool := false
+		content.ForEach(func(_, b gjson.Result) bool {
+			switch b.Get("type").Str {
+			case "tool_result":
+				tool = true
+				return false
+			case "text":
+				texts = append(texts, b.Get("text").Str)
+			}
+			return true
+		})
+		if tool {
+			return "", userToolResult
+		}
+	}
+	if len(texts) == 0 {
+		return "", userOther
+	}
+	first := strings.TrimSpace(texts[0])
+	switch {
+	case strings.HasPrefix(first, "<command-name>"):
+		name := between(first, "<command-name>", "</command-name>")
+		if args := strings.TrimSpace(between(first, "<command-args>", "</command-args>")); args != "" {
+			name += " " + args
+		}
+		return name, userCommand
+	case strings.HasPrefix(first, "<local-command-stdout>"):
+		return strings.TrimSuffix(strings.TrimPrefix(first, "<local-command-stdout>"), "</local-command-stdout>"), userStdout
+	case strings.HasPrefix(first, "<local-command-stderr>"):
+		return strings.TrimSuffix(strings.TrimPrefix(first, "<local-command-stderr>"), "</local-command-stderr>"), userStderr
+	case strings.HasPrefix(first, "[Request interrupted"):
+		return first, userInterrupted
+	}
+	// The prompt is the text the user wrote: skip the CLI's wrappers
+	// (reminders, caveats, pasted images' notes).
+	var kept []string
+	for _, t := range texts {
+		tt := strings.TrimSpace(t)
+		if strings.HasPrefix(tt, "<system-reminder>") || strings.HasPrefix(tt, "<local-command-caveat>") ||
+			strings.HasPrefix(tt, "[Image") || strings.HasPrefix(tt, "<command-message>") {
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if len(kept) == 0 {
+		return "", userOther
+	}
+	return strings.Join(kept, "\n"), userPrompt
+}
+
+func between(s, open, close string) string {
+	i := strings.Index(s, open)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(open):]
+	if j := strings.Index(s, close); j >= 0 {
+		return s[:j]
+	}
+	return s
+}
+
+// History turns a session file into agent.event lines for
+// session.history. Each user prompt starts a run whose id is
+// "<session_id>:<n>" (n counts the file's prompts from 1) and whose events
+// are numbered from 0: hidden_user_message with the prompt, then text,
+// reasoning, tool_call, tool_result, error and compaction_complete as the
+// file has them, and final with the run's last text unless the run was
+// interrupted. Only the newest MaxRuns runs are kept.
+type History struct {
+	SessionID string
+	MaxRuns   int
+
+	runs      []*histRun
+	dropped   int // runs dropped from the front
+	n         int // prompts seen
+	tools     map[string]string
+	valid     int   // JSON lines seen
+	compactAt int64 // a compaction not yet reported, and when
+}
+
+type histRun struct {
+	id          string
+	seq         int64
+	lines       [][]byte
+	last        string
+	lastErr     bool
+	interrupted bool
+	ended       bool
+}
+
+// Valid is how many lines of the file were JSON: 0 means the file is not a
+// session file.
+func (h *History) Valid() int { return h.valid }
+
+// Line takes one line of the file; lines that are not JSON are skipped.
+func (h *History) Line(line []byte) {
+	if !gjson.ValidBytes(line) {
+		return
+	}
+	h.valid++
+	e := gjson.ParseBytes(line)
+	now := parseMillis(e.Get("timestamp").Str)
+	switch e.Get("type").Str {
+	case "user":
+		if skipEntry(e) {
+			return
+		}
+		content := e.Get("message.content")
+		text, kind := userText(content)
+		switch kind {
+		case userPrompt, userCommand:
+			h.startRun(text, now)
+		case userStdout:
+			if r := h.cur(); r != nil {
+				x := h.event(r, EventText, len(text)+64)
+				x.str("content", text)
+				x.str("source", "slash_command")
+				r.add(x.done(now))
+			}
+		case userStderr:
+			if r := h.cur(); r != nil {
+				x := h.event(r, EventError, len(text)+64)
+				x.str("message", text)
+				x.str("source", "slash_command")
+				r.add(x.done(now))
+			}
+		case userInterrupted:
+			if r := h.cur(); r != nil {
+				r.interrupted = true
+			}
+		case userToolResult:
+			if r := h.cur(); r != nil {
+				h.toolResults(r, e, content, now)
+			}
+		}
+	case "assistant":
+		r := h.cur()
+		if r == nil || skipEntry(e) {
+			return
+		}
+		isErr := e.Get("isApiErrorMessage").Bool()
+		e.Get("message.content").ForEach(func(_, b gjson.Result) bool {
+			switch typ := b.Get("type").Str; typ {
+			case "text":
+				text := b.Get("text").Str
+				if isErr {
+					x := h.event(r, EventError, len(text)+64)
+					x.str("message", text)
+					r.add(x.done(now))
+				} else {
+					x := h.event(r, EventText, len(text)+64)
+					x.str("content", text)
+					x.strIf("message_id", e.Get("message.id").Str)
+					r.add(x.done(now))
+				}
+				r.last, r.lastErr = text, isErr
+			case "thinking", "redacted_thinking":
+				text := b.Get("thinking").Str
+				x := h.event(r, EventReasoning, len(text)+64)
+				x.str("content", text)
+				if typ == "redacted_thinking" {
+					x.boolean("redacted", true)
+				}
+				r.add(x.done(now))
+			case "tool_use", "server_tool_use", "mcp_tool_use":
+				id, name, input := b.Get("id").Str, b.Get("name").Str, b.Get("input")
+				if h.tools == nil {
+					h.tools = make(map[string]string)
+				}
+				h.tools[strings.Clone(id)] = strings.Clone(name)
+				x := h.event(r, EventToolCall, len(input.Raw)+96)
+				x.str("tool", name)
+				if input.Exists() {
+					x.raw("args", input.Raw)
+				} else {
+					x.raw("args", "{}")
+				}
+				x.str("tool_call_id", id)
+				r.add(x.done(now))
+			}
+			return true
+		})
+	case "system":
+		if e.Get("subtype").Str == "compact_boundary" {
+			// The CLI writes the boundary before the /compact command
+			// that caused it: it goes with the next run.
+			h.compactAt = max(now, 1)
+		}
+	}
+}
+
+func (h *History) toolResults(r *histRun, e, content gjson.Result, now int64) {
+	first := true
+	content.ForEach(func(_, b gjson.Result) bool {
+		if b.Get("type").Str != "tool_result" {
+			return true
+		}
+		id := b.Get("tool_use_id").Str
+		text := resultText(b.Get("content"))
+		x := h.event(r, EventToolResult, len(text)+96)
+		x.str("tool", h.tools[id])
+		x.str("result", text)
+		x.str("tool_call_id", id)
+		x.boolean("is_error", b.Get("is_error").Type == gjson.True)
+		if s := e.Get("toolUseResult"); first && (s.IsObject() || s.IsArray()) {
+			x.raw("structured", s.Raw)
+		}
+		first = false
+		r.add(x.done(now))
+		return true
+	})
+}
+
+func (h *History) cur() *histRun {
+	if len(h.runs) == 0 {
+		return nil
+	}
+	return h.runs[len(h.runs)-1]
+}
+
+func (h *History) startRun(prompt string, now int64) {
+	h.endRun(false)
+	h.n++
+	r := &histRun{id: h.SessionID + ":" + strconv.Itoa(h.n)}
+	x := h.event(r, EventHiddenUserMessage, len(prompt)+32)
+	x.str("content", prompt)
+	r.add(x.done(now))
+	h.runs = append(h.runs, r)
+	h.compacted(r)
+	if len(h.runs) > max(h.MaxRuns, 1) {
+		h.runs[0] = nil
+		h.runs = h.runs[1:]
+		h.dropped++
+	}
+}
+
+// endRun closes the current run with final, unless it was interrupted. At
+// the end of the file (last) a compaction still pending goes into it.
+func (h *History) endRun(last bool) {
+	r := h.cur()
+	if r == nil || r.ended {
+		return
+	}
+	r.ended = true
+	if last {
+		h.compacted(r)
+	}
+	if r.interrupted {
+		return
+	}
+	x := h.event(r, EventFinal, len(r.last)+64)
+	x.str("content", r.last)
+	if r.lastErr {
+		x.str("termination_reason", "api_error")
+		x.boolean("is_error", true)
+	} else {
+		x.str("termination_reason", "normal")
+		x.boolean("is_error", false)
+	}
+	r.add(x.done(0))
+}
+
+// compacted reports a pending compaction in run r.
+func (h *History) compacted(r *histRun) {
+	if h.compactAt == 0 {
+		return
+	}
+	x := h.event(r, EventCompactionComplete, 32)
+	x.boolean("compacted", true)
+	r.add(x.done(h.compactAt))
+	h.compactAt = 0
+}
+
+func (h *History) event(r *histRun, typ string, hint int) ev {
+	e := newEvent(r.id, r.seq, typ, hint)
+	r.seq++
+	return e
+}
+
+func (r *histRun) add(line []byte) { r.lines = append(r.lines, line) }
+
+// Result ends the file and returns the agent.event lines of the kept runs
+// (at most maxEvents of them), how many runs they belong to, and whether
+// anything was left out (older runs, or events past maxEvents). With
+// MaxRuns 0 or maxEvents 0 nothing is sent.
+func (h *History) Result(maxEvents int) (lines [][]byte, runs int, truncated bool) {
+	h.endRun(true)
+	if h.MaxRuns == 0 || maxEvents == 0 {
+		return nil, 0, len(h.runs) > 0
+	}
+	truncated = h.dropped > 0
+	for _, r := range h.runs {
+		if len(lines) >= maxEvents {
+			truncated = true
+			break
+		}
+		runs++
+		for _, l := range r.lines {
+			if len(lines) >= maxEvents {
+				truncated = true
+				break
+			}
+			lines = append(lines, l)
+		}
+	}
+	return lines, runs, truncated
+}
+
+// parseMillis reads an RFC 3339 timestamp as Unix milliseconds, 0 if it
+// is not one.
+func parseMillis(s string) int64 {
+	if s == "" {
+		return 0
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0
+	}
+	return t.UnixMilli()
+}
