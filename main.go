@@ -181,7 +181,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.ui, "ui", "", "UI dialect: "+strings.Join(adapter.DialectNames(), ", "))
 	fs.BoolVar(&cfg.diagnostics, "diagnostics", false, "rpc: report per-call usage and a run summary")
-	fs.DurationVar(&cfg.interruptIn, "interrupt-timeout", 5*time.Second, "ipc: wait this long for the CLI to acknowledge an interrupt, then restart it")
+	fs.DurationVar(&cfg.interruptIn, "interrupt-timeout", 5*time.Second, "ipc, rpc, acp: wait this long for the CLI to acknowledge an interrupt, then restart it")
 	fs.BoolVar(&cfg.forwardUnk, "forward-unknown", false, "ipc: forward CLI messages of unknown types as {\"type\":\"unknown\"}")
 	fs.BoolVar(&cfg.demo, "demo", false, "run the offline demo: one turn with a permission request, answered")
 	fs.StringVar(&cfg.claude, "claude", cfg.claude, "path of the Claude Code CLI (default $CCBRIDGE_CLAUDE, else claude on PATH)")
