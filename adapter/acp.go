@@ -2,14 +2,12 @@ package adapter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"runtime/debug"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -111,25 +109,9 @@ type acpLoop struct {
 	stopping bool
 	lastInt  time.Time
 
-	cliCh chan acpCLIMsg
-	uiCh  chan acpUIMsg
+	cliCh chan cliBlock
+	uiCh  chan uiLine
 	stop  chan struct{}
-}
-
-// acpCLIMsg is what a child's reader hands to the loop: a line, an
-// over-long line, or the child's exit (always its last message).
-type acpCLIMsg struct {
-	gen     int
-	line    string
-	tooLong *framing.LineTooLongError
-	exit    *session.Exit
-}
-
-// acpUIMsg is what the client's reader hands to the loop.
-type acpUIMsg struct {
-	line    []byte
-	tooLong *framing.LineTooLongError
-	eof     bool
 }
 
 // acpOutReq is a request ccbridge sent the client for a CLI request.
@@ -181,13 +163,13 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		reqs:        map[int64]*acpOutReq{},
 		nextReq:     1,
 		timer:       time.NewTimer(time.Hour),
-		cliCh:       make(chan acpCLIMsg, 256),
-		uiCh:        make(chan acpUIMsg, 64),
+		cliCh:       make(chan cliBlock, cliQueue),
+		uiCh:        make(chan uiLine, uiQueue),
 		stop:        make(chan struct{}),
 	}
 	l.timer.Stop()
 	defer close(l.stop)
-	go l.pumpUI(uiIn)
+	go readUI(uiIn, a.MaxLine, l.log, l.uiCh, l.stop)
 
 	done := ctx.Done()
 	for !l.finished() {
@@ -250,75 +232,8 @@ func (l *acpLoop) finished() bool {
 	return (l.uiEOF || l.stopping) && len(l.procs) == 0
 }
 
-// pumpUI reads the client's lines and hands them to the loop.
-func (l *acpLoop) pumpUI(in io.Reader) {
-	fr := framing.NewReader(in, l.cfg.MaxLine)
-	for {
-		line, err := fr.ReadLine()
-		var m acpUIMsg
-		var long *framing.LineTooLongError
-		switch {
-		case errors.As(err, &long):
-			m.tooLong = long
-		case err != nil:
-			if !errors.Is(err, io.EOF) {
-				l.log.Warn("reading the client's input", "err", err)
-			}
-			m.eof = true
-		default:
-			m.line = append([]byte(nil), line...)
-		}
-		select {
-		case l.uiCh <- m:
-		case <-l.stop:
-			return
-		}
-		if m.eof {
-			return
-		}
-	}
-}
-
-// pumpCLI reads one child's lines and hands them to the loop; its last
-// message is the child's exit.
-func (l *acpLoop) pumpCLI(gen int, child *session.Child) {
-	fr := framing.NewReader(child.Stdout(), l.cfg.MaxLine)
-	send := func(m acpCLIMsg) bool {
-		select {
-		case l.cliCh <- m:
-			return true
-		case <-l.stop:
-			return false
-		}
-	}
-	for {
-		line, err := fr.ReadLine()
-		var long *framing.LineTooLongError
-		switch {
-		case errors.As(err, &long):
-			if !send(acpCLIMsg{gen: gen, tooLong: long}) {
-				return
-			}
-			continue
-		case err != nil:
-			if !errors.Is(err, io.EOF) {
-				l.log.Debug("reading the CLI's output", "err", err)
-			}
-		default:
-			if !send(acpCLIMsg{gen: gen, line: string(line)}) {
-				return
-			}
-			continue
-		}
-		break
-	}
-	<-child.Done()
-	exit := child.Exit()
-	send(acpCLIMsg{gen: gen, exit: &exit})
-}
-
 // fromUI handles one line (or the end) of the client's input.
-func (l *acpLoop) fromUI(m acpUIMsg) {
+func (l *acpLoop) fromUI(m uiLine) {
 	switch {
 	case m.eof:
 		l.uiEOF = true
@@ -485,7 +400,7 @@ func (l *acpLoop) response(m jsonrpc.Message) {
 		l.log.Debug("answer for a CLI that is gone; dropped", "tool", r.p.ToolName)
 		return
 	}
-	l.write(p, ans.Stdin)
+	p.write(ans.Stdin)
 	if ans.Allowed {
 		l.out = s.tr.ToolRunning(r.p.ToolUseID, l.out)
 	}
@@ -517,7 +432,7 @@ func (l *acpLoop) settle(s *acpSession, withdraw bool) {
 }
 
 // fromCLI handles one message from a child.
-func (l *acpLoop) fromCLI(m acpCLIMsg) {
+func (l *acpLoop) fromCLI(m cliBlock) {
 	p := l.procs[m.gen]
 	if p == nil {
 		return
@@ -526,26 +441,36 @@ func (l *acpLoop) fromCLI(m acpCLIMsg) {
 		l.procExited(p, *m.exit)
 		return
 	}
-	s := p.sess
-	if s == nil {
+	if p.sess == nil {
 		return // a retired child's last words
 	}
 	if m.tooLong != nil {
-		l.log.Warn("a CLI line over the limit was dropped", "session", s.id, "size", m.tooLong.Size, "max", m.tooLong.Max)
+		l.log.Warn("a CLI line over the limit was dropped", "session", p.sess.id, "size", m.tooLong.Size, "max", m.tooLong.Max)
 		return
 	}
-	if !gjson.Valid(m.line) {
-		l.log.Warn("a CLI line that is not JSON was dropped", "session", s.id, "preview", preview([]byte(m.line)))
+	for line := range blockLines(m.lines) {
+		if p.sess == nil {
+			return // the child was retired by an earlier line
+		}
+		l.fromCLILine(p, line)
+	}
+}
+
+// fromCLILine handles one line of a child that serves a session.
+func (l *acpLoop) fromCLILine(p *acpProc, line string) {
+	s := p.sess
+	if !gjson.Valid(line) {
+		l.log.Warn("a CLI line that is not JSON was dropped", "session", s.id, "preview", preview([]byte(line)))
 		return
 	}
-	ev := mapping.RouteString(m.line)
+	ev := mapping.RouteString(line)
 	if ev.Kind.ControlRequest() {
 		if ev.Kind == mapping.KindCanUseTool {
 			l.sendPending(s, p.gen, acp.NewPending(&ev, l.caps.ElicitationForm))
 			return
 		}
 		if reply, ok := mapping.AppendAutoReply(nil, &ev); ok {
-			l.write(p, reply)
+			p.write(reply)
 		}
 		return
 	}
@@ -580,14 +505,6 @@ func (l *acpLoop) fromCLI(m acpCLIMsg) {
 	}
 }
 
-// write sends one line to a child. A failure means the child is going;
-// its exit is reported when its reader sees it.
-func (l *acpLoop) write(p *acpProc, line []byte) {
-	if err := p.w.WriteLine(line); err != nil {
-		l.log.Warn("writing to the CLI", "err", err)
-	}
-}
-
 // expire handles the deadlines that have passed.
 func (l *acpLoop) expire() {
 	now := time.Now()
@@ -600,29 +517,19 @@ func (l *acpLoop) armTimer() {
 	var next time.Time
 	for _, s := range l.sessions {
 		for _, at := range s.deadlines() {
-			if !at.IsZero() && (next.IsZero() || at.Before(next)) {
-				next = at
-			}
+			next = earliest(next, at)
 		}
 	}
-	l.timer.Stop()
-	if !next.IsZero() {
-		l.timer.Reset(max(time.Until(next), 0))
-	}
+	armTimer(l.timer, next)
 }
 
 // signal: SIGINT cancels every running turn (a second one within 2 s
 // shuts down); SIGTERM and SIGHUP shut down.
 func (l *acpLoop) signal(sig os.Signal) {
-	if sig != os.Interrupt && sig != syscall.SIGINT {
-		l.shutdown(sig.String())
+	if why := shutdownReason(sig, &l.lastInt); why != "" {
+		l.shutdown(why)
 		return
 	}
-	if !l.lastInt.IsZero() && time.Since(l.lastInt) < 2*time.Second {
-		l.shutdown("second SIGINT")
-		return
-	}
-	l.lastInt = time.Now()
 	for _, s := range l.sessions {
 		l.cancel(s)
 	}
@@ -661,16 +568,7 @@ func (l *acpLoop) pending() int {
 // flush writes the pending client lines.
 func (l *acpLoop) flush() error {
 	var err error
-	for _, line := range l.out {
-		if err == nil {
-			err = l.ui.AppendLine(line)
-		}
-	}
-	clear(l.out)
-	l.out = l.out[:0]
+	l.out, err = flushLines(l.ui, l.out)
 	l.outCounted, l.outBytes = 0, 0
-	if err != nil {
-		return err
-	}
-	return l.ui.Flush()
+	return err
 }

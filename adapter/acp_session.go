@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
@@ -38,11 +37,10 @@ type acpSession struct {
 	controls map[string]*acpControl // mode and model changes awaiting the CLI, by CLI request id
 }
 
+// acpProc is a session's CLI child.
 type acpProc struct {
-	gen   int
-	sess  *acpSession // nil once retired
-	child *session.Child
-	w     *framing.Writer
+	*cliProc
+	sess *acpSession // nil once retired
 }
 
 type acpSetup struct {
@@ -153,7 +151,7 @@ func (l *acpLoop) setup(id, method string, params gjson.Result) {
 	l.nextCtl++
 	s.pending = &acpSetup{id: id, method: method, initID: "ccbridge-init-" + strconv.Itoa(l.nextCtl),
 		deadline: time.Now().Add(l.cfg.SetupTimeout)}
-	l.write(s.proc, mapping.AppendInitialize(nil, s.pending.initID))
+	s.proc.write(mapping.AppendInitialize(nil, s.pending.initID))
 	if method == acp.MethodSessionLoad {
 		l.replay(s, path)
 	}
@@ -181,11 +179,11 @@ func (l *acpLoop) spawn(s *acpSession, resume bool) error {
 		return err
 	}
 	l.gen++
-	p := &acpProc{gen: l.gen, sess: s, child: child, w: framing.NewWriter(child.Stdin())}
+	p := &acpProc{cliProc: newCLIProc(l.gen, child, l.log), sess: s}
 	l.procs[p.gen] = p
 	s.proc = p
 	l.log.Info("claude started", "session", s.id, "pid", child.Pid(), "gen", p.gen, "resume", resume)
-	go l.pumpCLI(p.gen, child)
+	go readCLI(p.cliProc, l.cfg.MaxLine, l.cliCh, l.stop)
 	return nil
 }
 
@@ -258,7 +256,7 @@ func (l *acpLoop) next(s *acpSession) {
 		return
 	}
 	s.running = &acpTurn{id: q.id}
-	l.write(s.proc, q.stdin)
+	s.proc.write(q.stdin)
 }
 
 // turnEnded answers the running prompt with the result's stop reason.
@@ -299,7 +297,7 @@ func (l *acpLoop) cancel(s *acpSession) {
 		return
 	}
 	l.nextCtl++
-	l.write(s.proc, mapping.AppendInterrupt(nil, "ccbridge-interrupt-"+strconv.Itoa(l.nextCtl), false))
+	s.proc.write(mapping.AppendInterrupt(nil, "ccbridge-interrupt-"+strconv.Itoa(l.nextCtl), false))
 	t.deadline = time.Now().Add(l.cfg.InterruptTimeout)
 }
 
@@ -334,7 +332,7 @@ func (l *acpLoop) closeSession(s *acpSession, why string) {
 		l.reply(t.id, acp.AppendStopResult(nil, acp.StopCancelled))
 		if s.proc != nil {
 			l.nextCtl++
-			l.write(s.proc, mapping.AppendInterrupt(nil, "ccbridge-interrupt-"+strconv.Itoa(l.nextCtl), false))
+			s.proc.write(mapping.AppendInterrupt(nil, "ccbridge-interrupt-"+strconv.Itoa(l.nextCtl), false))
 		}
 	}
 	if ps := s.pending; ps != nil {
@@ -504,9 +502,9 @@ func (l *acpLoop) change(s *acpSession, id, configID, value string, config bool)
 	l.nextCtl++
 	rid := "ccbridge-" + configID + "-" + strconv.Itoa(l.nextCtl)
 	if configID == acp.ConfigMode {
-		l.write(s.proc, mapping.AppendSetPermissionMode(nil, rid, value))
+		s.proc.write(mapping.AppendSetPermissionMode(nil, rid, value))
 	} else {
-		l.write(s.proc, mapping.AppendSetModel(nil, rid, value))
+		s.proc.write(mapping.AppendSetModel(nil, rid, value))
 	}
 	s.controls[rid] = &acpControl{clientID: id, configID: configID, value: value, config: config,
 		deadline: time.Now().Add(l.cfg.ControlTimeout)}

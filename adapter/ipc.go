@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -66,38 +64,6 @@ type IPC struct {
 	Logger *slog.Logger
 }
 
-// ipcProc is one CLI child and its writer.
-type ipcProc struct {
-	gen   int
-	child *session.Child
-	w     *framing.Writer
-}
-
-// cliMsg is what a child's reader hands to an event loop: a line, an
-// over-long line, or the child's exit (always its last message).
-type cliMsg struct {
-	gen     int
-	line    string
-	tooLong *framing.LineTooLongError
-	exit    *session.Exit
-}
-
-// cliBlock is the ipc loop's cliMsg: the lines go over in blocks (each line
-// ending in '\n', as read), one copy and one hand-over for all the lines
-// one read brought.
-type cliBlock struct {
-	gen     int
-	lines   string
-	tooLong *framing.LineTooLongError
-	exit    *session.Exit
-}
-
-type uiMsg struct {
-	line    []byte
-	tooLong *framing.LineTooLongError
-	eof     bool
-}
-
 // ipcLoop is the state of one ipc session, owned by Run's goroutine.
 type ipcLoop struct {
 	cfg *IPC
@@ -107,7 +73,7 @@ type ipcLoop struct {
 	out [][]byte
 
 	gen       int
-	proc      *ipcProc        // the live child, or nil
+	proc      *cliProc        // the live child, or nil
 	startOpts session.Options // the options the session was started with
 	persisted bool            // the CLI has a session file to resume
 	turns     int             // prompts sent to the live child without a result
@@ -127,7 +93,7 @@ type ipcLoop struct {
 	exitCode int
 
 	cliCh chan cliBlock
-	uiCh  chan uiMsg
+	uiCh  chan uiLine
 	stop  chan struct{}
 }
 
@@ -149,13 +115,7 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	if s.Child.Logger == nil {
 		s.Child.Logger = s.Logger
 	}
-	opts := s.Options
-	if opts.Resume == "" && !opts.Continue && opts.SessionID == "" {
-		opts.SessionID = uuid.NewString()
-	}
-	if opts.ForkSession && opts.SessionID == "" {
-		opts.SessionID = uuid.NewString()
-	}
+	opts := withSessionID(s.Options)
 	if _, err := session.BuildArgs(IPCArgs, opts); err != nil {
 		return 2, err
 	}
@@ -167,8 +127,8 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		ui:        framing.NewWriter(uiOut),
 		deadlines: make(map[string]time.Time),
 		timer:     time.NewTimer(time.Hour),
-		cliCh:     make(chan cliBlock, 16), // blocks of up to 64 KiB
-		uiCh:      make(chan uiMsg, 64),
+		cliCh:     make(chan cliBlock, cliQueue),
+		uiCh:      make(chan uiLine, uiQueue),
 		stop:      make(chan struct{}),
 	}
 	l.timer.Stop()
@@ -181,7 +141,7 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	if err := l.ui.Flush(); err != nil {
 		l.log.Warn("writing to the UI", "err", err)
 	}
-	go l.pumpUI(uiIn)
+	go readUI(uiIn, s.MaxLine, l.log, l.uiCh, l.stop)
 
 	done := ctx.Done()
 	for !l.finished() {
@@ -220,24 +180,18 @@ func (l *ipcLoop) finished() bool {
 // start spawns a child with opts. resumed says whether the session already
 // has a session file.
 func (l *ipcLoop) start(opts session.Options, resumed bool) error {
-	args, err := session.BuildArgs(IPCArgs, opts)
+	child, err := startCLI(l.cfg.Child, IPCArgs, opts)
 	if err != nil {
 		return err
 	}
-	cfg := l.cfg.Child
-	cfg.Args = args
-	child, err := session.Start(cfg)
-	if err != nil {
-		return fmt.Errorf("starting the CLI: %w", err)
-	}
 	l.gen++
-	l.proc = &ipcProc{gen: l.gen, child: child, w: framing.NewWriter(child.Stdin())}
+	l.proc = newCLIProc(l.gen, child, l.log)
 	l.startOpts = opts
 	l.persisted = resumed
 	l.turns = 0
 	l.log.Info("claude started", "pid", child.Pid(), "gen", l.gen, "resume", opts.Resume,
 		"continue", opts.Continue, "fork", opts.ForkSession, "session_id", opts.SessionID)
-	go l.pumpCLI(l.proc, l.cfg.MaxLine)
+	go readCLI(l.proc, l.cfg.MaxLine, l.cliCh, l.stop)
 	switch {
 	case opts.SessionID != "":
 		l.out = l.tr.SetSessionID(opts.SessionID, l.out)
@@ -247,88 +201,13 @@ func (l *ipcLoop) start(opts session.Options, resumed bool) error {
 	return nil
 }
 
-// pumpCLI reads one child's lines and hands them to the loop; its last
-// message is the child's exit.
-func (l *ipcLoop) pumpCLI(p *ipcProc, maxLine int) {
-	fr := framing.NewReader(p.child.Stdout(), maxLine)
-	send := func(m cliBlock) bool {
-		select {
-		case l.cliCh <- m:
-			return true
-		case <-l.stop:
-			return false
-		}
-	}
-	for {
-		block, err := fr.ReadBlock()
-		if block == nil && err == nil {
-			// A line longer than the buffer: read it whole, up to
-			// the limit.
-			var line []byte
-			if line, err = fr.ReadLine(); err == nil {
-				block = append(line, '\n')
-			}
-		}
-		var long *framing.LineTooLongError
-		switch {
-		case errors.As(err, &long):
-			if !send(cliBlock{gen: p.gen, tooLong: long}) {
-				return
-			}
-			continue
-		case err != nil:
-			if !errors.Is(err, io.EOF) {
-				l.log.Debug("reading the CLI's output", "err", err)
-			}
-		default:
-			if !send(cliBlock{gen: p.gen, lines: string(block)}) {
-				return
-			}
-			continue
-		}
-		break
-	}
-	<-p.child.Done()
-	exit := p.child.Exit()
-	send(cliBlock{gen: p.gen, exit: &exit})
-}
-
-// pumpUI reads the UI's lines and hands them to the loop.
-func (l *ipcLoop) pumpUI(in io.Reader) {
-	fr := framing.NewReader(in, l.cfg.MaxLine)
-	for {
-		line, err := fr.ReadLine()
-		var m uiMsg
-		var long *framing.LineTooLongError
-		switch {
-		case errors.As(err, &long):
-			m.tooLong = long
-		case err != nil:
-			if !errors.Is(err, io.EOF) {
-				l.log.Warn("reading the UI's input", "err", err)
-			}
-			m.eof = true
-		default:
-			m.line = append([]byte(nil), line...)
-		}
-		select {
-		case l.uiCh <- m:
-		case <-l.stop:
-			return
-		}
-		if m.eof {
-			return
-		}
-	}
-}
-
-func (l *ipcLoop) fromUI(m uiMsg) {
+func (l *ipcLoop) fromUI(m uiLine) {
 	switch {
 	case m.eof:
 		l.uiEOF = true
 		l.log.Debug("UI input ended")
 		if l.proc != nil {
-			l.closeStdin(l.proc)
+			l.proc.closeStdin()
 		}
 		l.respawnNext, l.queued = nil, nil
 		return
@@ -388,7 +267,7 @@ func (l *ipcLoop) command(cmd ipc.Command) {
 	case ipc.CmdPermissionMode, ipc.CmdModelChange, ipc.CmdStopTask:
 		l.deadlines[cmd.RequestID] = time.Now().Add(l.cfg.ControlTimeout)
 	}
-	l.write(l.proc, cmd.Stdin)
+	l.proc.write(cmd.Stdin)
 }
 
 // respawnForInput restarts a child that died, so that new input reaches
@@ -442,7 +321,7 @@ func (l *ipcLoop) sessionCommand(r ipc.Respawn) {
 		// Stop the running turn in band first, so that the session file
 		// is complete before the child goes.
 		if cmd, err := l.tr.FromUI([]byte(`{"type":"interrupt","cancel_queued":true}`)); err == nil {
-			l.write(l.proc, cmd.Stdin)
+			l.proc.write(cmd.Stdin)
 			l.tr.Untrack(cmd.RequestID)
 		}
 		l.cancelTurns("session_command")
@@ -463,13 +342,7 @@ func (l *ipcLoop) retire(why string) {
 	l.out = l.tr.CancelPending(why, l.out)
 	l.tr.ResetProcess()
 	l.log.Info("stopping claude", "gen", p.gen, "reason", why)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.InterruptTimeout)
-		defer cancel()
-		if err := p.child.Shutdown(ctx); err != nil {
-			l.log.Debug("stopping claude", "err", err)
-		}
-	}()
+	p.stopWithin(l.cfg.InterruptTimeout)
 }
 
 func (l *ipcLoop) fromCLI(m cliBlock) {
@@ -488,7 +361,7 @@ func (l *ipcLoop) fromCLI(m cliBlock) {
 				queued := l.queued
 				l.queued = nil
 				for _, line := range queued {
-					l.fromUI(uiMsg{line: line})
+					l.fromUI(uiLine{line: line})
 				}
 			}
 		case live:
@@ -503,13 +376,12 @@ func (l *ipcLoop) fromCLI(m cliBlock) {
 		l.emitError("line_too_long", fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-line); it was dropped", m.tooLong.Size, m.tooLong.Max), true)
 		return
 	}
-	for rest := m.lines; rest != "" && l.proc != nil && l.proc.gen == m.gen; {
-		line, after, _ := strings.Cut(rest, "\n")
-		rest = after
-		if line = strings.TrimSuffix(line, "\r"); line != "" {
-			l.fromCLILine(line)
-			l.emit()
+	for line := range blockLines(m.lines) {
+		if l.proc == nil || l.proc.gen != m.gen {
+			return // the child was retired by an earlier line
 		}
+		l.fromCLILine(line)
+		l.emit()
 	}
 }
 
@@ -518,7 +390,7 @@ func (l *ipcLoop) fromCLILine(line string) {
 	ev := mapping.RouteString(line)
 	if ev.Kind.ControlRequest() {
 		if reply, ok := mapping.AppendAutoReply(nil, &ev); ok {
-			l.write(l.proc, reply)
+			l.proc.write(reply)
 		}
 	}
 	l.out = l.tr.FromCLI(ev, l.out)
@@ -619,26 +491,16 @@ func (l *ipcLoop) expire() {
 func (l *ipcLoop) armTimer() {
 	var next time.Time
 	for _, at := range l.deadlines {
-		if next.IsZero() || at.Before(next) {
-			next = at
-		}
+		next = earliest(next, at)
 	}
-	l.timer.Stop()
-	if !next.IsZero() {
-		l.timer.Reset(max(time.Until(next), 0))
-	}
+	armTimer(l.timer, next)
 }
 
 func (l *ipcLoop) signal(sig os.Signal) {
-	if sig != os.Interrupt && sig != syscall.SIGINT {
-		l.shutdown(sig.String())
+	if why := shutdownReason(sig, &l.lastInt); why != "" {
+		l.shutdown(why)
 		return
 	}
-	if !l.lastInt.IsZero() && time.Since(l.lastInt) < 2*time.Second {
-		l.shutdown("second SIGINT")
-		return
-	}
-	l.lastInt = time.Now()
 	if cmd, err := l.tr.FromUI([]byte(`{"type":"interrupt"}`)); err == nil {
 		l.command(cmd)
 	}
@@ -655,23 +517,6 @@ func (l *ipcLoop) shutdown(why string) {
 	l.log.Info("shutting down", "reason", why)
 	if p := l.proc; p != nil {
 		go p.child.Shutdown(context.Background())
-	}
-}
-
-func (l *ipcLoop) closeStdin(p *ipcProc) {
-	if err := p.w.Flush(); err != nil {
-		l.log.Debug("flushing to the CLI", "err", err)
-	}
-	if err := p.child.CloseStdin(); err != nil {
-		l.log.Debug("closing the CLI's stdin", "err", err)
-	}
-}
-
-// write sends one line to the child. A failure means the child is going;
-// its exit is reported when its reader sees it.
-func (l *ipcLoop) write(p *ipcProc, line []byte) {
-	if err := p.w.WriteLine(line); err != nil {
-		l.log.Warn("writing to the CLI", "err", err)
 	}
 }
 

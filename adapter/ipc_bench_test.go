@@ -22,7 +22,7 @@ func BenchmarkIPCFromCLI(b *testing.B) {
 		tr:        ipc.New(ipc.Options{}),
 		ui:        framing.NewWriter(io.Discard),
 		deadlines: map[string]time.Time{},
-		proc:      &ipcProc{gen: 1},
+		proc:      &cliProc{gen: 1},
 	}
 	b.SetBytes(int64(len(block)))
 	b.ReportAllocs()

@@ -3,7 +3,6 @@ package adapter
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/framing"
@@ -86,26 +84,6 @@ type RPC struct {
 	Logger *slog.Logger
 }
 
-// rpcProc is one CLI child and its writer.
-type rpcProc struct {
-	gen   int
-	child *session.Child
-	w     *framing.Writer
-}
-
-type rpcCLIMsg struct {
-	gen     int
-	line    string
-	tooLong *framing.LineTooLongError
-	exit    *session.Exit
-}
-
-type rpcUIMsg struct {
-	line    []byte
-	tooLong *framing.LineTooLongError
-	eof     bool
-}
-
 // rpcCtl is a control request ccbridge wrote to the CLI.
 type rpcCtl struct {
 	subtype  string
@@ -129,7 +107,7 @@ type rpcLoop struct {
 	ui  *framing.Writer
 
 	gen        int
-	proc       *rpcProc
+	proc       *cliProc
 	respawning int              // gen of a child killed for a respawn, or 0
 	respawn    *session.Options // started once that child has exited
 	waiters    []func(*rpc.Error)
@@ -169,8 +147,8 @@ type rpcLoop struct {
 	bg       sync.WaitGroup
 	bgCount  int
 
-	cliCh   chan rpcCLIMsg
-	uiCh    chan rpcUIMsg
+	cliCh   chan cliBlock
+	uiCh    chan uiLine
 	asyncCh chan func()
 	stop    chan struct{}
 	ctx     context.Context
@@ -205,13 +183,7 @@ func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 			s.Version = bi.Main.Version
 		}
 	}
-	opts := s.Options
-	if opts.Resume == "" && !opts.Continue && opts.SessionID == "" {
-		opts.SessionID = uuid.NewString()
-	}
-	if opts.ForkSession && opts.SessionID == "" {
-		opts.SessionID = uuid.NewString()
-	}
+	opts := withSessionID(s.Options)
 	if _, err := session.BuildArgs(RPCArgs, opts); err != nil {
 		return 2, err
 	}
@@ -229,8 +201,8 @@ func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		inflight:    make(map[string]*rpcInflight),
 		model:       "default",
 		timer:       time.NewTimer(time.Hour),
-		cliCh:       make(chan rpcCLIMsg, 256),
-		uiCh:        make(chan rpcUIMsg, 64),
+		cliCh:       make(chan cliBlock, cliQueue),
+		uiCh:        make(chan uiLine, uiQueue),
 		asyncCh:     make(chan func(), 16),
 		stop:        make(chan struct{}),
 		ctx:         lctx,
@@ -249,7 +221,7 @@ func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	if err := l.start(opts, opts.Resume != "" || opts.Continue); err != nil {
 		return 1, err
 	}
-	go l.pumpUI(uiIn)
+	go readUI(uiIn, s.MaxLine, l.log, l.uiCh, l.stop)
 
 	done := ctx.Done()
 	for !l.finished() {
@@ -338,23 +310,17 @@ func (l *rpcLoop) goBG(work func() func()) {
 // start spawns a child with opts. resumed says whether the session already
 // has a file.
 func (l *rpcLoop) start(opts session.Options, resumed bool) error {
-	args, err := session.BuildArgs(RPCArgs, opts)
+	child, err := startCLI(l.cfg.Child, RPCArgs, opts)
 	if err != nil {
 		return err
 	}
-	cfg := l.cfg.Child
-	cfg.Args = args
-	child, err := session.Start(cfg)
-	if err != nil {
-		return fmt.Errorf("starting the CLI: %w", err)
-	}
 	l.gen++
-	l.proc = &rpcProc{gen: l.gen, child: child, w: framing.NewWriter(child.Stdin())}
+	l.proc = newCLIProc(l.gen, child, l.log)
 	l.liveOpts = opts
 	l.persisted = resumed
 	l.log.Info("claude started", "pid", child.Pid(), "gen", l.gen, "resume", opts.Resume,
 		"continue", opts.Continue, "fork", opts.ForkSession, "session_id", opts.SessionID)
-	go l.pumpCLI(l.proc, max(l.cfg.MaxLine, framing.DefaultMaxLine))
+	go readCLI(l.proc, max(l.cfg.MaxLine, framing.DefaultMaxLine), l.cliCh, l.stop)
 	switch {
 	case opts.SessionID != "":
 		l.tr.SetSessionID(opts.SessionID)
@@ -386,74 +352,7 @@ func (l *rpcLoop) start(opts session.Options, resumed bool) error {
 	return nil
 }
 
-// pumpCLI reads one child's lines and hands them to the loop; its last
-// message is the child's exit.
-func (l *rpcLoop) pumpCLI(p *rpcProc, maxLine int) {
-	fr := framing.NewReader(p.child.Stdout(), maxLine)
-	send := func(m rpcCLIMsg) bool {
-		select {
-		case l.cliCh <- m:
-			return true
-		case <-l.stop:
-			return false
-		}
-	}
-	for {
-		line, err := fr.ReadLine()
-		var long *framing.LineTooLongError
-		switch {
-		case errors.As(err, &long):
-			if !send(rpcCLIMsg{gen: p.gen, tooLong: long}) {
-				return
-			}
-			continue
-		case err != nil:
-			if !errors.Is(err, io.EOF) {
-				l.log.Debug("reading the CLI's output", "err", err)
-			}
-		default:
-			if !send(rpcCLIMsg{gen: p.gen, line: string(line)}) {
-				return
-			}
-			continue
-		}
-		break
-	}
-	<-p.child.Done()
-	exit := p.child.Exit()
-	send(rpcCLIMsg{gen: p.gen, exit: &exit})
-}
-
-// pumpUI reads the UI's lines and hands them to the loop.
-func (l *rpcLoop) pumpUI(in io.Reader) {
-	fr := framing.NewReader(in, l.cfg.MaxLine)
-	for {
-		line, err := fr.ReadLine()
-		var m rpcUIMsg
-		var long *framing.LineTooLongError
-		switch {
-		case errors.As(err, &long):
-			m.tooLong = long
-		case err != nil:
-			if !errors.Is(err, io.EOF) {
-				l.log.Warn("reading the UI's input", "err", err)
-			}
-			m.eof = true
-		default:
-			m.line = append([]byte(nil), line...)
-		}
-		select {
-		case l.uiCh <- m:
-		case <-l.stop:
-			return
-		}
-		if m.eof {
-			return
-		}
-	}
-}
-
-func (l *rpcLoop) fromCLI(m rpcCLIMsg) {
+func (l *rpcLoop) fromCLI(m cliBlock) {
 	live := l.proc != nil && m.gen == l.proc.gen
 	if m.exit != nil {
 		l.exitCode = m.exit.Code
@@ -480,14 +379,24 @@ func (l *rpcLoop) fromCLI(m rpcCLIMsg) {
 		l.log.Warn("a CLI line over --max-line was dropped", "size", m.tooLong.Size, "max", m.tooLong.Max)
 		return
 	}
-	if !gjson.Valid(m.line) {
-		l.log.Warn("the CLI wrote a line that is not JSON", "preview", previewString(m.line))
+	for line := range blockLines(m.lines) {
+		if l.proc == nil || l.proc.gen != m.gen {
+			return // the child was retired by an earlier line
+		}
+		l.fromCLILine(line)
+	}
+}
+
+// fromCLILine handles one line of the live child.
+func (l *rpcLoop) fromCLILine(line string) {
+	if !gjson.Valid(line) {
+		l.log.Warn("the CLI wrote a line that is not JSON", "preview", previewString(line))
 		return
 	}
-	ev := mapping.RouteString(m.line)
+	ev := mapping.RouteString(line)
 	if ev.Kind.ControlRequest() {
 		if reply, ok := mapping.AppendAutoReply(nil, &ev); ok {
-			l.write(l.proc, reply)
+			l.proc.write(reply)
 		}
 	}
 	if ev.Kind == mapping.KindControlResponse {
@@ -524,7 +433,7 @@ func previewString(s string) string {
 func (l *rpcLoop) writeCLI() {
 	for _, line := range l.out.CLI {
 		if l.proc != nil {
-			l.write(l.proc, line)
+			l.proc.write(line)
 		}
 	}
 	clear(l.out.CLI)
@@ -543,7 +452,7 @@ func (l *rpcLoop) control(subtype string, build func(reqID string) []byte, done 
 	l.nextCtl++
 	id := "ccbridge-" + strconv.Itoa(l.nextCtl)
 	l.ctl[id] = &rpcCtl{subtype: subtype, gen: l.proc.gen, deadline: time.Now().Add(l.cfg.ControlTimeout), done: done}
-	l.write(l.proc, build(id))
+	l.proc.write(build(id))
 }
 
 // simpleControl builds a control request with only a subtype.
@@ -724,7 +633,7 @@ func (l *rpcLoop) sendHeld() {
 	if id == "" || l.proc == nil || l.respawning != 0 || l.tr.Draining() {
 		return
 	}
-	l.write(l.proc, l.heldPrompt)
+	l.proc.write(l.heldPrompt)
 	l.heldPrompt = nil
 	l.tr.SentPrompt(id)
 	if sid := l.tr.SessionID(); sid != "" {
@@ -783,34 +692,18 @@ func (l *rpcLoop) restartAfterInterrupt() {
 }
 
 func (l *rpcLoop) armTimer() {
-	var next time.Time
+	next := earliest(l.drainUntil, l.dedupe.nextExpiry())
 	for _, c := range l.ctl {
-		if next.IsZero() || c.deadline.Before(next) {
-			next = c.deadline
-		}
+		next = earliest(next, c.deadline)
 	}
-	if !l.drainUntil.IsZero() && (next.IsZero() || l.drainUntil.Before(next)) {
-		next = l.drainUntil
-	}
-	if d := l.dedupe.nextExpiry(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
-		next = d
-	}
-	l.timer.Stop()
-	if !next.IsZero() {
-		l.timer.Reset(max(time.Until(next), 0))
-	}
+	armTimer(l.timer, next)
 }
 
 func (l *rpcLoop) signal(sig os.Signal) {
-	if sig != os.Interrupt && sig != syscall.SIGINT {
-		l.shutdown(sig.String())
+	if why := shutdownReason(sig, &l.lastInt); why != "" {
+		l.shutdown(why)
 		return
 	}
-	if !l.lastInt.IsZero() && time.Since(l.lastInt) < 2*time.Second {
-		l.shutdown("second SIGINT")
-		return
-	}
-	l.lastInt = time.Now()
 	if id := l.tr.ActiveRun(); id != "" {
 		l.cancelRun(id, "interrupted (SIGINT)")
 	}
@@ -836,28 +729,11 @@ func (l *rpcLoop) shutdown(why string) {
 	}
 }
 
-// write sends one line to the child. A failure means the child is going;
-// its exit is reported when its reader sees it.
-func (l *rpcLoop) write(p *rpcProc, line []byte) {
-	if err := p.w.WriteLine(line); err != nil {
-		l.log.Warn("writing to the CLI", "err", err)
-	}
-}
-
 // flush writes the pending UI lines.
 func (l *rpcLoop) flush() error {
 	var err error
-	for _, line := range l.out.UI {
-		if err == nil {
-			err = l.ui.AppendLine(line)
-		}
-	}
-	clear(l.out.UI)
-	l.out.UI = l.out.UI[:0]
-	if err != nil {
-		return err
-	}
-	return l.ui.Flush()
+	l.out.UI, err = flushLines(l.ui, l.out.UI)
+	return err
 }
 
 // respond sends the response to a request and remembers it for retries.

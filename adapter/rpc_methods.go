@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,7 +18,7 @@ import (
 // maxShells bounds the shell.exec commands running at once.
 const maxShells = 4
 
-func (l *rpcLoop) fromUI(m rpcUIMsg) {
+func (l *rpcLoop) fromUI(m uiLine) {
 	switch {
 	case m.eof:
 		l.uiEnded()
@@ -71,12 +70,7 @@ func (l *rpcLoop) uiEnded() {
 	l.respawn = nil
 	l.cancel()
 	if p := l.proc; p != nil {
-		if err := p.w.Flush(); err != nil {
-			l.log.Debug("flushing to the CLI", "err", err)
-		}
-		if err := p.child.CloseStdin(); err != nil {
-			l.log.Debug("closing the CLI's stdin", "err", err)
-		}
+		p.closeStdin()
 	}
 	ws := l.waiters
 	l.waiters = nil
@@ -324,13 +318,7 @@ func (l *rpcLoop) switchSession(sid string) *rpc.Error {
 		l.tr.DropTurns("the CLI was replaced to resume another session", time.Now().UnixMilli(), &l.out)
 		l.drainUntil = time.Time{}
 		l.log.Info("stopping claude to resume another session", "gen", p.gen, "session_id", sid)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), l.cfg.InterruptTimeout)
-			defer cancel()
-			if err := p.child.Shutdown(ctx); err != nil {
-				l.log.Debug("stopping claude", "err", err)
-			}
-		}()
+		p.stopWithin(l.cfg.InterruptTimeout)
 	}
 	l.respawn = nil
 	opts := l.baseOpts.ResumeFrom(sid)

@@ -1,0 +1,305 @@
+package adapter
+
+// The plumbing the event loops of the ipc, rpc and acp dialects share: the
+// readers that hand the UI's and the CLI's lines to a loop, a CLI child
+// with its writer, and the helpers for signals, deadlines and output.
+//
+// Each reader runs on a goroutine of its own and owns its framing.Reader;
+// everything else here is called from the loop's goroutine.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/session"
+)
+
+// uiLine is what the UI's reader hands to a loop: a line (a copy, the
+// loop's to keep), a line over the limit that was dropped, or the end of
+// the input (always the last message).
+type uiLine struct {
+	line    []byte
+	tooLong *framing.LineTooLongError
+	eof     bool
+}
+
+// uiQueue is the capacity of a loop's channel of UI lines.
+const uiQueue = 64
+
+// readUI reads the UI's lines and hands them to a loop on out, until the
+// input ends or stop is closed.
+func readUI(in io.Reader, maxLine int, log *slog.Logger, out chan<- uiLine, stop <-chan struct{}) {
+	fr := framing.NewReader(in, maxLine)
+	for {
+		line, err := fr.ReadLine()
+		var m uiLine
+		var long *framing.LineTooLongError
+		switch {
+		case errors.As(err, &long):
+			m.tooLong = long
+		case err != nil:
+			if !errors.Is(err, io.EOF) {
+				log.Warn("reading the UI's input", "err", err)
+			}
+			m.eof = true
+		default:
+			m.line = append([]byte(nil), line...)
+		}
+		select {
+		case out <- m:
+		case <-stop:
+			return
+		}
+		if m.eof {
+			return
+		}
+	}
+}
+
+// cliBlock is what a child's reader hands to a loop: whole lines, as many
+// as one read brought (each ending in '\n' as read, except perhaps the
+// child's final line; one copy and one hand-over for all of them), a line
+// over the limit that was dropped, or the child's exit (always its last
+// message). gen names the child.
+type cliBlock struct {
+	gen     int
+	lines   string
+	tooLong *framing.LineTooLongError
+	exit    *session.Exit
+}
+
+// cliQueue is the capacity of a loop's channel of CLI blocks, each of up
+// to 64 KiB.
+const cliQueue = 16
+
+// blockLines yields the lines of a block in order, without their '\n' or
+// "\r\n" and skipping blank lines: the lines ReadLine would have returned.
+func blockLines(lines string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for rest := lines; rest != ""; {
+			line, after, _ := strings.Cut(rest, "\n")
+			rest = after
+			if line = strings.TrimSuffix(line, "\r"); line != "" && !yield(line) {
+				return
+			}
+		}
+	}
+}
+
+// readCLI reads child p's output and hands it to a loop on out in blocks
+// of whole lines (see readBlocks); its last message is the child's exit.
+// It returns early when stop is closed.
+func readCLI(p *cliProc, maxLine int, out chan<- cliBlock, stop <-chan struct{}) {
+	send := func(m cliBlock) bool {
+		select {
+		case out <- m:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	if !readBlocks(p.gen, p.child.Stdout(), maxLine, p.log, send) {
+		return
+	}
+	<-p.child.Done()
+	exit := p.child.Exit()
+	send(cliBlock{gen: p.gen, exit: &exit})
+}
+
+// readBlocks reads the output of child gen until it ends and hands it to
+// send: the whole lines one read brought as one block, a line longer than
+// the buffer read whole on its own (up to maxLine), and every line over
+// maxLine as a tooLong message in its place. It reports false when send
+// did (the loop is gone).
+func readBlocks(gen int, r io.Reader, maxLine int, log *slog.Logger, send func(cliBlock) bool) bool {
+	fr := framing.NewReader(r, maxLine)
+	for {
+		block, err := fr.ReadBlock()
+		if block == nil && err == nil {
+			// A line longer than the buffer: read it whole, up to
+			// the limit.
+			var line []byte
+			if line, err = fr.ReadLine(); err == nil {
+				block = append(line, '\n')
+			}
+		}
+		var long *framing.LineTooLongError
+		switch {
+		case errors.As(err, &long):
+			if !send(cliBlock{gen: gen, tooLong: long}) {
+				return false
+			}
+		case err != nil:
+			if !errors.Is(err, io.EOF) {
+				log.Debug("reading the CLI's output", "err", err)
+			}
+			return true
+		default:
+			if !sendBlock(gen, block, maxLine, send) {
+				return false
+			}
+		}
+	}
+}
+
+// sendBlock hands over a block of whole lines. ReadBlock does not apply
+// the line limit, so a block longer than maxLine may hold lines over it:
+// each of those is reported as ReadLine would report it, between the
+// lines before and after it.
+func sendBlock(gen int, block []byte, maxLine int, send func(cliBlock) bool) bool {
+	if len(block) > maxLine {
+		from := 0 // the start of the lines not handed over yet
+		for at := 0; at < len(block); {
+			n := bytes.IndexByte(block[at:], '\n')
+			next := at + n + 1
+			if n < 0 {
+				n, next = len(block)-at, len(block)
+			}
+			size := n
+			if size > 0 && block[at+size-1] == '\r' {
+				size--
+			}
+			if size > maxLine {
+				if from < at && !send(cliBlock{gen: gen, lines: string(block[from:at])}) {
+					return false
+				}
+				if !send(cliBlock{gen: gen, tooLong: &framing.LineTooLongError{Size: int64(size), Max: int64(maxLine)}}) {
+					return false
+				}
+				from = next
+			}
+			at = next
+		}
+		if block = block[from:]; len(block) == 0 {
+			return true
+		}
+	}
+	return send(cliBlock{gen: gen, lines: string(block)})
+}
+
+// cliProc is one CLI child and its writer.
+type cliProc struct {
+	gen   int
+	child *session.Child
+	w     *framing.Writer
+	log   *slog.Logger
+}
+
+func newCLIProc(gen int, child *session.Child, log *slog.Logger) *cliProc {
+	return &cliProc{gen: gen, child: child, w: framing.NewWriter(child.Stdin()), log: log}
+}
+
+// stopWithin shuts the child down in stages, in the background, and
+// gives up waiting after d.
+func (p *cliProc) stopWithin(d time.Duration) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		if err := p.child.Shutdown(ctx); err != nil {
+			p.log.Debug("stopping claude", "err", err)
+		}
+	}()
+}
+
+// write sends one line to the child. A failure means the child is going;
+// its exit is reported when its reader sees it.
+func (p *cliProc) write(line []byte) {
+	if err := p.w.WriteLine(line); err != nil {
+		p.log.Warn("writing to the CLI", "err", err)
+	}
+}
+
+// closeStdin flushes what is pending for the child and closes its stdin.
+func (p *cliProc) closeStdin() {
+	if err := p.w.Flush(); err != nil {
+		p.log.Debug("flushing to the CLI", "err", err)
+	}
+	if err := p.child.CloseStdin(); err != nil {
+		p.log.Debug("closing the CLI's stdin", "err", err)
+	}
+}
+
+// withSessionID gives a new session, and a fork, a fresh session id when
+// opts has none, so that the UI knows the id before the first turn.
+func withSessionID(opts session.Options) session.Options {
+	if opts.Resume == "" && !opts.Continue && opts.SessionID == "" {
+		opts.SessionID = uuid.NewString()
+	}
+	if opts.ForkSession && opts.SessionID == "" {
+		opts.SessionID = uuid.NewString()
+	}
+	return opts
+}
+
+// startCLI starts a CLI child with the arguments built from base and opts.
+func startCLI(cfg session.Config, base []string, opts session.Options) (*session.Child, error) {
+	args, err := session.BuildArgs(base, opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Args = args
+	child, err := session.Start(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("starting the CLI: %w", err)
+	}
+	return child, nil
+}
+
+// shutdownReason tells what a signal does: SIGTERM, SIGHUP and a second
+// SIGINT within 2 s end the session, and their reason is returned; a
+// first SIGINT returns "" (the loop interrupts in band) and is noted in
+// *lastInt.
+func shutdownReason(sig os.Signal, lastInt *time.Time) string {
+	if sig != os.Interrupt && sig != syscall.SIGINT {
+		return sig.String()
+	}
+	if !lastInt.IsZero() && time.Since(*lastInt) < 2*time.Second {
+		return "second SIGINT"
+	}
+	*lastInt = time.Now()
+	return ""
+}
+
+// earliest returns the earlier of two deadlines; the zero time is none.
+func earliest(next, at time.Time) time.Time {
+	if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+		return at
+	}
+	return next
+}
+
+// armTimer sets t to fire at next, or stops it when next is zero.
+func armTimer(t *time.Timer, next time.Time) {
+	t.Stop()
+	if !next.IsZero() {
+		t.Reset(max(time.Until(next), 0))
+	}
+}
+
+// flushLines writes lines to w and flushes it, stopping at the first
+// error, and returns lines emptied for reuse.
+func flushLines(w *framing.Writer, lines [][]byte) ([][]byte, error) {
+	var err error
+	for _, line := range lines {
+		if err == nil {
+			err = w.AppendLine(line)
+		}
+	}
+	clear(lines)
+	if err != nil {
+		return lines[:0], err
+	}
+	return lines[:0], w.Flush()
+}

@@ -1,0 +1,89 @@
+package adapter
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ccbridge/ccbridge/framing"
+)
+
+// readLines is what framing.ReadLine makes of in: each line, or
+// "too long SIZE/MAX" for a line it skipped.
+func readLines(t *testing.T, in string, maxLine int) []string {
+	t.Helper()
+	fr := framing.NewReader(strings.NewReader(in), maxLine)
+	var got []string
+	for {
+		line, err := fr.ReadLine()
+		var long *framing.LineTooLongError
+		switch {
+		case errors.As(err, &long):
+			got = append(got, fmt.Sprintf("too long %d/%d", long.Size, long.Max))
+		case errors.Is(err, io.EOF):
+			return got
+		case err != nil:
+			t.Fatal(err)
+		default:
+			got = append(got, string(line))
+		}
+	}
+}
+
+// TestReadBlocks checks that the blocks readBlocks hands over, walked with
+// blockLines, hold exactly the lines and over-long lines that ReadLine
+// reports, in the same order, whatever the limit.
+func TestReadBlocks(t *testing.T) {
+	long := strings.Repeat("x", 100<<10) // longer than the 64 KiB buffer
+	inputs := map[string]string{
+		"empty":          "",
+		"lines":          "a\nbb\nccc\n",
+		"crlf and blank": "a\r\n\r\n\nbb\r\n \n\r\r\nc",
+		"final cr":       "a\nb\r",
+		"long":           "a\n" + long + "\nb\n" + long + "\r\n" + long,
+		"mixed":          strings.Repeat("0123456789\n"+strings.Repeat("y", 40)+"\r\n", 3000) + "\n" + long,
+	}
+	for name, in := range inputs {
+		for _, maxLine := range []int{1, 5, 10, 39, 40, 41, 1000, 80 << 10, framing.DefaultMaxLine} {
+			t.Run(fmt.Sprintf("%s/%d", name, maxLine), func(t *testing.T) {
+				var got []string
+				send := func(m cliBlock) bool {
+					if m.gen != 7 {
+						t.Errorf("gen %d, want 7", m.gen)
+					}
+					if m.tooLong != nil {
+						got = append(got, fmt.Sprintf("too long %d/%d", m.tooLong.Size, m.tooLong.Max))
+						return true
+					}
+					if m.lines == "" {
+						t.Error("an empty block")
+					}
+					got = slices.AppendSeq(got, blockLines(m.lines))
+					return true
+				}
+				if !readBlocks(7, strings.NewReader(in), maxLine, slog.New(slog.DiscardHandler), send) {
+					t.Fatal("readBlocks reported that send failed")
+				}
+				if want := readLines(t, in, maxLine); !slices.Equal(got, want) {
+					t.Errorf("got %d lines, want %d\n got %.300q\nwant %.300q", len(got), len(want), got, want)
+				}
+			})
+		}
+	}
+}
+
+func TestReadBlocksStops(t *testing.T) {
+	calls := 0
+	send := func(cliBlock) bool { calls++; return false }
+	in := strings.Repeat("line\n", 100)
+	if readBlocks(1, strings.NewReader(in), 2, slog.New(slog.DiscardHandler), send) {
+		t.Error("readBlocks went on after send failed")
+	}
+	if calls != 1 {
+		t.Errorf("send called %d times, want 1", calls)
+	}
+}
