@@ -2,7 +2,6 @@ package adapter
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -564,25 +563,13 @@ func (l *rpcLoop) resumeOpts() (session.Options, bool) {
 // the CLI can resume: a user or assistant entry. It reads only until the
 // first one (near the top).
 func (l *rpcLoop) resumable(sid string) bool {
-	f, err := os.Open(l.sessionFile(sid))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	fr := framing.NewReader(f, maxSessionLine)
-	for {
-		line, err := fr.ReadLine()
-		var long *framing.LineTooLongError
-		switch {
-		case errors.As(err, &long):
-			continue
-		case err != nil:
-			return false
-		}
-		if t := gjson.GetBytes(line, "type").Str; t == "user" || t == "assistant" {
-			return true
-		}
-	}
+	found := false
+	_ = eachLineUntil(l.sessionFile(sid), func(line []byte) bool {
+		t := gjson.GetBytes(line, "type").Str
+		found = t == "user" || t == "assistant"
+		return !found
+	})
+	return found
 }
 
 // respawnNow starts a child for the session when none runs.

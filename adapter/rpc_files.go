@@ -35,6 +35,12 @@ func (l *rpcLoop) sessionFile(sid string) string {
 
 // eachLine calls fn with every line of the file at path.
 func eachLine(path string, fn func([]byte)) error {
+	return eachLineUntil(path, func(line []byte) bool { fn(line); return true })
+}
+
+// eachLineUntil calls fn with the lines of the file at path, in order,
+// until fn returns false. Lines over maxSessionLine are skipped.
+func eachLineUntil(path string, fn func([]byte) bool) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -52,7 +58,9 @@ func eachLine(path string, fn func([]byte)) error {
 		case err != nil:
 			return err
 		}
-		fn(line)
+		if !fn(line) {
+			return nil
+		}
 	}
 }
 
