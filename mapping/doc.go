@@ -27,7 +27,8 @@
 // set_model, stop_task), control responses (allow/deny for can_use_tool,
 // generic success and error) and cancels. Request ids are passed in.
 // AppendAutoReply answers the CLI requests no dialect handles, as the SDK
-// does.
+// does. CheckImage is the check every dialect applies to an image before
+// it goes into a user message.
 //
 // # Concurrency
 //

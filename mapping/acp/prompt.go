@@ -8,7 +8,6 @@ import (
 
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
-	"github.com/ccbridge/ccbridge/mapping/ipc"
 )
 
 // PromptBlocks turns a session/prompt "prompt" (ContentBlock[]) into the
@@ -76,7 +75,7 @@ func promptBlock(where string, b gjson.Result) (mapping.Block, *Error) {
 			}
 			return mapping.Block{}, InvalidParams(where + ": an image needs base64 data (or an http(s) uri)")
 		}
-		if why := ipc.CheckImage(mime, data); why != "" {
+		if why := mapping.CheckImage(mime, data); why != "" {
 			return mapping.Block{}, InvalidParams(where + ": image refused: " + why)
 		}
 		return mapping.Block{Kind: mapping.BlockImage, MediaType: mime, Data: data}, nil
@@ -104,7 +103,7 @@ func promptBlock(where string, b gjson.Result) (mapping.Block, *Error) {
 		}
 		switch {
 		case strings.HasPrefix(mime, "image/"):
-			if why := ipc.CheckImage(mime, blob); why != "" {
+			if why := mapping.CheckImage(mime, blob); why != "" {
 				return mapping.Block{}, InvalidParams(where + ": image resource refused: " + why)
 			}
 			return mapping.Block{Kind: mapping.BlockImage, MediaType: mime, Data: blob}, nil

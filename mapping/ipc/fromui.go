@@ -2,8 +2,6 @@ package ipc
 
 import (
 	"bytes"
-	"encoding/base64"
-	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -14,7 +12,7 @@ import (
 )
 
 // MaxImageBytes is the largest image attachment accepted, decoded.
-const MaxImageBytes = 5 << 20
+const MaxImageBytes = mapping.MaxImageBytes
 
 // FromUI parses one inbound ipc line into a Command. A bad line (malformed
 // JSON, an unknown type, a missing field or a field of the wrong type, an
@@ -126,9 +124,6 @@ func (t *Translator) userMessage(p *parser) (Command, error) {
 	return Command{Kind: CmdUserMessage, Stdin: mapping.AppendUserMessage(nil, mapping.UserOptions{}, blocks...)}, nil
 }
 
-// allowedImageTypes are the media types the Messages API accepts.
-var allowedImageTypes = [...]string{"image/png", "image/jpeg", "image/gif", "image/webp"}
-
 func attachment(p *parser, i int, a gjson.Result) (mapping.Block, error) {
 	field := "attachments." + itoa(i)
 	if !a.IsObject() {
@@ -158,71 +153,12 @@ func attachment(p *parser, i int, a gjson.Result) (mapping.Block, error) {
 		if err != nil {
 			return mapping.Block{}, err
 		}
-		if why := CheckImage(mt, content); why != "" {
+		if why := mapping.CheckImage(mt, content); why != "" {
 			return mapping.Block{}, p.fail(CodeAttachmentRefused, field, field+" refused: "+why)
 		}
 		return mapping.Block{Kind: mapping.BlockImage, MediaType: mt, Data: content}, nil
 	}
 	return mapping.Block{}, p.fail(CodeInvalidValue, field+".kind", field+".kind must be \"image\" or \"text\", not "+quote(kind))
-}
-
-// CheckImage says why an image attachment is refused, or returns "". The
-// media type must be image/png, image/jpeg, image/gif or image/webp; the
-// content standard base64 (padding required, line breaks allowed) of at
-// most MaxImageBytes bytes; and the bytes must start with that format's
-// signature. A mismatched image would make the API reject the prompt, and
-// the CLI keeps a rejected prompt in the history it sends next time.
-func CheckImage(mediaType, data string) string {
-	ok := false
-	for _, t := range allowedImageTypes {
-		if mediaType == t {
-			ok = true
-		}
-	}
-	if !ok {
-		return "media_type " + quote(mediaType) + " is not one of image/png, image/jpeg, image/gif, image/webp"
-	}
-	if data == "" {
-		return "content is empty"
-	}
-	var buf [32 << 10]byte
-	dec := base64.NewDecoder(base64.StdEncoding, strings.NewReader(data))
-	var head []byte
-	total := 0
-	for {
-		n, err := dec.Read(buf[:])
-		if len(head) < 12 {
-			head = append(head, buf[:min(n, 12-len(head))]...)
-		}
-		total += n
-		if total > MaxImageBytes {
-			return "image is larger than 5 MB (" + itoa(MaxImageBytes) + " bytes) decoded"
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return "content is not valid base64"
-		}
-	}
-	if !imageMagic(mediaType, head) {
-		return "content is not a " + strings.TrimPrefix(mediaType, "image/") + " image"
-	}
-	return ""
-}
-
-func imageMagic(mediaType string, h []byte) bool {
-	switch mediaType {
-	case "image/png":
-		return bytes.HasPrefix(h, []byte("\x89PNG\r\n\x1a\n"))
-	case "image/jpeg":
-		return bytes.HasPrefix(h, []byte{0xff, 0xd8, 0xff})
-	case "image/gif":
-		return bytes.HasPrefix(h, []byte("GIF87a")) || bytes.HasPrefix(h, []byte("GIF89a"))
-	case "image/webp":
-		return len(h) >= 12 && string(h[:4]) == "RIFF" && string(h[8:12]) == "WEBP"
-	}
-	return false
 }
 
 // pendingFor looks up the open request an answer refers to.
