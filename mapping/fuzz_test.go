@@ -1,15 +1,14 @@
 package mapping_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/internal/golden"
 	"github.com/ccbridge/ccbridge/mapping/ipc"
 	"github.com/tidwall/gjson"
 )
@@ -25,15 +24,9 @@ func fuzzSeeds(t testing.TB) []string {
 	files, _ := filepath.Glob("../testdata/transcripts/*.ndjson")
 	seen := map[mapping.Kind]bool{}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(nil, 64<<20)
-		for sc.Scan() {
-			l, ok := bytes.CutPrefix(sc.Bytes(), []byte("<< "))
-			if !ok || len(l) > 4096 {
+		lines, fromCLI := golden.ReadTranscript(t, f)
+		for i, l := range lines {
+			if !fromCLI[i] || len(l) > 4096 {
 				continue
 			}
 			if k := mapping.Route(l).Kind; !seen[k] {

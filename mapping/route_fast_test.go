@@ -1,14 +1,13 @@
 package mapping
 
 import (
-	"bufio"
-	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping/internal/golden"
 )
 
 // sameEvent compares two Events field by field; Body by type and bytes.
@@ -27,17 +26,12 @@ func TestRouteDeltaFastPath(t *testing.T) {
 	files, _ := filepath.Glob("../testdata/transcripts/*.ndjson")
 	taken := 0
 	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(nil, 64<<20)
-		for sc.Scan() {
-			line, ok := strings.CutPrefix(sc.Text(), "<< ")
-			if !ok {
+		lines, fromCLI := golden.ReadTranscript(t, f)
+		for i, l := range lines {
+			if !fromCLI[i] {
 				continue
 			}
+			line := string(l)
 			fast, ok := routeDelta(line)
 			if !ok {
 				continue
@@ -47,7 +41,6 @@ func TestRouteDeltaFastPath(t *testing.T) {
 				t.Fatalf("%s:\nfast %+v\nslow %+v", line, fast, slow)
 			}
 		}
-		fh.Close()
 	}
 	if taken < 100 {
 		t.Errorf("the fast path took %d transcript lines; the CLI's deltas should use it", taken)

@@ -1,14 +1,12 @@
 package mapping_test
 
 import (
-	"bufio"
-	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/internal/golden"
 	"github.com/tidwall/gjson"
 )
 
@@ -321,15 +319,9 @@ func TestRouteTranscripts(t *testing.T) {
 	}
 	n := 0
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(nil, 64<<20)
-		for sc.Scan() {
-			l, ok := bytes.CutPrefix(sc.Bytes(), []byte("<< "))
-			if !ok {
+		lines, fromCLI := golden.ReadTranscript(t, f)
+		for i, l := range lines {
+			if !fromCLI[i] {
 				continue
 			}
 			n++

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
+	"github.com/ccbridge/ccbridge/mapping/internal/golden"
 )
 
 // FuzzACP feeds arbitrary CLI lines, session-file lines, prompts and
@@ -18,7 +19,7 @@ import (
 func FuzzACP(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join(transcriptDir, "*.ndjson"))
 	for _, file := range files[:min(len(files), 12)] {
-		lines, _ := readTranscript(f, file)
+		lines, _ := golden.ReadTranscript(f, file)
 		for _, l := range lines[:min(len(lines), 30)] {
 			f.Add(l)
 		}

@@ -1,7 +1,6 @@
 package acp_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
+	"github.com/ccbridge/ccbridge/mapping/internal/golden"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
 )
 
@@ -26,31 +26,6 @@ const (
 	goldenSession = "acp-golden-session"
 )
 
-// readTranscript returns the lines of a transcript with their direction:
-// out is true for "<< " (CLI → host) lines.
-func readTranscript(t testing.TB, path string) (lines [][]byte, out []bool) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		l := sc.Bytes()
-		switch {
-		case bytes.HasPrefix(l, []byte("<< ")):
-			lines, out = append(lines, bytes.Clone(l[3:])), append(out, true)
-		case bytes.HasPrefix(l, []byte(">> ")):
-			lines, out = append(lines, bytes.Clone(l[3:])), append(out, false)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return lines, out
-}
-
 // translate drives one transcript the way the adapter does: the host's
 // initialize becomes a session setup answered from the CLI's initialize
 // response; each host prompt is a session/prompt ("p1", "p2", …) answered
@@ -58,7 +33,7 @@ func readTranscript(t testing.TB, path string) (lines [][]byte, out []bool) {
 // session/cancel; each can_use_tool becomes a client request (ids 1, 2, …).
 func translate(t testing.TB, path string) [][]byte {
 	t.Helper()
-	lines, fromCLI := readTranscript(t, path)
+	lines, fromCLI := golden.ReadTranscript(t, path)
 	tr := acp.NewTranslator(goldenSession)
 	var got [][]byte
 	initID := ""
@@ -143,41 +118,7 @@ func checkLine(t testing.TB, line int, o []byte) {
 
 func compareGolden(t *testing.T, name string, got [][]byte) {
 	t.Helper()
-	var buf bytes.Buffer
-	for _, l := range got {
-		buf.Write(l)
-		buf.WriteByte('\n')
-	}
-	golden := filepath.Join(goldenDir, name+".golden")
-	if *update {
-		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestGolden -update to create it)", err)
-	}
-	if bytes.Equal(buf.Bytes(), want) {
-		return
-	}
-	g, w := strings.Split(buf.String(), "\n"), strings.Split(string(want), "\n")
-	for i := 0; i < max(len(g), len(w)); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			t.Fatalf("%s line %d differs (run with -update after checking):\n got: %.600s\nwant: %.600s", golden, i+1, gl, wl)
-		}
-	}
+	golden.Compare(t, filepath.Join(goldenDir, name+".golden"), golden.Join(got), *update)
 }
 
 func TestGolden(t *testing.T) {

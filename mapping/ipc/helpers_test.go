@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/internal/golden"
 	"github.com/ccbridge/ccbridge/mapping/ipc"
 	"github.com/tidwall/gjson"
 )
@@ -53,7 +54,7 @@ func types(lines []string) string {
 // transcriptCLILines returns the CLI → host lines of a transcript.
 func transcriptCLILines(t testing.TB, name string) []string {
 	t.Helper()
-	lines, out := readTranscript(t, transcriptDir+"/"+name+".ndjson")
+	lines, out := golden.ReadTranscript(t, transcriptDir+"/"+name+".ndjson")
 	var r []string
 	for i, l := range lines {
 		if out[i] {

@@ -1,17 +1,16 @@
 package rpc
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/internal/golden"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
 	"github.com/tidwall/gjson"
 )
@@ -24,31 +23,6 @@ const (
 	clockBase     = int64(1795300000000) // 2026-11-21T…, near the transcripts' dates
 )
 
-// readTranscript returns a transcript's lines and their direction: out is
-// true for "<< " (CLI → host) lines.
-func readTranscript(t testing.TB, path string) (lines [][]byte, out []bool) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		l := sc.Bytes()
-		switch {
-		case bytes.HasPrefix(l, []byte("<< ")):
-			lines, out = append(lines, bytes.Clone(l[3:])), append(out, true)
-		case bytes.HasPrefix(l, []byte(">> ")):
-			lines, out = append(lines, bytes.Clone(l[3:])), append(out, false)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return lines, out
-}
-
 // replay drives a transcript through Route and a Translator the way the
 // adapter does, with a simulated UI that answers as the transcript's host
 // did: every host prompt is a run.start, every host interrupt a run.cancel
@@ -58,7 +32,7 @@ func readTranscript(t testing.TB, path string) (lines [][]byte, out []bool) {
 // to the CLI, "#   <what the UI did>".
 func replay(t testing.TB, path string) []byte {
 	t.Helper()
-	lines, fromCLI := readTranscript(t, path)
+	lines, fromCLI := golden.ReadTranscript(t, path)
 	tr := New(Options{Diagnostics: true})
 	var buf bytes.Buffer
 	var out Output
@@ -196,36 +170,7 @@ func TestGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got := replay(t, f)
 			checkInvariants(t, got)
-			golden := filepath.Join(goldenDir, name+".golden")
-			if *update {
-				if err := os.MkdirAll(goldenDir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./mapping/rpc -run TestGolden -update to create it)", err)
-			}
-			if bytes.Equal(got, want) {
-				return
-			}
-			g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-			for i := 0; i < max(len(g), len(w)); i++ {
-				var gl, wl string
-				if i < len(g) {
-					gl = g[i]
-				}
-				if i < len(w) {
-					wl = w[i]
-				}
-				if gl != wl {
-					t.Fatalf("%s line %d differs (run with -update after checking):\n got: %.600s\nwant: %.600s", golden, i+1, gl, wl)
-				}
-			}
+			golden.Compare(t, filepath.Join(goldenDir, name+".golden"), got, *update)
 		})
 	}
 }
