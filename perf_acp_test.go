@@ -26,7 +26,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -184,12 +183,8 @@ func TestPerfACP(t *testing.T) {
 	if os.Getenv("CCBRIDGE_PERF") != "1" {
 		t.Skip("set CCBRIDGE_PERF=1 to run the acp performance comparison (docs/performance.md)")
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				t.Skip("the fake CLI is this test binary: run the comparison without -race")
-			}
-		}
+	if raceEnabled() {
+		t.Skip("the fake CLI is this test binary: run the comparison without -race")
 	}
 	if runtime.GOOS != "linux" {
 		t.Skip("the comparison reads peak RSS from /proc")
@@ -204,10 +199,7 @@ func TestPerfACP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ccbridge := filepath.Join(t.TempDir(), "ccbridge")
-	if out, err := exec.Command("go", "build", "-o", ccbridge, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	ccbridge := buildCCBridge(t)
 	runs := int(envIntDefault("CCBRIDGE_PERF_RUNS", 3))
 	chunks := envIntDefault("CCBRIDGE_PERF_ACP_CHUNKS", 20000)
 	paced := envIntDefault("CCBRIDGE_PERF_ACP_PACED", 1000)
@@ -231,22 +223,10 @@ func TestPerfACP(t *testing.T) {
 	elapsed := time.Since(began)
 
 	med := func(key string, f func(perfACPRun) float64) float64 {
-		var v []float64
-		for _, r := range results[key] {
-			v = append(v, f(r))
-		}
-		slices.Sort(v)
-		if len(v)%2 == 1 {
-			return v[len(v)/2]
-		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		return median(runValues(results[key], f))
 	}
 	all := func(key string, f func(perfACPRun) float64, format string) string {
-		var s []string
-		for _, r := range results[key] {
-			s = append(s, fmt.Sprintf(format, f(r)))
-		}
-		return strings.Join(s, ", ")
+		return formatValues(format, runValues(results[key], f))
 	}
 	ms := func(d func(perfACPRun) time.Duration) func(perfACPRun) float64 {
 		return func(r perfACPRun) float64 { return float64(d(r)) / 1e6 }
@@ -290,39 +270,18 @@ func TestPerfACP(t *testing.T) {
 		p("| %s | %s | %s | %s | %s | %s | %s |", a.name, all(a.key, ready, "%.1f"), all(a.key, turn, "%.0f"),
 			all(a.key, us(burst, 0.5), "%.0f"), all(a.key, us(pacedLat, 0.5), "%.0f"), all(a.key, us(pacedLat, 0.99), "%.0f"), all(a.key, rss, "%.1f"))
 	}
-	type target struct {
-		what string
-		ok   bool
-		got  string
-	}
 	rReady := med("node", ready) / med("ccbridge", ready)
 	rTurn := med("node", turn) / med("ccbridge", turn)
 	rRSS := med("node", rss) / med("ccbridge", rss)
-	targets := []target{
-		{"ready in under a tenth of the Node adapter's time", rReady > 10, fmt.Sprintf("%.1f ms vs %.1f ms (%.0f×)", med("ccbridge", ready), med("node", ready), rReady)},
-		{fmt.Sprintf("the %d-chunk turn at least 4× faster", chunks), rTurn >= 4, fmt.Sprintf("%.0f ms vs %.0f ms (%.1f×)", med("ccbridge", turn), med("node", turn), rTurn)},
-		{"peak memory under a tenth", rRSS > 10, fmt.Sprintf("%.1f MB vs %.1f MB (%.1f×)", med("ccbridge", rss), med("node", rss), rRSS)},
+	targets := []perfTarget{
+		{what: "ready in under a tenth of the Node adapter's time", ok: rReady > 10, got: fmt.Sprintf("%.1f ms vs %.1f ms (%.0f×)", med("ccbridge", ready), med("node", ready), rReady)},
+		{what: fmt.Sprintf("the %d-chunk turn at least 4× faster", chunks), ok: rTurn >= 4, got: fmt.Sprintf("%.0f ms vs %.0f ms (%.1f×)", med("ccbridge", turn), med("node", turn), rTurn)},
+		{what: "peak memory under a tenth", ok: rRSS > 10, got: fmt.Sprintf("%.1f MB vs %.1f MB (%.1f×)", med("ccbridge", rss), med("node", rss), rRSS)},
 	}
 	p("")
 	p("| target | measured | met |")
 	p("|---|---|---|")
-	var missed []string
-	for _, tg := range targets {
-		met := "yes"
-		if !tg.ok {
-			met = "**no**"
-			missed = append(missed, tg.what+": "+tg.got)
-		}
-		p("| %s | %s | %s |", tg.what, tg.got, met)
-	}
-	if testing.Verbose() {
-		fmt.Print(b.String())
-	} else {
-		t.Log(b.String())
-	}
-	if len(missed) > 0 && os.Getenv("CCBRIDGE_PERF_NOASSERT") != "1" {
-		t.Errorf("acp performance targets missed (CCBRIDGE_PERF_NOASSERT=1 only reports):\n  %s", strings.Join(missed, "\n  "))
-	}
+	finishPerfReport(t, &b, targets, "acp performance", os.Getenv("CCBRIDGE_PERF_NOASSERT") == "1")
 }
 
 type perfACPAdapter struct {
@@ -346,14 +305,6 @@ func nodeVersion(node string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func percentile(sorted []int64, p float64) int64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(float64(len(sorted))*p+0.999999) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
 // runPerfACPOnce starts one adapter and plays: initialize, session/new, a
 // burst turn of chunks deltas, a paced turn of paced deltas at rate a
 // second; then it ends the session as a client does.
@@ -364,14 +315,8 @@ func runPerfACPOnce(t *testing.T, self string, a perfACPAdapter, chunks, paced, 
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "HOME="+home, perfACPFakeEnv+"=1", "CCBRIDGE_CLAUDE="+self, "CLAUDE_CODE_EXECUTABLE="+self,
 		"ANTHROPIC_API_KEY=sk-ant-fake", "CCBRIDGE_LOG_LEVEL=warn")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return res, err
-	}
-	stdout, err := cmd.StdoutPipe()
+	stdin, stdout, err := pipePerfProcess(cmd, &stderr)
 	if err != nil {
 		return res, err
 	}

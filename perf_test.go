@@ -191,11 +191,119 @@ func (r perfRun) mbRate() float64 {
 }
 
 func (r perfRun) pct(p float64) time.Duration {
-	if len(r.lat) == 0 {
+	return time.Duration(percentile(r.lat, p))
+}
+
+// percentile is the p-quantile (0 < p ≤ 1) of sorted values, or 0.
+func percentile(sorted []int64, p float64) int64 {
+	if len(sorted) == 0 {
 		return 0
 	}
-	i := int(float64(len(r.lat))*p+0.999999) - 1
-	return time.Duration(r.lat[min(max(i, 0), len(r.lat)-1)])
+	i := int(float64(len(sorted))*p+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// runValues is f of every run, in order.
+func runValues[R any](runs []R, f func(R) float64) []float64 {
+	var v []float64
+	for _, r := range runs {
+		v = append(v, f(r))
+	}
+	return v
+}
+
+// median is the median of v (sorted in place), or 0.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	if len(v) == 0 {
+		return 0
+	}
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// formatValues formats every value of v, comma-separated.
+func formatValues(format string, v []float64) string {
+	var s []string
+	for _, x := range v {
+		s = append(s, fmt.Sprintf(format, x))
+	}
+	return strings.Join(s, ", ")
+}
+
+// raceEnabled reports whether the test binary was built with -race; the
+// harnesses, whose fakes are this binary, then skip themselves.
+func raceEnabled() bool {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-race" && s.Value == "true" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// buildCCBridge builds ccbridge from this folder into a temporary folder
+// and returns its path.
+func buildCCBridge(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ccbridge")
+	if out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return path
+}
+
+// pipePerfProcess prepares cmd to be started by a harness: in a process
+// group of its own that dies with the harness, its stderr kept in stderr,
+// pipes to its stdin and from its stdout.
+func pipePerfProcess(cmd *exec.Cmd, stderr *lockedBuffer) (io.WriteCloser, io.ReadCloser, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	return stdin, stdout, nil
+}
+
+// perfTarget is one target of a performance report.
+type perfTarget struct {
+	what  string
+	ok    bool
+	got   string
+	needs string // the workload it is measured on, where the report has several
+}
+
+// finishPerfReport adds a row for each target to the report in b, writes
+// the report to stdout (with -v) or the test log, and fails the test with
+// the missed targets (what, as "acp performance") unless noAssert.
+func finishPerfReport(t *testing.T, b *strings.Builder, targets []perfTarget, what string, noAssert bool) {
+	t.Helper()
+	var missed []string
+	for _, tg := range targets {
+		met := "yes"
+		if !tg.ok {
+			met = "**no**"
+			missed = append(missed, tg.what+": "+tg.got)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s |\n", tg.what, tg.got, met)
+	}
+	if testing.Verbose() {
+		fmt.Print(b.String())
+	} else {
+		t.Log(b.String())
+	}
+	if len(missed) > 0 && !noAssert {
+		t.Errorf("%s targets missed (CCBRIDGE_PERF_NOASSERT=1 only reports):\n  %s", what, strings.Join(missed, "\n  "))
+	}
 }
 
 func envIntDefault(name string, def int64) int64 {
@@ -209,12 +317,8 @@ func TestPerfHarness(t *testing.T) {
 	if os.Getenv("CCBRIDGE_PERF") != "1" {
 		t.Skip("set CCBRIDGE_PERF=1 to run the performance harness (docs/performance.md)")
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				t.Skip("the fake CLI and the relay are this test binary: run the harness without -race")
-			}
-		}
+	if raceEnabled() {
+		t.Skip("the fake CLI and the relay are this test binary: run the harness without -race")
 	}
 	if runtime.GOOS != "linux" {
 		t.Skip("the harness reads peak RSS from Linux's rusage and /proc")
@@ -230,11 +334,7 @@ func TestPerfHarness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &perfEnv{self: self, ccbridge: filepath.Join(t.TempDir(), "ccbridge")}
-	build := exec.Command("go", "build", "-o", e.ccbridge, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	e := &perfEnv{self: self, ccbridge: buildCCBridge(t)}
 
 	workloads := []perfWorkload{
 		{key: "burst", name: fmt.Sprintf("burst: %d messages, one write per line", nBurst),
@@ -290,25 +390,10 @@ func TestPerfHarness(t *testing.T) {
 
 	// med is the median over the runs of f.
 	med := func(cfg, wl string, f func(perfRun) float64) float64 {
-		var v []float64
-		for _, r := range results[cfg][wl] {
-			v = append(v, f(r))
-		}
-		slices.Sort(v)
-		if len(v) == 0 {
-			return 0
-		}
-		if len(v)%2 == 1 {
-			return v[len(v)/2]
-		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		return median(runValues(results[cfg][wl], f))
 	}
 	all := func(cfg, wl string, f func(perfRun) float64, format string) string {
-		var s []string
-		for _, r := range results[cfg][wl] {
-			s = append(s, fmt.Sprintf(format, f(r)))
-		}
-		return strings.Join(s, ", ")
+		return formatValues(format, runValues(results[cfg][wl], f))
 	}
 	msgRate := func(r perfRun) float64 { return r.msgRate() }
 	mbRate := func(r perfRun) float64 { return r.mbRate() }
@@ -393,12 +478,7 @@ func TestPerfHarness(t *testing.T) {
 	}
 
 	// The targets.
-	type target struct {
-		what  string
-		ok    bool
-		got   string
-		needs string // the workload it is measured on
-	}
+	type target = perfTarget
 	ratio := med("ccbridge", "burst", msgRate) / med("relay", "burst", msgRate)
 	ratio64 := med("ccbridge", "burst64k", msgRate) / med("relay", "burst64k", msgRate)
 	addedP99 := med("ccbridge", "paced", us(0.99)) - baseP99
@@ -427,23 +507,7 @@ func TestPerfHarness(t *testing.T) {
 	p("")
 	p("| target | measured | met |")
 	p("|---|---:|---|")
-	var missed []string
-	for _, tg := range targets {
-		met := "yes"
-		if !tg.ok {
-			met = "**no**"
-			missed = append(missed, tg.what+": "+tg.got)
-		}
-		p("| %s | %s | %s |", tg.what, tg.got, met)
-	}
-	if testing.Verbose() {
-		fmt.Print(b.String())
-	} else {
-		t.Log(b.String())
-	}
-	if len(missed) > 0 && !noAssert {
-		t.Errorf("performance targets missed (CCBRIDGE_PERF_NOASSERT=1 only reports):\n  %s", strings.Join(missed, "\n  "))
-	}
+	finishPerfReport(t, &b, targets, "performance", noAssert)
 }
 
 // runPerf starts c's process, plays one turn of w through it and measures.
@@ -454,14 +518,8 @@ func runPerf(e *perfEnv, c perfConfig, w perfWorkload) (perfRun, error) {
 	cmd.Env = append(os.Environ(), perfHelperEnv+"=fakecli")
 	cmd.Env = append(cmd.Env, w.env...)
 	cmd.Env = append(cmd.Env, extra...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return res, err
-	}
-	stdout, err := cmd.StdoutPipe()
+	stdin, stdout, err := pipePerfProcess(cmd, &stderr)
 	if err != nil {
 		return res, err
 	}
