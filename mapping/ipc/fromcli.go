@@ -316,17 +316,6 @@ func apiErrorText(l []byte, ev *mapping.Event) []byte {
 	return w.done()
 }
 
-// StripToolUseError removes the <tool_use_error>…</tool_use_error> wrapping
-// the CLI puts around a failed tool's output. Other text is returned as is.
-func StripToolUseError(s string) string {
-	const open, close = "<tool_use_error>", "</tool_use_error>"
-	trimmed := strings.TrimSpace(s)
-	if strings.HasPrefix(trimmed, open) && strings.HasSuffix(trimmed, close) && len(trimmed) >= len(open)+len(close) {
-		return trimmed[len(open) : len(trimmed)-len(close)]
-	}
-	return s
-}
-
 // toolResults maps a user frame carrying tool_result blocks, plus the outer
 // tool_use_result when it is structured (an object or array; on errors the
 // CLI sends a plain string, which carries nothing the tool_result lacks).
@@ -344,21 +333,9 @@ func (t *Translator) toolResults(ev *mapping.Event, out [][]byte) [][]byte {
 		content := b.Get("content")
 		l := newLine(TypeToolResult, len(content.Raw)+128)
 		l.str("tool_use_id", id)
-		switch {
-		case content.Type == gjson.String:
-			l.str("output", StripToolUseError(content.Str))
-		case content.IsArray():
-			var sb strings.Builder
-			content.ForEach(func(_, c gjson.Result) bool {
-				if c.Get("type").Str == "text" {
-					sb.WriteString(c.Get("text").Str)
-				}
-				return true
-			})
-			l.str("output", StripToolUseError(sb.String()))
+		l.str("output", mapping.ToolResultText(content))
+		if content.IsArray() {
 			l.raw("content", content)
-		default:
-			l.str("output", "")
 		}
 		l.boolean("is_error", b.Get("is_error").Type == gjson.True)
 		l.strOrNull("parent_tool_use_id", ev.ParentToolUseID)

@@ -88,7 +88,7 @@ func TestToolUseErrorStripped(t *testing.T) {
 	if strings.Contains(out, "tool_use_error") || !strings.HasPrefix(out, "Error: No such tool available: Write") || !gjson.Get(got[0], "is_error").Bool() {
 		t.Errorf("tags kept or is_error lost: %s", got[0])
 	}
-	if s := ipc.StripToolUseError("see <tool_use_error> in docs"); s != "see <tool_use_error> in docs" {
+	if s := mapping.StripToolUseError("see <tool_use_error> in docs"); s != "see <tool_use_error> in docs" {
 		t.Errorf("stripped text that was not wrapped: %q", s)
 	}
 }

@@ -274,36 +274,6 @@ func (t *Translator) parent(x *w, e *mapping.Event) {
 	}
 }
 
-// StripToolUseError removes the <tool_use_error>…</tool_use_error> the
-// CLI wraps around a failed tool's output.
-func StripToolUseError(s string) string {
-	const open, close = "<tool_use_error>", "</tool_use_error>"
-	trimmed := strings.TrimSpace(s)
-	if strings.HasPrefix(trimmed, open) && strings.HasSuffix(trimmed, close) && len(trimmed) >= len(open)+len(close) {
-		return trimmed[len(open) : len(trimmed)-len(close)]
-	}
-	return s
-}
-
-// resultText is a tool_result's content as text: the string, or the text
-// of its text blocks.
-func resultText(content gjson.Result) string {
-	switch {
-	case content.Type == gjson.String:
-		return StripToolUseError(content.Str)
-	case content.IsArray():
-		var sb strings.Builder
-		content.ForEach(func(_, c gjson.Result) bool {
-			if c.Get("type").Str == "text" {
-				sb.WriteString(c.Get("text").Str)
-			}
-			return true
-		})
-		return StripToolUseError(sb.String())
-	}
-	return ""
-}
-
 // toolResults: a user frame with tool_result blocks → tool_result per
 // block. The frame's structured tool_use_result (an object or array) goes
 // on the first as "structured"; content blocks that are not text (images)
@@ -322,7 +292,7 @@ func (t *Translator) toolResults(r *run, e *mapping.Event, now int64, out *Outpu
 			}
 		}
 		content := b.Get("content")
-		text := resultText(content)
+		text := mapping.ToolResultText(content)
 		info := t.tools[id]
 		x := t.event(r, EventToolResult, len(text)+len(b.Raw)/4+128)
 		x.str("tool", info.name)

@@ -7,6 +7,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/tidwall/gjson"
 )
 
@@ -337,7 +338,7 @@ func (h *History) toolResults(r *histRun, e, content gjson.Result, now int64) {
 			return true
 		}
 		id := b.Get("tool_use_id").Str
-		text := resultText(b.Get("content"))
+		text := mapping.ToolResultText(b.Get("content"))
 		x := h.event(r, EventToolResult, len(text)+96)
 		x.str("tool", h.tools[id])
 		x.str("result", text)
