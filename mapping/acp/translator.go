@@ -241,16 +241,22 @@ func (t *Translator) AppendConfigUpdate(dst []byte) []byte {
 	return appendUpdateTail(dst)
 }
 
-// toolStart announces a tool call whose block just started streaming.
-func (t *Translator) toolStart(id, name, parent string, input gjson.Result, out [][]byte) [][]byte {
-	if id == "" {
-		return out
-	}
+// toolFor returns the tool call id, recorded at its first sighting.
+func (t *Translator) toolFor(id, name, parent string) *tool {
 	tl := t.tools[id]
 	if tl == nil {
 		tl = &tool{name: name, parent: parent, hidden: isPlanTool(name)}
 		t.tools[id] = tl
 	}
+	return tl
+}
+
+// toolStart announces a tool call whose block just started streaming.
+func (t *Translator) toolStart(id, name, parent string, input gjson.Result, out [][]byte) [][]byte {
+	if id == "" {
+		return out
+	}
+	tl := t.toolFor(id, name, parent)
 	if tl.hidden || tl.shown {
 		return out
 	}
@@ -300,11 +306,7 @@ func (t *Translator) toolInput(id, name, parent string, input gjson.Result, out 
 	if id == "" {
 		return out
 	}
-	tl := t.tools[id]
-	if tl == nil {
-		tl = &tool{name: name, parent: parent, hidden: isPlanTool(name)}
-		t.tools[id] = tl
-	}
+	tl := t.toolFor(id, name, parent)
 	tl.input = input.Raw
 	if tl.hidden {
 		if name != "TodoWrite" {
