@@ -122,10 +122,7 @@ func compareGolden(t *testing.T, name string, got [][]byte) {
 }
 
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(transcriptDir, "*.ndjson"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts in %s: %v", transcriptDir, err)
-	}
+	files := golden.Transcripts(t, transcriptDir)
 	synthetic, _ := filepath.Glob(filepath.Join(goldenDir, "synthetic", "*.ndjson"))
 	captures, _ := filepath.Glob(filepath.Join(goldenDir, "captures", "*.ndjson"))
 	for _, f := range append(append(files, synthetic...), captures...) {

@@ -61,10 +61,7 @@ func translate(t testing.TB, path string) [][]byte {
 }
 
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(transcriptDir, "*.ndjson"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts in %s: %v", transcriptDir, err)
-	}
+	files := golden.Transcripts(t, transcriptDir)
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".ndjson")
 		t.Run(name, func(t *testing.T) {

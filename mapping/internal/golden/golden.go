@@ -12,6 +12,17 @@ import (
 	"testing"
 )
 
+// Transcripts returns the paths of the transcripts (*.ndjson) in dir; it
+// fails t when there are none.
+func Transcripts(t testing.TB, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.ndjson"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts in %s: %v", dir, err)
+	}
+	return files
+}
+
 // ReadTranscript returns the lines of a transcript with their direction:
 // out is true for "<< " (CLI → host) lines, false for ">> " (host → CLI)
 // lines. Other lines (comments) are left out.
