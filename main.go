@@ -23,9 +23,6 @@ import (
 	"github.com/ccbridge/ccbridge/session/fakemodel"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
-
 func main() {
 	// Only the real stdout carries protocol; anything a dependency prints
 	// lands in the log instead.
@@ -247,7 +244,7 @@ Dialect mode:
   ccbridge --ui DIALECT [flags] [-- extra CLI arguments]
   ccbridge --demo [flags]
 
-`, version)
+`, adapter.Version)
 	if fs == nil {
 		fmt.Fprintln(w, "Run ccbridge --ui stream --help for the flags.")
 		return

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -304,7 +303,7 @@ func (l *acpLoop) request(m jsonrpc.Message) {
 			return
 		}
 		l.initialized, l.caps = true, caps
-		l.reply(id, acp.AppendInitializeResult(nil, acp.AgentInfo{Name: "ccbridge", Title: "Claude Code (ccbridge)", Version: buildVersion()}))
+		l.reply(id, acp.AppendInitializeResult(nil, acp.AgentInfo{Name: "ccbridge", Title: "Claude Code (ccbridge)", Version: Version}))
 	case acp.MethodAuthenticate:
 		if mid := m.Params.Get("methodId"); mid.Str != acp.AuthMethodID {
 			l.fail(id, acp.InvalidParams("unknown authentication method "+strconv.Quote(mid.String())+"; the only one is "+strconv.Quote(acp.AuthMethodID)))
@@ -332,13 +331,6 @@ func (l *acpLoop) request(m jsonrpc.Message) {
 	default:
 		l.fail(id, &acp.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found: " + m.Method})
 	}
-}
-
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }
 
 // notification handles session/cancel and $/cancel_request; others are

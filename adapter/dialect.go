@@ -5,11 +5,28 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"sort"
 	"time"
 
 	"github.com/ccbridge/ccbridge/session"
 )
+
+// Version is ccbridge's version, reported by the dialects' initialize
+// answers and by --help. Release builds set it with
+// -ldflags "-X github.com/ccbridge/ccbridge/adapter.Version=…"; otherwise
+// it is the module version from the build info, or "dev".
+var Version = ""
+
+func init() {
+	if Version != "" {
+		return
+	}
+	Version = "dev"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		Version = bi.Main.Version
+	}
+}
 
 // DialectConfig is what main hands to a dialect: how to start the CLI and
 // the dialect-independent flags. Zero values mean defaults.

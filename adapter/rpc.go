@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,8 +72,8 @@ type RPC struct {
 	// same id, method and params gets the first answer again and repeats no
 	// side effect. Default 10 minutes.
 	DedupeWindow time.Duration
-	// Version is the server version reported by initialize; default the
-	// module version from the build info.
+	// Version is the server version reported by initialize; default
+	// adapter.Version.
 	Version string
 	// Getenv reads HOME, CLAUDE_CONFIG_DIR and SHELL; nil means
 	// os.Getenv, after the Child's own Env entries.
@@ -177,10 +176,7 @@ func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		s.Child.Logger = s.Logger
 	}
 	if s.Version == "" {
-		s.Version = "dev"
-		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			s.Version = bi.Main.Version
-		}
+		s.Version = Version
 	}
 	opts := withSessionID(s.Options)
 	if _, err := session.BuildArgs(RPCArgs, opts); err != nil {
