@@ -272,17 +272,18 @@ func (t *Translator) assistant(ev *mapping.Event, out [][]byte) [][]byte {
 		typ := b.Get("type").Str
 		switch {
 		case typ == "text":
-			text := b.Get("text").Str
+			tr := b.Get("text")
 			if main {
-				t.turnText = text
+				t.turnText = tr.Str
 			}
-			line := t.textLine(TypeAssistantText, ev, index, text, "", false, status)
+			line := t.textLine(TypeAssistantText, ev, index, tr.Str, rawString(tr), false, status)
 			if ev.IsError {
 				line = apiErrorText(line, ev)
 			}
 			out = append(out, line)
 		case typ == "thinking":
-			out = append(out, t.textLine(TypeThinkingText, ev, index, b.Get("thinking").Str, "", false, status))
+			tr := b.Get("thinking")
+			out = append(out, t.textLine(TypeThinkingText, ev, index, tr.Str, rawString(tr), false, status))
 		case typ == "redacted_thinking":
 			line := t.textLine(TypeThinkingText, ev, index, "", "", false, status)
 			out = append(out, append(line[:len(line)-1], `,"redacted":true}`...))
@@ -532,4 +533,13 @@ func (t *Translator) turnCost(ev *mapping.Event, total gjson.Result) float64 {
 		return d
 	}
 	return 0
+}
+
+// rawString is a JSON string value as the CLI encoded it, for copying into
+// an outbound line; "" for anything else, which textLine then encodes.
+func rawString(r gjson.Result) string {
+	if r.Type == gjson.String {
+		return r.Raw
+	}
+	return ""
 }

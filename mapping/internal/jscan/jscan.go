@@ -176,7 +176,12 @@ func skipValue(s string, i int) int {
 	}
 	// A number or a literal: up to the next delimiter.
 	j := i
-	for j < len(s) && !strings.ContainsRune(",}] \t\r\n", rune(s[j])) {
+loop:
+	for j < len(s) {
+		switch s[j] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			break loop
+		}
 		j++
 	}
 	if j == i {
