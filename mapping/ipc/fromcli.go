@@ -211,6 +211,9 @@ func (t *Translator) slashOutput(ev *mapping.Event, msgID, text, command string,
 // empty, is text already encoded as a JSON string, copied as it is.
 func (t *Translator) textLine(typ string, ev *mapping.Event, index int, text, raw string, partial bool, status string) []byte {
 	m := t.msg(ev.MessageID)
+	if partial {
+		return t.partialLine(m, typ, ev, index, text, raw, status)
+	}
 	l := newLine(typ, len(text)+160)
 	l.str("msg_id", ev.MessageID)
 	l.int("seq", m.seq)
@@ -542,4 +545,41 @@ func rawString(r gjson.Result) string {
 		return r.Raw
 	}
 	return ""
+}
+
+// partialLine is textLine for a streamed delta, the most frequent line:
+// the fields that do not change between the deltas of one block are
+// encoded once per block and copied. The bytes are those textLine would
+// write field by field.
+func (t *Translator) partialLine(m *msgState, typ string, ev *mapping.Event, index int, text, raw, status string) []byte {
+	key := partKey{typ: typ, parent: ev.ParentToolUseID, status: status, index: index}
+	if m.partHead == nil || m.partKey != key {
+		head := newLine(typ, len(ev.MessageID)+32)
+		head.str("msg_id", ev.MessageID)
+		head.b = jsonw.Key(head.b, "seq")
+		// A leading byte that is not '{' makes Key write the comma.
+		tail := line{b: append(make([]byte, 0, 128), '.')}
+		tail.boolean("is_partial", true)
+		tail.str("status", status)
+		tail.strOrNull("parent_tool_use_id", ev.ParentToolUseID)
+		tail.int("block_index", index)
+		m.partHead, m.partTail = head.b, tail.done()[1:]
+		key.typ, key.parent, key.status = strings.Clone(typ), strings.Clone(key.parent), strings.Clone(status)
+		m.partKey = key
+	}
+	size := len(raw)
+	if raw == "" {
+		size = len(text) + len(text)/8 + 2 // room for escapes
+	}
+	b := make([]byte, 0, len(m.partHead)+len(m.partTail)+size+24)
+	b = append(b, m.partHead...)
+	b = jsonw.Int(b, int64(m.seq))
+	m.seq++
+	b = jsonw.Key(b, "text")
+	if raw != "" {
+		b = append(b, raw...)
+	} else {
+		b = jsonw.String(b, text)
+	}
+	return append(b, m.partTail...)
 }

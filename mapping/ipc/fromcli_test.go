@@ -3,6 +3,7 @@ package ipc_test
 import (
 	"bytes"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -434,5 +435,45 @@ func TestTextDeltaCopiedRaw(t *testing.T) {
 	}
 	if txt := gjson.GetBytes(got, "text").Str; txt != "café \"q\" 😀" {
 		t.Errorf("text decodes to %q", txt)
+	}
+}
+
+// TestStreamedLinesFollowTheirBlock checks that the parts of a streamed
+// line encoded once per block are made again when the block, the type or
+// the parent changes within one message.
+func TestStreamedLinesFollowTheirBlock(t *testing.T) {
+	delta := func(index int, kind, field, text, parent string) []byte {
+		p := `null`
+		if parent != "" {
+			p = `"` + parent + `"`
+		}
+		return []byte(`{"type":"stream_event","event":{"type":"content_block_delta","index":` + strconv.Itoa(index) +
+			`,"delta":{"type":"` + kind + `","` + field + `":"` + text + `"}},"session_id":"s","parent_tool_use_id":` + p + `,"api_message_id":"m1"}`)
+	}
+	tr := ipc.New(ipc.Options{})
+	steps := []struct {
+		line              []byte
+		typ, text, parent string
+		index, seq        int
+	}{
+		{delta(0, "thinking_delta", "thinking", "hm", ""), "thinking_text", "hm", "", 0, 0},
+		{delta(1, "text_delta", "text", "a", ""), "assistant_text", "a", "", 1, 1},
+		{delta(1, "text_delta", "text", "b", ""), "assistant_text", "b", "", 1, 2},
+		{delta(0, "text_delta", "text", "c", ""), "assistant_text", "c", "", 0, 3},
+		{delta(0, "text_delta", "text", "d", "toolu_9"), "assistant_text", "d", "toolu_9", 0, 4},
+	}
+	for i, st := range steps {
+		var got []byte
+		for _, l := range tr.FromCLI(mapping.Route(st.line), nil) {
+			if typ := gjson.GetBytes(l, "type").Str; typ == "assistant_text" || typ == "thinking_text" {
+				got = l
+			}
+		}
+		r := gjson.ParseBytes(got)
+		if r.Get("type").Str != st.typ || r.Get("text").Str != st.text || r.Get("block_index").Int() != int64(st.index) ||
+			r.Get("seq").Int() != int64(st.seq) || r.Get("parent_tool_use_id").Str != st.parent ||
+			!r.Get("is_partial").Bool() || r.Get("status").Str != "streaming" || r.Get("msg_id").Str != "m1" || !gjson.ValidBytes(got) {
+			t.Errorf("step %d: %s", i, got)
+		}
 	}
 }

@@ -93,6 +93,18 @@ type msgState struct {
 	seq    int // next seq for assistant_text / thinking_text
 	open   int // content block index between start and stop, else -1
 	frames int // assistant frames seen
+
+	// The parts of this message's streamed text lines that stay the same
+	// from one delta to the next, encoded once: everything before the
+	// seq's value, and everything after the text. partKey says which
+	// type, block, parent and status they were made for.
+	partHead, partTail []byte
+	partKey            partKey
+}
+
+type partKey struct {
+	typ, parent, status string
+	index               int
 }
 
 type toolInfo struct {
