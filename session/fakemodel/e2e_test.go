@@ -19,8 +19,8 @@ import (
 const cliRel = "node_modules/@anthropic-ai/claude-code/bin/claude.exe"
 
 // findCLI locates the real Claude Code CLI: $CCBRIDGE_TEST_CLAUDE, else
-// <repo>/.tools/..., else /tmp/cctry/.... Without one the test is skipped,
-// unless CI=true.
+// <repo>/.tools/... (scripts/install-tools.sh). Without one the test is
+// skipped, unless CI=true.
 func findCLI(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("CCBRIDGE_TEST_CLAUDE"); p != "" {
@@ -41,7 +41,6 @@ func findCLI(t *testing.T) string {
 			}
 		}
 	}
-	candidates = append(candidates, filepath.Join("/tmp/cctry", cliRel))
 	for _, p := range candidates {
 		if _, err := os.Stat(p); err == nil {
 			return p
