@@ -9,6 +9,7 @@ package jsonw
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -70,12 +71,22 @@ func String(dst []byte, s string) []byte {
 }
 
 // Raw appends raw, which must be one complete JSON value, or null when raw is
-// empty.
+// empty. Line breaks are left out: in valid JSON they can only be white
+// space between tokens (inside a string they must be escaped), and an
+// NDJSON line must not hold one.
 func Raw(dst []byte, raw string) []byte {
 	if raw == "" {
 		return append(dst, "null"...)
 	}
-	return append(dst, raw...)
+	if strings.IndexByte(raw, '\n') < 0 && strings.IndexByte(raw, '\r') < 0 {
+		return append(dst, raw...)
+	}
+	for i := 0; i < len(raw); i++ {
+		if c := raw[i]; c != '\n' && c != '\r' {
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // Bool appends true or false.

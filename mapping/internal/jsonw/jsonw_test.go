@@ -60,3 +60,16 @@ func TestWriters(t *testing.T) {
 		t.Error("Inf/NaN")
 	}
 }
+
+func TestRawDropsLineBreaks(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                        "null",
+		`{"a":1}`:                 `{"a":1}`,
+		"{\n\"a\" :\r\n [1,\n2]}": `{"a" : [1,2]}`,
+		`{"s":"x\ny"}`:            `{"s":"x\ny"}`, // an escaped newline stays
+	} {
+		if got := string(Raw(nil, in)); got != want {
+			t.Errorf("Raw(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
