@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cli=$(scripts/install-tools.sh)
-go build -o bin/ccbridge .
+CGO_ENABLED=0 go build -o bin/ccbridge .
 home=$(mktemp -d)
 trap 'rm -rf "$home"' EXIT
 HOME=$home bin/ccbridge --demo --fake-model default --claude "$cli" --log-level "${LOG_LEVEL:-warn}"

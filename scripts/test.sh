@@ -19,7 +19,7 @@ echo "== go vet"
 go vet ./...
 
 echo "== go build"
-go build -o bin/ccbridge .
+CGO_ENABLED=0 go build -o bin/ccbridge .
 
 echo "== go test -race (unit and end-to-end against the real CLI)"
 go test -race -count=1 -timeout 15m ./...
