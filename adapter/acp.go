@@ -123,24 +123,10 @@ type acpOutReq struct {
 // Run serves the connection until the client's input ends (or a shutdown
 // signal) and every child has exited.
 func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
-	if a.MaxLine <= 0 {
-		a.MaxLine = framing.DefaultMaxLine
-	}
-	if a.InterruptTimeout <= 0 {
-		a.InterruptTimeout = 5 * time.Second
-	}
 	if a.SetupTimeout <= 0 {
 		a.SetupTimeout = 60 * time.Second
 	}
-	if a.ControlTimeout <= 0 {
-		a.ControlTimeout = 30 * time.Second
-	}
-	if a.Logger == nil {
-		a.Logger = slog.New(slog.DiscardHandler)
-	}
-	if a.Child.Logger == nil {
-		a.Child.Logger = a.Logger
-	}
+	loopDefaults(&a.MaxLine, &a.InterruptTimeout, &a.ControlTimeout, &a.Logger, &a.Child)
 	o := a.Options
 	if o.Resume != "" || o.Continue || o.ForkSession || o.SessionID != "" {
 		a.Logger.Warn("acp: --resume, --continue, --fork-session and --session-id are ignored; the client picks sessions")

@@ -100,21 +100,7 @@ type ipcLoop struct {
 // Run serves the session until the UI's input ends (or a shutdown signal)
 // and the child has exited. It returns the last child's exit code.
 func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
-	if s.MaxLine <= 0 {
-		s.MaxLine = framing.DefaultMaxLine
-	}
-	if s.InterruptTimeout <= 0 {
-		s.InterruptTimeout = 5 * time.Second
-	}
-	if s.ControlTimeout <= 0 {
-		s.ControlTimeout = 30 * time.Second
-	}
-	if s.Logger == nil {
-		s.Logger = slog.New(slog.DiscardHandler)
-	}
-	if s.Child.Logger == nil {
-		s.Child.Logger = s.Logger
-	}
+	loopDefaults(&s.MaxLine, &s.InterruptTimeout, &s.ControlTimeout, &s.Logger, &s.Child)
 	opts := withSessionID(s.Options)
 	if _, err := session.BuildArgs(IPCArgs, opts); err != nil {
 		return 2, err

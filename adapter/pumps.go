@@ -303,3 +303,24 @@ func flushLines(w *framing.Writer, lines [][]byte) ([][]byte, error) {
 	}
 	return lines[:0], w.Flush()
 }
+
+// loopDefaults fills in the zero values of the settings every dialect loop
+// has: the line limit, the interrupt and control-request deadlines (5 s
+// and 30 s), and the loggers.
+func loopDefaults(maxLine *int, interrupt, control *time.Duration, logger **slog.Logger, child *session.Config) {
+	if *maxLine <= 0 {
+		*maxLine = framing.DefaultMaxLine
+	}
+	if *interrupt <= 0 {
+		*interrupt = 5 * time.Second
+	}
+	if *control <= 0 {
+		*control = 30 * time.Second
+	}
+	if *logger == nil {
+		*logger = slog.New(slog.DiscardHandler)
+	}
+	if child.Logger == nil {
+		child.Logger = *logger
+	}
+}

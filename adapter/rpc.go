@@ -157,24 +157,10 @@ type rpcLoop struct {
 // signal) and the child has exited. It returns the last child's exit
 // code.
 func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
-	if s.MaxLine <= 0 {
-		s.MaxLine = framing.DefaultMaxLine
-	}
-	if s.InterruptTimeout <= 0 {
-		s.InterruptTimeout = 5 * time.Second
-	}
-	if s.ControlTimeout <= 0 {
-		s.ControlTimeout = 30 * time.Second
-	}
 	if s.DedupeWindow <= 0 {
 		s.DedupeWindow = 10 * time.Minute
 	}
-	if s.Logger == nil {
-		s.Logger = slog.New(slog.DiscardHandler)
-	}
-	if s.Child.Logger == nil {
-		s.Child.Logger = s.Logger
-	}
+	loopDefaults(&s.MaxLine, &s.InterruptTimeout, &s.ControlTimeout, &s.Logger, &s.Child)
 	if s.Version == "" {
 		s.Version = Version
 	}
