@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/ccbridge/ccbridge/framing"
@@ -70,7 +72,11 @@ type ipcLoop struct {
 	log *slog.Logger
 	tr  *ipc.Translator
 	ui  *framing.Writer
-	out [][]byte
+	out [][]byte // lines to send, moved to pending by emit
+
+	// pending holds whole lines, each ending in '\n', not yet written to
+	// the UI. The translator writes streamed deltas straight into it.
+	pending []byte
 
 	gen       int
 	proc      *cliProc        // the live child, or nil
@@ -124,7 +130,7 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		return 1, err
 	}
 	l.emit()
-	if err := l.ui.Flush(); err != nil {
+	if err := l.flush(); err != nil {
 		l.log.Warn("writing to the UI", "err", err)
 	}
 	go readUI(uiIn, s.MaxLine, l.log, l.uiCh, l.stop)
@@ -147,14 +153,14 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		l.armTimer()
 		l.emit()
 		if len(l.cliCh) == 0 && len(l.uiCh) == 0 {
-			if err := l.ui.Flush(); err != nil && !l.stopping {
+			if err := l.flush(); err != nil && !l.stopping {
 				l.log.Warn("writing to the UI; shutting down", "err", err)
 				l.shutdown("the UI's output is gone")
 			}
 		}
 	}
 	l.emit()
-	return l.exitCode, l.ui.Flush()
+	return l.exitCode, l.flush()
 }
 
 // finished reports whether the session is over: no child, none coming, and
@@ -379,7 +385,8 @@ func (l *ipcLoop) fromCLILine(line string) {
 			l.proc.write(reply)
 		}
 	}
-	l.out = l.tr.FromCLI(ev, l.out)
+	l.emit() // keep the order of anything produced before
+	l.pending = l.tr.AppendCLI(l.pending, &ev)
 	switch ev.Kind {
 	case mapping.KindSystemInit:
 		l.persisted = true
@@ -510,15 +517,44 @@ func (l *ipcLoop) emitError(code, msg string, recoverable bool) {
 	l.out = append(l.out, ipc.AppendError(nil, code, msg, recoverable))
 }
 
-// emit hands the lines the translator produced to the UI writer, which
-// writes them out once 64 KiB are pending; the loop flushes whenever it has
-// nothing more to read.
+// emit moves the lines in l.out to the pending output, which is written
+// once 64 KiB are pending; the loop flushes whenever it has nothing more
+// to read.
 func (l *ipcLoop) emit() {
 	for i, line := range l.out {
-		if err := l.ui.AppendLine(line); err != nil {
-			l.log.Debug("writing to the UI", "err", err)
+		if bytes.IndexByte(line, '\n') >= 0 {
+			// The translator never builds one (FuzzRoute checks); were
+			// it to, the UI's framing would break.
+			l.log.Error("dropped an outbound line that holds a line break", "type", gjson.GetBytes(line, "type").Str)
+		} else {
+			l.pending = append(l.pending, line...)
+			l.pending = append(l.pending, '\n')
 		}
 		l.out[i] = nil
 	}
 	l.out = l.out[:0]
+	if len(l.pending) >= pendingFlush {
+		if err := l.flush(); err != nil {
+			l.log.Debug("writing to the UI", "err", err)
+		}
+	}
+}
+
+// pendingFlush is how many bytes of whole lines the loop collects before
+// writing them without waiting to be idle; pendingKeep is the largest
+// buffer it keeps for reuse after one huge line.
+const (
+	pendingFlush = 64 << 10
+	pendingKeep  = 4 << 20
+)
+
+// flush writes the pending lines in one write. After a failed write it
+// keeps returning that error.
+func (l *ipcLoop) flush() error {
+	err := l.ui.WriteBlock(l.pending)
+	if cap(l.pending) > pendingKeep {
+		l.pending = nil
+	}
+	l.pending = l.pending[:0]
+	return err
 }

@@ -533,8 +533,13 @@ func routeDelta(s string) (Event, bool) {
 	ev.Text, ev.TextRaw = text.Str, text.Raw
 	eventStart := len(`{"type":"stream_event","event":`)
 	ev.Body = gjson.Result{Type: gjson.JSON, Raw: s[eventStart : end+len(deltaEventTail)]}
+	tail := end + len(deltaEventTail)
+	if deltaTail(s[tail:], &ev) {
+		return ev, true
+	}
+	ev.SessionID, ev.ParentToolUseID, ev.UUID, ev.MessageID = "", "", "", ""
 	var dup bool
-	ok := jscan.Rest(s, end+len(deltaEventTail), func(k string, v gjson.Result) bool {
+	ok := jscan.Rest(s, tail, func(k string, v gjson.Result) bool {
 		switch k {
 		case "type", "event":
 			dup = true // a repeated key: let the general router decide
@@ -554,4 +559,53 @@ func routeDelta(s string) (Event, bool) {
 		return Event{}, false
 	}
 	return ev, true
+}
+
+// deltaTail reads the members that follow a delta's event when they are
+// exactly the four the CLI writes, in its order and without escapes:
+// `,"session_id":"…","parent_tool_use_id":null|"…","uuid":"…","api_message_id":"…"}`.
+// It reports false for anything else, with ev partly filled; the caller
+// then clears those fields and walks the members in general.
+func deltaTail(s string, ev *Event) bool {
+	var ok bool
+	if s, ok = strings.CutPrefix(s, `,"session_id":`); !ok {
+		return false
+	}
+	if ev.SessionID, s, ok = plainString(s); !ok {
+		return false
+	}
+	if s, ok = strings.CutPrefix(s, `,"parent_tool_use_id":`); !ok {
+		return false
+	}
+	if rest, isNull := strings.CutPrefix(s, "null"); isNull {
+		s = rest
+	} else if ev.ParentToolUseID, s, ok = plainString(s); !ok {
+		return false
+	}
+	if s, ok = strings.CutPrefix(s, `,"uuid":`); !ok {
+		return false
+	}
+	if ev.UUID, s, ok = plainString(s); !ok {
+		return false
+	}
+	if s, ok = strings.CutPrefix(s, `,"api_message_id":`); !ok {
+		return false
+	}
+	if ev.MessageID, s, ok = plainString(s); !ok {
+		return false
+	}
+	return s == "}"
+}
+
+// plainString reads the JSON string at the start of s when it has no
+// escapes: its text and what follows it.
+func plainString(s string) (text, rest string, ok bool) {
+	if len(s) == 0 || s[0] != '"' {
+		return "", s, false
+	}
+	n := strings.IndexByte(s[1:], '"')
+	if n < 0 || strings.IndexByte(s[1:1+n], '\\') >= 0 {
+		return "", s, false
+	}
+	return s[1 : 1+n], s[2+n:], true
 }

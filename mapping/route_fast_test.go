@@ -49,6 +49,15 @@ func TestRouteDeltaFastPath(t *testing.T) {
 		`{"type":"stream_event","event":{"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":"a \"b\" \\ \u00e9"}},"session_id":"s","parent_tool_use_id":"toolu_1","uuid":"u","api_message_id":"m","ttft_ms":3}`,
 		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}},"session_id":"s","parent_tool_use_id":null}`,
 		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}}`,
+		// The CLI's own tail, read without a general walk, and tails
+		// that only look like it, which take the walk.
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"x"}},"session_id":"s1","parent_tool_use_id":"toolu_9","uuid":"u1","api_message_id":"msg_1"}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"x"}},"session_id":"s\"1","parent_tool_use_id":null,"uuid":"u1","api_message_id":"msg_1"}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"x"}},"session_id":"s1","parent_tool_use_id":null,"uuid":"u\u00e9","api_message_id":"msg_1"}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"x"}},"session_id":"s1","parent_tool_use_id":null,"uuid":"u1","api_message_id":"msg_1","ttft_ms":3}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"x"}},"session_id":"s1","parent_tool_use_id":7,"uuid":"u1","api_message_id":"msg_1"}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"x"}},"session_id":"s1","parent_tool_use_id":null,"api_message_id":"msg_1","uuid":"u1"}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"x"}},"session_id":"s1" ,"parent_tool_use_id":null,"uuid":"u1","api_message_id":"msg_1"}`,
 	} {
 		fast, ok := routeDelta(line)
 		if !ok {
@@ -65,6 +74,8 @@ func TestRouteDeltaFastPath(t *testing.T) {
 		`{"type":"stream_event","event":{"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"x"}}}`,
 		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{"}}}`,
 		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}},"s":1} trailing`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}},"session_id":"s","parent_tool_use_id":null,"uuid":"u","api_message_id":"m"}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}},"session_id":"s","parent_tool_use_id":null,"uuid":"u","api_message_id":"m","type":"user"}`,
 	} {
 		if _, ok := routeDelta(line); ok {
 			t.Errorf("fast path taken for a line it must leave to the general router: %s", line)

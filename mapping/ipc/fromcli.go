@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 
 	"github.com/ccbridge/ccbridge/mapping"
@@ -9,6 +10,44 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
+
+// AppendCLI is FromCLI writing into a buffer: it appends to dst the lines
+// FromCLI would return for ev, each followed by '\n', and returns the
+// extended buffer. A text or thinking delta whose session is already
+// known, most of a turn's lines, is written straight into dst without
+// allocating.
+func (t *Translator) AppendCLI(dst []byte, ev *mapping.Event) []byte {
+	if (ev.Kind == mapping.KindTextDelta || ev.Kind == mapping.KindThinkingDelta) && (ev.SessionID == "" || ev.SessionID == t.sessionID) {
+		return append(t.appendDelta(dst, ev), '\n')
+	}
+	t.scratch = t.FromCLI(*ev, t.scratch[:0])
+	for i, l := range t.scratch {
+		dst = append(dst, l...)
+		dst = append(dst, '\n')
+		t.scratch[i] = nil
+	}
+	return dst
+}
+
+// appendDelta appends the partial assistant_text or thinking_text line of
+// a delta to dst, or to a new slice of the right size when dst is nil.
+func (t *Translator) appendDelta(dst []byte, ev *mapping.Event) []byte {
+	typ := TypeThinkingText
+	if ev.Kind == mapping.KindTextDelta {
+		typ = TypeAssistantText
+		if ev.ParentToolUseID == "" {
+			// Kept for a turn that ends without a result (CancelTurn).
+			if ev.MessageID != t.streamMsg || ev.Index != t.streamIndex {
+				t.streamMsg, t.streamIndex = strings.Clone(ev.MessageID), ev.Index
+				t.streamText = t.streamText[:0]
+			}
+			if len(t.streamText) < maxStreamText {
+				t.streamText = append(t.streamText, ev.Text[:min(len(ev.Text), maxStreamText-len(t.streamText))]...)
+			}
+		}
+	}
+	return t.appendPartial(dst, t.msg(ev.MessageID), typ, ev, ev.Index, ev.Text, ev.TextRaw, "streaming")
+}
 
 // FromCLI appends the ipc lines for one routed CLI event to out (zero or
 // more complete JSON objects, each with "ipc_version":2, no trailing
@@ -81,20 +120,8 @@ func (t *Translator) FromCLI(ev mapping.Event, out [][]byte) [][]byte {
 		if m, ok := t.msgs[ev.MessageID]; ok {
 			m.open = -1
 		}
-	case mapping.KindTextDelta:
-		if ev.ParentToolUseID == "" {
-			// Kept for a turn that ends without a result (CancelTurn).
-			if ev.MessageID != t.streamMsg || ev.Index != t.streamIndex {
-				t.streamMsg, t.streamIndex = strings.Clone(ev.MessageID), ev.Index
-				t.streamText = t.streamText[:0]
-			}
-			if len(t.streamText) < maxStreamText {
-				t.streamText = append(t.streamText, ev.Text[:min(len(ev.Text), maxStreamText-len(t.streamText))]...)
-			}
-		}
-		out = append(out, t.textLine(TypeAssistantText, &ev, ev.Index, ev.Text, ev.TextRaw, true, "streaming"))
-	case mapping.KindThinkingDelta:
-		out = append(out, t.textLine(TypeThinkingText, &ev, ev.Index, ev.Text, ev.TextRaw, true, "streaming"))
+	case mapping.KindTextDelta, mapping.KindThinkingDelta:
+		out = append(out, t.appendDelta(nil, &ev))
 	case mapping.KindResult:
 		out = t.result(&ev, out)
 	case mapping.KindCanUseTool:
@@ -212,7 +239,7 @@ func (t *Translator) slashOutput(ev *mapping.Event, msgID, text, command string,
 func (t *Translator) textLine(typ string, ev *mapping.Event, index int, text, raw string, partial bool, status string) []byte {
 	m := t.msg(ev.MessageID)
 	if partial {
-		return t.partialLine(m, typ, ev, index, text, raw, status)
+		return t.appendPartial(nil, m, typ, ev, index, text, raw, status)
 	}
 	l := newLine(typ, len(text)+160)
 	l.str("msg_id", ev.MessageID)
@@ -547,11 +574,12 @@ func rawString(r gjson.Result) string {
 	return ""
 }
 
-// partialLine is textLine for a streamed delta, the most frequent line:
-// the fields that do not change between the deltas of one block are
-// encoded once per block and copied. The bytes are those textLine would
-// write field by field.
-func (t *Translator) partialLine(m *msgState, typ string, ev *mapping.Event, index int, text, raw, status string) []byte {
+// appendPartial appends textLine's line for a streamed delta, the most
+// frequent line, to b (nil: a new slice of the right size): the fields
+// that do not change between the deltas of one block are encoded once per
+// block and copied. The bytes are those textLine would write field by
+// field.
+func (t *Translator) appendPartial(b []byte, m *msgState, typ string, ev *mapping.Event, index int, text, raw, status string) []byte {
 	key := partKey{typ: typ, parent: ev.ParentToolUseID, status: status, index: index}
 	if m.partHead == nil || m.partKey != key {
 		head := newLine(typ, len(ev.MessageID)+32)
@@ -571,7 +599,11 @@ func (t *Translator) partialLine(m *msgState, typ string, ev *mapping.Event, ind
 	if raw == "" {
 		size = len(text) + len(text)/8 + 2 // room for escapes
 	}
-	b := make([]byte, 0, len(m.partHead)+len(m.partTail)+size+24)
+	if need := len(m.partHead) + len(m.partTail) + size + 24; b == nil {
+		b = make([]byte, 0, need)
+	} else {
+		b = slices.Grow(b, need)
+	}
 	b = append(b, m.partHead...)
 	b = jsonw.Int(b, int64(m.seq))
 	m.seq++

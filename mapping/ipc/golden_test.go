@@ -24,12 +24,14 @@ const (
 // translate drives one transcript through Route and a Translator the way the
 // adapter does: CLI lines go to FromCLI; the host's own lines tell the
 // translator what the host wrote (its control requests are tracked, its
-// answers settle the CLI's requests).
-func translate(t testing.TB, path string) [][]byte {
+// answers settle the CLI's requests). With appendCLI it uses AppendCLI,
+// into one reused buffer, instead of FromCLI.
+func translate(t testing.TB, path string, appendCLI bool) [][]byte {
 	t.Helper()
 	lines, fromCLI := golden.ReadTranscript(t, path)
 	tr := ipc.New(ipc.Options{ForwardUnknown: true})
 	var got [][]byte
+	var buf []byte
 	for i, l := range lines {
 		if !gjson.ValidBytes(l) {
 			continue // protocol_errors ends with a deliberately broken host line
@@ -44,7 +46,18 @@ func translate(t testing.TB, path string) [][]byte {
 			continue
 		}
 		n := len(got)
-		got = tr.FromCLI(mapping.Route(l), got)
+		ev := mapping.Route(l)
+		if appendCLI {
+			buf = tr.AppendCLI(buf[:0], &ev)
+			if len(buf) > 0 && buf[len(buf)-1] != '\n' {
+				t.Fatalf("line %d: AppendCLI's output does not end with a newline: %q", i+1, buf)
+			}
+			for o := range bytes.Lines(buf) {
+				got = append(got, bytes.Clone(o[:len(o)-1]))
+			}
+		} else {
+			got = tr.FromCLI(ev, got)
+		}
 		for _, o := range got[n:] {
 			if !json.Valid(o) {
 				t.Fatalf("line %d: output is not valid JSON: %s", i+1, o)
@@ -65,7 +78,18 @@ func TestGolden(t *testing.T) {
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".ndjson")
 		t.Run(name, func(t *testing.T) {
-			golden.Compare(t, filepath.Join(goldenDir, name+".golden"), golden.Join(translate(t, f)), *update)
+			golden.Compare(t, filepath.Join(goldenDir, name+".golden"), golden.Join(translate(t, f, false)), *update)
+		})
+	}
+}
+
+// TestGoldenAppendCLI: AppendCLI writes exactly the lines FromCLI returns,
+// for every transcript.
+func TestGoldenAppendCLI(t *testing.T) {
+	for _, f := range golden.Transcripts(t, transcriptDir) {
+		name := strings.TrimSuffix(filepath.Base(f), ".ndjson")
+		t.Run(name, func(t *testing.T) {
+			golden.Compare(t, filepath.Join(goldenDir, name+".golden"), golden.Join(translate(t, f, true)), false)
 		})
 	}
 }

@@ -87,6 +87,8 @@ type Translator struct {
 	nextID   uint64
 
 	prevTotal float64 // total_cost_usd of the previous result of this process
+
+	scratch [][]byte // AppendCLI's lines from FromCLI, reused
 }
 
 type msgState struct {
