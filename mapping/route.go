@@ -23,9 +23,9 @@ func Route(line []byte) Event {
 
 // RouteString is Route for a line the caller already holds as a string. The
 // Event aliases s; nothing is copied.
-func RouteString(s string) Event {
+func RouteString(s string) (ev Event) {
 	s = strings.TrimSpace(s)
-	if ev, ok := routeDelta(s); ok {
+	if routeDelta(s, &ev) {
 		return ev
 	}
 	return routeGeneral(s)
@@ -42,8 +42,8 @@ func routeGeneral(s string) Event {
 	ev.Body = root
 
 	var f topFields
-	root.ForEach(func(k, v gjson.Result) bool {
-		f.set(k.Str, v)
+	jscan.ForEach(s, func(k string, v gjson.Result) bool {
+		f.set(k, v)
 		return true
 	})
 	if f.typ.Type != gjson.String {
@@ -492,12 +492,13 @@ const (
 
 // routeDelta routes a text or thinking delta written in the CLI's key
 // order without a general parse: the delta's text, usually most of the
-// line, is stepped over once. It gives exactly the Event the general
-// router would (TestRouteDeltaFastPath checks), and reports false for any
-// other line, which the general router then takes.
-func routeDelta(s string) (Event, bool) {
+// line, is stepped over once. It sets *ev to exactly the Event the general
+// router would give (TestRouteDeltaFastPath checks), and reports false for
+// any other line, which the general router then takes; *ev is then
+// undefined.
+func routeDelta(s string, ev *Event) bool {
 	if !strings.HasPrefix(s, deltaPrefix) {
-		return Event{}, false
+		return false
 	}
 	i := len(deltaPrefix)
 	j := i
@@ -505,10 +506,10 @@ func routeDelta(s string) (Event, bool) {
 		j++
 	}
 	if j == i || j-i > 9 || (s[i] == '0' && j-i > 1) {
-		return Event{}, false
+		return false
 	}
 	index, _ := strconv.Atoi(s[i:j])
-	ev := Event{Line: s, Type: "stream_event", Subtype: "content_block_delta", Index: index}
+	*ev = Event{Line: s, Type: "stream_event", Subtype: "content_block_delta", Index: index}
 	rest := s[j:]
 	switch {
 	case strings.HasPrefix(rest, textDelta):
@@ -518,11 +519,11 @@ func routeDelta(s string) (Event, bool) {
 		ev.Kind, ev.DeltaType = KindThinkingDelta, "thinking_delta"
 		j += len(thinkingDelta)
 	default:
-		return Event{}, false
+		return false
 	}
 	end := jscan.SkipString(s, j)
 	if end < 0 || !strings.HasPrefix(s[end:], deltaEventTail) {
-		return Event{}, false
+		return false
 	}
 	text := gjson.Result{Type: gjson.String, Raw: s[j:end]}
 	if strings.IndexByte(text.Raw, '\\') >= 0 {
@@ -534,8 +535,8 @@ func routeDelta(s string) (Event, bool) {
 	eventStart := len(`{"type":"stream_event","event":`)
 	ev.Body = gjson.Result{Type: gjson.JSON, Raw: s[eventStart : end+len(deltaEventTail)]}
 	tail := end + len(deltaEventTail)
-	if deltaTail(s[tail:], &ev) {
-		return ev, true
+	if deltaTail(s[tail:], ev) {
+		return true
 	}
 	ev.SessionID, ev.ParentToolUseID, ev.UUID, ev.MessageID = "", "", "", ""
 	var dup bool
@@ -556,9 +557,9 @@ func routeDelta(s string) (Event, bool) {
 		return true
 	})
 	if !ok || dup {
-		return Event{}, false
+		return false
 	}
-	return ev, true
+	return true
 }
 
 // deltaTail reads the members that follow a delta's event when they are

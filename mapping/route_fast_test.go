@@ -32,8 +32,8 @@ func TestRouteDeltaFastPath(t *testing.T) {
 				continue
 			}
 			line := string(l)
-			fast, ok := routeDelta(line)
-			if !ok {
+			var fast Event
+			if !routeDelta(line, &fast) {
 				continue
 			}
 			taken++
@@ -59,8 +59,8 @@ func TestRouteDeltaFastPath(t *testing.T) {
 		`{"type":"stream_event","event":{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"x"}},"session_id":"s1","parent_tool_use_id":null,"api_message_id":"msg_1","uuid":"u1"}`,
 		`{"type":"stream_event","event":{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"x"}},"session_id":"s1" ,"parent_tool_use_id":null,"uuid":"u1","api_message_id":"msg_1"}`,
 	} {
-		fast, ok := routeDelta(line)
-		if !ok {
+		var fast Event
+		if !routeDelta(line, &fast) {
 			t.Errorf("fast path not taken: %s", line)
 			continue
 		}
@@ -77,7 +77,7 @@ func TestRouteDeltaFastPath(t *testing.T) {
 		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}},"session_id":"s","parent_tool_use_id":null,"uuid":"u","api_message_id":"m"}}`,
 		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}},"session_id":"s","parent_tool_use_id":null,"uuid":"u","api_message_id":"m","type":"user"}`,
 	} {
-		if _, ok := routeDelta(line); ok {
+		if routeDelta(line, new(Event)) {
 			t.Errorf("fast path taken for a line it must leave to the general router: %s", line)
 		}
 	}
@@ -89,8 +89,8 @@ func FuzzRouteDelta(f *testing.F) {
 	f.Add(`{"type":"stream_event","event":{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"hi"}},"session_id":"s","parent_tool_use_id":null,"uuid":"u","api_message_id":"m"}`)
 	f.Add(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"\"\\"}},"x":[1,{"y":"}"}]}`)
 	f.Fuzz(func(t *testing.T, line string) {
-		fast, ok := routeDelta(line)
-		if !ok || !gjson.Valid(line) {
+		var fast Event
+		if !routeDelta(line, &fast) || !gjson.Valid(line) {
 			return
 		}
 		if slow := routeGeneral(line); !sameEvent(fast, slow) {

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping/internal/jscan"
 )
 
 // ToolResultText is a tool_result block's content as text: the string, or
@@ -15,9 +17,9 @@ func ToolResultText(content gjson.Result) string {
 		return StripToolUseError(content.Str)
 	case content.IsArray():
 		var sb strings.Builder
-		content.ForEach(func(_, c gjson.Result) bool {
-			if c.Get("type").Str == "text" {
-				sb.WriteString(c.Get("text").Str)
+		jscan.Elements(content.Raw, func(c gjson.Result) bool {
+			if jscan.Get(c.Raw, "type").Str == "text" {
+				sb.WriteString(jscan.Get(c.Raw, "text").Str)
 			}
 			return true
 		})

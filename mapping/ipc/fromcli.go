@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/internal/jscan"
 	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -290,19 +291,21 @@ func (t *Translator) assistant(ev *mapping.Event, out [][]byte) [][]byte {
 	}
 	m := t.msg(ev.MessageID)
 	status := "complete"
-	if ev.Get("aborted").Type == gjson.True {
+	if jscan.Get(ev.Line, "aborted").Type == gjson.True {
 		status = "aborted"
 	}
-	ev.Body.Get("content").ForEach(func(_, b gjson.Result) bool {
+	// jscan steps over a block's long text with IndexByte, where gjson
+	// would walk it byte by byte several times.
+	jscan.Elements(jscan.Get(ev.Body.Raw, "content").Raw, func(b gjson.Result) bool {
 		index := m.frames
 		if m.open >= 0 {
 			index = m.open
 		}
 		m.frames++
-		typ := b.Get("type").Str
+		typ := jscan.Get(b.Raw, "type").Str
 		switch {
 		case typ == "text":
-			tr := b.Get("text")
+			tr := jscan.Get(b.Raw, "text")
 			if main {
 				t.turnText = tr.Str
 			}
@@ -312,13 +315,13 @@ func (t *Translator) assistant(ev *mapping.Event, out [][]byte) [][]byte {
 			}
 			out = append(out, line)
 		case typ == "thinking":
-			tr := b.Get("thinking")
+			tr := jscan.Get(b.Raw, "thinking")
 			out = append(out, t.textLine(TypeThinkingText, ev, index, tr.Str, rawString(tr), false, status))
 		case typ == "redacted_thinking":
 			line := t.textLine(TypeThinkingText, ev, index, "", "", false, status)
 			out = append(out, append(line[:len(line)-1], `,"redacted":true}`...))
 		case isToolUseBlock(typ):
-			id, name, input := b.Get("id").Str, b.Get("name").Str, b.Get("input")
+			id, name, input := jscan.Get(b.Raw, "id").Str, jscan.Get(b.Raw, "name").Str, jscan.Get(b.Raw, "input")
 			plan := ""
 			if name == "ExitPlanMode" {
 				plan = strings.Clone(input.Get("plan").Str)
@@ -352,23 +355,23 @@ func apiErrorText(l []byte, ev *mapping.Event) []byte {
 // CLI sends a plain string, which carries nothing the tool_result lacks).
 func (t *Translator) toolResults(ev *mapping.Event, out [][]byte) [][]byte {
 	first := ""
-	ev.Body.Get("content").ForEach(func(_, b gjson.Result) bool {
-		if b.Get("type").Str != "tool_result" {
+	jscan.Elements(jscan.Get(ev.Body.Raw, "content").Raw, func(b gjson.Result) bool {
+		if jscan.Get(b.Raw, "type").Str != "tool_result" {
 			return true
 		}
-		id := b.Get("tool_use_id").Str
+		id := jscan.Get(b.Raw, "tool_use_id").Str
 		if first == "" {
 			first = id
 		}
 		out = t.cancelForTool(id, out)
-		content := b.Get("content")
+		content := jscan.Get(b.Raw, "content")
 		l := newLine(TypeToolResult, len(content.Raw)+128)
 		l.str("tool_use_id", id)
 		l.str("output", mapping.ToolResultText(content))
 		if content.IsArray() {
 			l.raw("content", content)
 		}
-		l.boolean("is_error", b.Get("is_error").Type == gjson.True)
+		l.boolean("is_error", jscan.Get(b.Raw, "is_error").Type == gjson.True)
 		l.strOrNull("parent_tool_use_id", ev.ParentToolUseID)
 		if info, ok := t.tools[id]; ok {
 			l.str("tool_name", info.name)
@@ -376,7 +379,7 @@ func (t *Translator) toolResults(ev *mapping.Event, out [][]byte) [][]byte {
 		out = append(out, l.done())
 		return true
 	})
-	if r := ev.Get("tool_use_result"); r.IsObject() || r.IsArray() {
+	if r := jscan.Get(ev.Line, "tool_use_result"); r.IsObject() || r.IsArray() {
 		l := newLine(TypeToolUseStructured, len(r.Raw)+128)
 		l.str("tool_use_id", first)
 		l.strOrNull("tool_name", t.tools[first].name)

@@ -67,8 +67,13 @@ type Translator struct {
 	sessionID string
 	meta      []byte // last system_metadata line sent
 
-	msgs  map[string]*msgState // per API message id, cleared at each result
-	tools map[string]toolInfo  // per tool_use_id, cleared at each result
+	msgs map[string]*msgState // per API message id, cleared at each result
+
+	// The message msg found last, which a stream of deltas asks for
+	// again and again.
+	lastMsgID string
+	lastMsg   *msgState
+	tools     map[string]toolInfo // per tool_use_id, cleared at each result
 
 	turnMsgID string // last main-thread assistant message id of the turn
 	turnText  string // last main-thread assistant text of the turn
@@ -240,6 +245,7 @@ func (t *Translator) ResetProcess() {
 
 func (t *Translator) endTurn() {
 	clear(t.msgs)
+	t.lastMsgID, t.lastMsg = "", nil
 	clear(t.tools)
 	t.turnMsgID = ""
 	t.turnText = ""
@@ -252,11 +258,16 @@ func (t *Translator) newRequestID() string {
 }
 
 func (t *Translator) msg(id string) *msgState {
-	if m, ok := t.msgs[id]; ok {
-		return m
+	if t.lastMsg != nil && id == t.lastMsgID {
+		return t.lastMsg
 	}
-	m := &msgState{open: -1}
-	t.msgs[strings.Clone(id)] = m
+	m, ok := t.msgs[id]
+	if !ok {
+		m = &msgState{open: -1}
+		id = strings.Clone(id)
+		t.msgs[id] = m
+	}
+	t.lastMsgID, t.lastMsg = id, m
 	return m
 }
 

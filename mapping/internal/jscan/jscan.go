@@ -24,6 +24,54 @@ func ForEach(obj string, fn func(key string, value gjson.Result) bool) {
 	members(obj, i+1, fn)
 }
 
+// Get returns the value of the first member of the object obj named key,
+// as gjson.Get(obj, key) does for a key without path syntax, or the zero
+// Result. Only the matching value is made into a Result; the members
+// before it are stepped over.
+func Get(obj, key string) gjson.Result {
+	var r gjson.Result
+	walk(obj, func(k string, raw string) bool {
+		if k == key {
+			r = result(raw)
+			return false
+		}
+		return true
+	})
+	return r
+}
+
+// Elements calls fn with every element of the array arr, in order, until
+// fn returns false. Each value's Raw aliases arr.
+func Elements(arr string, fn func(value gjson.Result) bool) {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return
+	}
+	if i = skipSpace(arr, i+1); i < len(arr) && arr[i] == ']' {
+		return
+	}
+	for {
+		i = skipSpace(arr, i)
+		end := skipValue(arr, i)
+		if end < 0 || !fn(result(arr[i:end])) {
+			return
+		}
+		if i = skipSpace(arr, end); i >= len(arr) || arr[i] != ',' {
+			return
+		}
+		i++
+	}
+}
+
+// walk is ForEach handing over each value's raw bytes.
+func walk(obj string, fn func(key, raw string) bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return
+	}
+	rawMembers(obj, i+1, fn)
+}
+
 // Rest calls fn with the members of an object that follow obj[i:], where
 // obj[i] is the ',' after a member, until the object ends or fn returns
 // false. It reports whether it reached the object's closing brace, with
@@ -45,6 +93,11 @@ func SkipString(s string, i int) int { return skipString(s, i) }
 // the index just past the object's '}', or -1 when fn stopped it or the
 // input is not valid.
 func members(obj string, i int, fn func(key string, value gjson.Result) bool) int {
+	return rawMembers(obj, i, func(key, raw string) bool { return fn(key, result(raw)) })
+}
+
+// rawMembers is members handing over each value's raw bytes.
+func rawMembers(obj string, i int, fn func(key, raw string) bool) int {
 	first := true
 	for {
 		i = skipSpace(obj, i)
@@ -69,7 +122,7 @@ func members(obj string, i int, fn func(key string, value gjson.Result) bool) in
 		if vend < 0 {
 			return -1
 		}
-		if !fn(key, result(obj[i:vend])) {
+		if !fn(key, obj[i:vend]) {
 			return -1
 		}
 		i = skipSpace(obj, vend)
@@ -118,6 +171,10 @@ func skipSpace(s string, i int) int {
 	return i
 }
 
+// shortString is how many bytes of a string skipString looks at one by
+// one before it searches for the closing quote with IndexByte.
+const shortString = 24
+
 // skipString returns the index just past the string that starts at s[i]
 // (a '"'), or -1.
 func skipString(s string, i int) int {
@@ -125,6 +182,19 @@ func skipString(s string, i int) int {
 		return -1
 	}
 	i++
+	// Keys, ids and other short strings end within a few bytes, where a
+	// plain loop costs less than a call to IndexByte.
+	for lim := min(len(s), i+shortString); i < lim; i++ {
+		switch s[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i++ // the escaped byte
+		}
+	}
+	if i >= len(s) {
+		return -1
+	}
 	for {
 		j := strings.IndexByte(s[i:], '"')
 		if j < 0 {

@@ -1,6 +1,7 @@
 package jscan
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -74,6 +75,41 @@ func FuzzForEach(f *testing.F) {
 		}
 		if want := gjsonMembers(obj); !same(got, want) {
 			t.Fatalf("%q:\n got %+v\nwant %+v", obj, got, want)
+		}
+	})
+}
+
+// FuzzGetElements: on valid JSON, Get is gjson.Get for plain keys and
+// Elements visits what gjson's ForEach visits on an array.
+func FuzzGetElements(f *testing.F) {
+	f.Add(`{"a":"b\"c","d":[1,{"e":null}],"f":-2,"a":3}`, "a")
+	f.Add(`[{"type":"text","text":"x\\"}, 2 ,"s",[]]`, "type")
+	f.Add(`{"k\u0065y":1}`, "key")
+	f.Fuzz(func(t *testing.T, js, key string) {
+		got := Get(js, key) // must not panic on anything
+		var elems []gjson.Result
+		Elements(js, func(v gjson.Result) bool { elems = append(elems, v); return true })
+		if !gjson.Valid(js) || strings.ContainsAny(key, ".*?|#@\\!{}[]()\"=<>%,:") || key == "" {
+			return
+		}
+		root := gjson.Parse(js)
+		if root.IsObject() {
+			want := gjson.Get(js, key)
+			if got.Type != want.Type || got.Raw != want.Raw || got.Str != want.Str || got.Num != want.Num {
+				t.Fatalf("Get(%q, %q) = %+v, want %+v", js, key, got, want)
+			}
+		}
+		if root.IsArray() {
+			var want []gjson.Result
+			root.ForEach(func(_, v gjson.Result) bool { want = append(want, v); return true })
+			if len(elems) != len(want) {
+				t.Fatalf("Elements(%q): %d values, want %d", js, len(elems), len(want))
+			}
+			for i := range want {
+				if elems[i].Type != want[i].Type || elems[i].Raw != want[i].Raw || elems[i].Str != want[i].Str {
+					t.Fatalf("Elements(%q)[%d] = %+v, want %+v", js, i, elems[i], want[i])
+				}
+			}
 		}
 	})
 }
