@@ -28,6 +28,7 @@ func main() {
 	// lands in the log instead.
 	stdout := os.Stdout
 	os.Stdout = os.Stderr
+	session.GrowPipe(stdout, session.PipeSize)
 	os.Exit(run(os.Args[1:], os.Stdin, stdout, os.Stderr, os.Getenv))
 }
 

@@ -25,6 +25,11 @@ const (
 	DefaultStderrKeep = 32 << 10
 )
 
+// PipeSize is the pipe buffer asked for behind the CLI's stdout, and by
+// ccbridge for its own stdout when that is a pipe (Linux's default limit
+// for an unprivileged process is 1 MiB).
+const PipeSize = 1 << 20
+
 // maxLogLine caps how much of one stderr line goes into a debug log record.
 const maxLogLine = 2048
 
@@ -309,6 +314,7 @@ func (c *Child) startPipes() (err error) {
 	if err != nil {
 		return err
 	}
+	GrowPipe(outR, PipeSize)
 	errR, errW, err := pipe()
 	if err != nil {
 		return err

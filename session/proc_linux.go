@@ -3,6 +3,7 @@
 package session
 
 import (
+	"os"
 	"syscall"
 	"unsafe"
 )
@@ -30,4 +31,21 @@ func waitNoReap(pid int) error {
 			return nil
 		}
 	}
+}
+
+// fSetPipeSize is F_SETPIPE_SZ.
+const fSetPipeSize = 1031
+
+// GrowPipe asks the kernel for a pipe buffer of size bytes behind f (one end
+// of a pipe). A larger buffer lets the CLI write ahead while ccbridge works,
+// and lets one read take more of it. Failure (a smaller
+// /proc/sys/fs/pipe-max-size, say) leaves the default 64 KiB, which works.
+func GrowPipe(f *os.File, size int) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) {
+		syscall.Syscall(syscall.SYS_FCNTL, fd, fSetPipeSize, uintptr(size)) // Best effort.
+	})
 }

@@ -19,3 +19,6 @@ func signalGroup(int, syscall.Signal) error { return errors.ErrUnsupported }
 func waitNoReap(int) error { return nil }
 
 func exitStatus(ps *os.ProcessState) (int, syscall.Signal) { return ps.ExitCode(), 0 }
+
+// GrowPipe does nothing: pipe sizes are fixed here.
+func GrowPipe(*os.File, int) {}

@@ -2,7 +2,10 @@
 
 package session
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // setPdeathsig does nothing: only Linux has a parent-death signal.
 func setPdeathsig(*syscall.SysProcAttr) {}
@@ -10,3 +13,6 @@ func setPdeathsig(*syscall.SysProcAttr) {}
 // waitNoReap does nothing here; the wait goroutine then signals the group
 // just after reaping the child.
 func waitNoReap(int) error { return nil }
+
+// GrowPipe does nothing: pipe sizes are fixed here.
+func GrowPipe(*os.File, int) {}

@@ -61,6 +61,10 @@ type Options struct {
 // UI into commands for the CLI, keeping the small per-session state both
 // directions need. It does no I/O and is not safe for concurrent use: one
 // goroutine (the adapter's event loop) owns it.
+//
+// FromCLI and AppendCLI keep no reference into the event's line after they
+// return: what the Translator keeps, it copies. A caller may reuse the
+// memory of the line once the call is over (TestGoldenReusedLines checks).
 type Translator struct {
 	opt Options
 
@@ -170,11 +174,12 @@ func (t *Translator) Lookup(requestID string) (Pending, bool) {
 // requests it answers; call Settle for answers written some other way. It
 // reports whether the request was open.
 func (t *Translator) Settle(requestID string) bool {
-	if _, ok := t.pending[requestID]; !ok {
+	p, ok := t.pending[requestID]
+	if !ok {
 		return false
 	}
 	t.drop(requestID)
-	t.settled[t.settledN%len(t.settled)] = requestID
+	t.settled[t.settledN%len(t.settled)] = p.RequestID // a copy of its own
 	t.settledN++
 	return true
 }
@@ -264,10 +269,12 @@ func (t *Translator) msg(id string) *msgState {
 	m, ok := t.msgs[id]
 	if !ok {
 		m = &msgState{open: -1}
-		id = strings.Clone(id)
-		t.msgs[id] = m
+		t.msgs[strings.Clone(id)] = m
 	}
-	t.lastMsgID, t.lastMsg = id, m
+	if t.lastMsgID != id {
+		t.lastMsgID = strings.Clone(id)
+	}
+	t.lastMsg = m
 	return m
 }
 
