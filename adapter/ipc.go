@@ -98,9 +98,10 @@ type ipcLoop struct {
 	lastInt  time.Time
 	exitCode int
 
-	cliCh chan cliBlock
-	uiCh  chan uiLine
-	stop  chan struct{}
+	blocks blockPool // the CLI readers' buffers, reused
+	cliCh  chan cliBlock
+	uiCh   chan uiLine
+	stop   chan struct{}
 }
 
 // Run serves the session until the UI's input ends (or a shutdown signal)
@@ -119,6 +120,7 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		ui:        framing.NewWriter(uiOut),
 		deadlines: make(map[string]time.Time),
 		timer:     time.NewTimer(time.Hour),
+		blocks:    newBlockPool(),
 		cliCh:     make(chan cliBlock, cliQueue),
 		uiCh:      make(chan uiLine, uiQueue),
 		stop:      make(chan struct{}),
@@ -145,6 +147,7 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 			l.fromUI(m)
 		case m := <-l.cliCh:
 			l.fromCLI(m)
+			l.blocks.put(m.buf) // fromCLI and the translator kept nothing of it
 		case <-l.timer.C:
 			l.expire()
 		case sig := <-signals:
@@ -183,7 +186,7 @@ func (l *ipcLoop) start(opts session.Options, resumed bool) error {
 	l.turns = 0
 	l.log.Info("claude started", "pid", child.Pid(), "gen", l.gen, "resume", opts.Resume,
 		"continue", opts.Continue, "fork", opts.ForkSession, "session_id", opts.SessionID)
-	go readCLI(l.proc, l.cfg.MaxLine, l.cliCh, l.stop)
+	go readCLI(l.proc, l.cfg.MaxLine, l.blocks, l.cliCh, l.stop)
 	switch {
 	case opts.SessionID != "":
 		l.out = l.tr.SetSessionID(opts.SessionID, l.out)

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 
@@ -78,6 +79,50 @@ type cliBlock struct {
 	lines   string
 	tooLong *framing.LineTooLongError
 	exit    *session.Exit
+
+	// buf holds lines when it came from a blockPool: the loop hands it
+	// back with put once it is done with the block.
+	buf []byte
+}
+
+// blockPool recycles the memory of CLI blocks between a reader and its
+// loop, so that a stream allocates nothing per block and leaves the
+// garbage collector idle. A block's lines then alias buf: the loop must
+// keep no string of a block after it has put the block's buffer back (the
+// ipc translator copies what it keeps; TestGoldenReusedLines checks). A nil
+// blockPool gives every block fresh memory of its own.
+type blockPool chan []byte
+
+// blockBufSize is the size of a pooled buffer: a framing.Reader's buffer,
+// the most ReadBlock returns at once.
+const blockBufSize = 64 << 10
+
+func newBlockPool() blockPool { return make(blockPool, cliQueue+2) }
+
+// block makes a cliBlock of a copy of b.
+func (p blockPool) block(gen int, b []byte) cliBlock {
+	if p == nil || len(b) > blockBufSize {
+		return cliBlock{gen: gen, lines: string(b)}
+	}
+	var buf []byte
+	select {
+	case buf = <-p:
+	default:
+		buf = make([]byte, 0, blockBufSize)
+	}
+	buf = append(buf[:0], b...)
+	return cliBlock{gen: gen, lines: unsafe.String(unsafe.SliceData(buf), len(buf)), buf: buf}
+}
+
+// put hands a block's buffer back for reuse.
+func (p blockPool) put(buf []byte) {
+	if p == nil || buf == nil {
+		return
+	}
+	select {
+	case p <- buf:
+	default:
+	}
 }
 
 // cliQueue is the capacity of a loop's channel of CLI blocks, each of up
@@ -101,7 +146,7 @@ func blockLines(lines string) iter.Seq[string] {
 // readCLI reads child p's output and hands it to a loop on out in blocks
 // of whole lines (see readBlocks); its last message is the child's exit.
 // It returns early when stop is closed.
-func readCLI(p *cliProc, maxLine int, out chan<- cliBlock, stop <-chan struct{}) {
+func readCLI(p *cliProc, maxLine int, pool blockPool, out chan<- cliBlock, stop <-chan struct{}) {
 	send := func(m cliBlock) bool {
 		select {
 		case out <- m:
@@ -110,7 +155,7 @@ func readCLI(p *cliProc, maxLine int, out chan<- cliBlock, stop <-chan struct{})
 			return false
 		}
 	}
-	if !readBlocks(p.gen, p.child.Stdout(), maxLine, p.log, send) {
+	if !readBlocks(p.gen, p.child.Stdout(), maxLine, pool, p.log, send) {
 		return
 	}
 	<-p.child.Done()
@@ -123,7 +168,7 @@ func readCLI(p *cliProc, maxLine int, out chan<- cliBlock, stop <-chan struct{})
 // the buffer read whole on its own (up to maxLine), and every line over
 // maxLine as a tooLong message in its place. It reports false when send
 // did (the loop is gone).
-func readBlocks(gen int, r io.Reader, maxLine int, log *slog.Logger, send func(cliBlock) bool) bool {
+func readBlocks(gen int, r io.Reader, maxLine int, pool blockPool, log *slog.Logger, send func(cliBlock) bool) bool {
 	fr := framing.NewReader(r, maxLine)
 	for {
 		block, err := fr.ReadBlock()
@@ -147,7 +192,7 @@ func readBlocks(gen int, r io.Reader, maxLine int, log *slog.Logger, send func(c
 			}
 			return true
 		default:
-			if !sendBlock(gen, block, maxLine, send) {
+			if !sendBlock(gen, block, maxLine, pool, send) {
 				return false
 			}
 		}
@@ -158,7 +203,7 @@ func readBlocks(gen int, r io.Reader, maxLine int, log *slog.Logger, send func(c
 // the line limit, so a block longer than maxLine may hold lines over it:
 // each of those is reported as ReadLine would report it, between the
 // lines before and after it.
-func sendBlock(gen int, block []byte, maxLine int, send func(cliBlock) bool) bool {
+func sendBlock(gen int, block []byte, maxLine int, pool blockPool, send func(cliBlock) bool) bool {
 	if len(block) > maxLine {
 		from := 0 // the start of the lines not handed over yet
 		for at := 0; at < len(block); {
@@ -172,7 +217,7 @@ func sendBlock(gen int, block []byte, maxLine int, send func(cliBlock) bool) boo
 				size--
 			}
 			if size > maxLine {
-				if from < at && !send(cliBlock{gen: gen, lines: string(block[from:at])}) {
+				if from < at && !send(pool.block(gen, block[from:at])) {
 					return false
 				}
 				if !send(cliBlock{gen: gen, tooLong: &framing.LineTooLongError{Size: int64(size), Max: int64(maxLine)}}) {
@@ -186,7 +231,7 @@ func sendBlock(gen int, block []byte, maxLine int, send func(cliBlock) bool) boo
 			return true
 		}
 	}
-	return send(cliBlock{gen: gen, lines: string(block)})
+	return send(pool.block(gen, block))
 }
 
 // cliProc is one CLI child and its writer.

@@ -49,38 +49,73 @@ func TestReadBlocks(t *testing.T) {
 	}
 	for name, in := range inputs {
 		for _, maxLine := range []int{1, 5, 10, 39, 40, 41, 1000, 80 << 10, framing.DefaultMaxLine} {
-			t.Run(fmt.Sprintf("%s/%d", name, maxLine), func(t *testing.T) {
-				var got []string
-				send := func(m cliBlock) bool {
-					if m.gen != 7 {
-						t.Errorf("gen %d, want 7", m.gen)
-					}
-					if m.tooLong != nil {
-						got = append(got, fmt.Sprintf("too long %d/%d", m.tooLong.Size, m.tooLong.Max))
-						return true
-					}
-					if m.lines == "" {
-						t.Error("an empty block")
-					}
-					got = slices.AppendSeq(got, blockLines(m.lines))
-					return true
-				}
-				if !readBlocks(7, strings.NewReader(in), maxLine, slog.New(slog.DiscardHandler), send) {
-					t.Fatal("readBlocks reported that send failed")
-				}
-				if want := readLines(t, in, maxLine); !slices.Equal(got, want) {
-					t.Errorf("got %d lines, want %d\n got %.300q\nwant %.300q", len(got), len(want), got, want)
-				}
-			})
+			for _, pool := range []blockPool{nil, newBlockPool()} {
+				t.Run(fmt.Sprintf("%s/%d/pooled=%v", name, maxLine, pool != nil), func(t *testing.T) {
+					testReadBlocks(t, in, maxLine, pool)
+				})
+			}
 		}
 	}
+}
+
+func testReadBlocks(t *testing.T, in string, maxLine int, pool blockPool) {
+	var got []string
+	send := func(m cliBlock) bool {
+		if m.gen != 7 {
+			t.Errorf("gen %d, want 7", m.gen)
+		}
+		if m.tooLong != nil {
+			got = append(got, fmt.Sprintf("too long %d/%d", m.tooLong.Size, m.tooLong.Max))
+			return true
+		}
+		if m.lines == "" {
+			t.Error("an empty block")
+		}
+		for l := range blockLines(m.lines) {
+			got = append(got, strings.Clone(l))
+		}
+		if (m.buf != nil) != (pool != nil && len(m.lines) <= blockBufSize) {
+			t.Errorf("a block of %d bytes has a pooled buffer: %v", len(m.lines), m.buf != nil)
+		}
+		pool.put(m.buf) // the next block may reuse it
+		return true
+	}
+	if !readBlocks(7, strings.NewReader(in), maxLine, pool, slog.New(slog.DiscardHandler), send) {
+		t.Fatal("readBlocks reported that send failed")
+	}
+	if want := readLines(t, in, maxLine); !slices.Equal(got, want) {
+		t.Errorf("got %d lines, want %d\n got %.300q\nwant %.300q", len(got), len(want), got, want)
+	}
+}
+
+// TestBlockPoolReuses: a buffer put back is the next block's, so a stream
+// of blocks allocates none after the first.
+func TestBlockPoolReuses(t *testing.T) {
+	p := newBlockPool()
+	a := p.block(1, []byte("one\n"))
+	p.put(a.buf)
+	b := p.block(2, []byte("two\n"))
+	if b.lines != "two\n" || b.gen != 2 {
+		t.Fatalf("block = %+v", b)
+	}
+	if &a.buf[:1][0] != &b.buf[:1][0] {
+		t.Error("the second block did not reuse the first one's buffer")
+	}
+	if allocs := testing.AllocsPerRun(100, func() { p.put(p.block(1, []byte("line\n")).buf) }); allocs != 0 {
+		t.Errorf("%v allocations per pooled block, want 0", allocs)
+	}
+	var nilPool blockPool
+	if c := nilPool.block(3, []byte("x\n")); c.buf != nil || c.lines != "x\n" {
+		t.Errorf("a nil pool gave %+v", c)
+	}
+	nilPool.put([]byte("ignored")) // no panic
 }
 
 func TestReadBlocksStops(t *testing.T) {
 	calls := 0
 	send := func(cliBlock) bool { calls++; return false }
 	in := strings.Repeat("line\n", 100)
-	if readBlocks(1, strings.NewReader(in), 2, slog.New(slog.DiscardHandler), send) {
+	if readBlocks(1, strings.NewReader(in), 2, nil, slog.New(slog.DiscardHandler), send) {
 		t.Error("readBlocks went on after send failed")
 	}
 	if calls != 1 {

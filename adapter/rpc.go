@@ -301,7 +301,7 @@ func (l *rpcLoop) start(opts session.Options, resumed bool) error {
 	l.persisted = resumed
 	l.log.Info("claude started", "pid", child.Pid(), "gen", l.gen, "resume", opts.Resume,
 		"continue", opts.Continue, "fork", opts.ForkSession, "session_id", opts.SessionID)
-	go readCLI(l.proc, max(l.cfg.MaxLine, framing.DefaultMaxLine), l.cliCh, l.stop)
+	go readCLI(l.proc, max(l.cfg.MaxLine, framing.DefaultMaxLine), nil, l.cliCh, l.stop)
 	switch {
 	case opts.SessionID != "":
 		l.tr.SetSessionID(opts.SessionID)

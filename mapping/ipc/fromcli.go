@@ -277,7 +277,9 @@ func (t *Translator) noteTool(id, name, parent, plan string) {
 func (t *Translator) assistant(ev *mapping.Event, out [][]byte) [][]byte {
 	main := ev.ParentToolUseID == ""
 	if main && ev.MessageID != "" {
-		t.turnMsgID = ev.MessageID
+		if t.turnMsgID != ev.MessageID {
+			t.turnMsgID = strings.Clone(ev.MessageID)
+		}
 	}
 	if ev.LocalCommand != "" {
 		// /cost, /context: a <synthetic> frame carrying the command output.
@@ -307,7 +309,7 @@ func (t *Translator) assistant(ev *mapping.Event, out [][]byte) [][]byte {
 		case typ == "text":
 			tr := jscan.Get(b.Raw, "text")
 			if main {
-				t.turnText = tr.Str
+				t.turnText = strings.Clone(tr.Str)
 			}
 			line := t.textLine(TypeAssistantText, ev, index, tr.Str, rawString(tr), false, status)
 			if ev.IsError {
