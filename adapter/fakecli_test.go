@@ -255,6 +255,9 @@ func init() {
 				case strings.Contains(text, "HANG"):
 					fmt.Printf(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"partial "}},"session_id":%q,"parent_tool_use_id":null,"api_message_id":"msg_1"}`+"\n", sid)
 					hung = true
+				case strings.Contains(text, "NOISE"):
+					// A stray print to stdout, then the turn goes on.
+					fmt.Printf("Debugger attached.\n"+`{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":%q,"total_cost_usd":0.1,"terminal_reason":"completed"}`+"\n", sid)
 				case strings.Contains(text, "DIE"):
 					fmt.Fprintln(os.Stderr, "fatal: the fake CLI fell over")
 					os.Exit(3)

@@ -383,6 +383,9 @@ func (l *ipcLoop) fromCLI(m cliBlock) {
 // fromCLILine handles one line of the live child.
 func (l *ipcLoop) fromCLILine(line string) {
 	ev := mapping.RouteString(line)
+	if ev.Kind.Unknown() {
+		l.log.Debug("a CLI line of an unknown type", "kind", ev.Kind.String(), "type", ev.Type, "subtype", ev.Subtype, "bytes", len(line))
+	}
 	if ev.Kind.ControlRequest() {
 		if reply, ok := mapping.AppendAutoReply(nil, &ev); ok {
 			l.proc.write(reply)

@@ -97,6 +97,22 @@ func TestIPCChildDiesMidTurnThenResumes(t *testing.T) {
 	}
 }
 
+// A line from the CLI that is not JSON becomes an error, and the turn
+// ends as usual.
+func TestIPCInvalidCLIOutput(t *testing.T) {
+	h, _ := startIPC(t, session.Options{})
+	h.nextOf("session_init")
+	h.send(`{"type":"user_message","text":"NOISE"}`)
+	e := h.nextOf("error")
+	if gjson.GetBytes(e, "code").Str != "invalid_cli_output" || !gjson.GetBytes(e, "recoverable").Bool() ||
+		!strings.Contains(gjson.GetBytes(e, "message").Str, "Debugger attached.") {
+		t.Fatalf("error for a stray line: %s", e)
+	}
+	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+		t.Fatalf("turn after the stray line: %s", l)
+	}
+}
+
 func TestIPCAnswerToUnknownRequestNeverReachesTheCLI(t *testing.T) {
 	h, log := startIPC(t, session.Options{})
 	h.nextOf("session_init")

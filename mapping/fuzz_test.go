@@ -66,13 +66,21 @@ func FuzzRoute(f *testing.F) {
 		out = tr.FromCLI(ev, out)
 		out = tr.FromCLI(mapping.Route([]byte(res)), out)
 		reply, _ := mapping.AppendAutoReply(nil, &ev)
-		if !valid {
-			return // the adapter never routes such lines; not panicking is enough
+		if !valid && !ev.Kind.Unknown() {
+			// The CLI writes JSON. A broken line is validated only when
+			// it routes nowhere (a stray print, most torn lines); one
+			// that still looks like a known type is trusted, since
+			// validating every line would cost more than the rest of
+			// the work on it. Not panicking is enough.
+			return
 		}
 		for _, o := range out {
 			if !json.Valid(o) || bytes.IndexByte(o, '\n') >= 0 {
 				t.Fatalf("invalid output %q for input %q", o, data)
 			}
+		}
+		if !valid {
+			return
 		}
 		if reply != nil && !json.Valid(reply) {
 			t.Fatalf("invalid auto-reply %q", reply)

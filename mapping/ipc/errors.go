@@ -25,6 +25,10 @@ const (
 	// CodeSlashCommandFailed: a local slash command wrote
 	// <local-command-stderr>.
 	CodeSlashCommandFailed = "slash_command_failed"
+	// CodeInvalidCLIOutput: the CLI wrote a line that is not JSON (a
+	// stray print to stdout, or the torn last line of a child that died);
+	// it is dropped, and the stream goes on.
+	CodeInvalidCLIOutput = "invalid_cli_output"
 )
 
 // Error is the typed error FromUI returns. It is reported to the UI as an

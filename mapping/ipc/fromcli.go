@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -135,13 +136,30 @@ func (t *Translator) FromCLI(ev mapping.Event, out [][]byte) [][]byte {
 	case mapping.KindControlResponse:
 		out = t.controlResponse(&ev, out)
 	default:
-		if ev.Kind.Unknown() && t.opt.ForwardUnknown {
+		switch {
+		case !ev.Kind.Unknown():
+		case !gjson.Valid(ev.Line):
+			// Checked here only: a line of a known kind has been
+			// walked already, and the CLI writes nothing but JSON.
+			out = append(out, AppendError(nil, CodeInvalidCLIOutput, invalidCLIOutput(ev.Line), true))
+		case t.opt.ForwardUnknown:
 			l := newLine(TypeUnknown, len(ev.Line))
 			l.rawStr("raw", ev.Line)
 			out = append(out, l.done())
 		}
 	}
 	return out
+}
+
+// invalidCLIOutput says what was dropped, with the line's start: enough to
+// recognise it, never a whole payload.
+func invalidCLIOutput(line string) string {
+	const show = 80
+	head := line
+	if len(head) > show {
+		head = strings.ToValidUTF8(head[:show], "") + "…"
+	}
+	return fmt.Sprintf("the CLI wrote a line that is not JSON (%d bytes, starting %q); it was dropped", len(line), head)
 }
 
 // metadataKeys are copied from system/init into system_metadata; "version"

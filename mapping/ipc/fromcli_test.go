@@ -2,6 +2,8 @@ package ipc_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -474,6 +476,35 @@ func TestStreamedLinesFollowTheirBlock(t *testing.T) {
 			r.Get("seq").Int() != int64(st.seq) || r.Get("parent_tool_use_id").Str != st.parent ||
 			!r.Get("is_partial").Bool() || r.Get("status").Str != "streaming" || r.Get("msg_id").Str != "m1" || !gjson.ValidBytes(got) {
 			t.Errorf("step %d: %s", i, got)
+		}
+	}
+}
+
+// A CLI line that is not JSON is never forwarded (it would break the
+// UI's parser) and never dropped silently: it becomes one recoverable
+// error naming its size and start.
+func TestInvalidCLIOutput(t *testing.T) {
+	for _, fwd := range []bool{false, true} {
+		tr := ipc.New(ipc.Options{ForwardUnknown: fwd})
+		for _, line := range []string{
+			"Debugger listening on ws://127.0.0.1:9229",
+			`{"type":"stream_event","event":{"type":"content_bl`,
+			`[1,2`,
+			`{"type":"mystery"` + strings.Repeat("x", 500),
+			"\xff\xfe{}",
+		} {
+			out := tr.FromCLI(mapping.RouteString(line), nil)
+			if len(out) != 1 {
+				t.Fatalf("forward=%v, %q: %d lines, want 1: %q", fwd, line, len(out), out)
+			}
+			e := string(out[0])
+			if !json.Valid(out[0]) || gjson.Get(e, "type").Str != "error" || gjson.Get(e, "code").Str != ipc.CodeInvalidCLIOutput ||
+				!gjson.Get(e, "recoverable").Bool() {
+				t.Errorf("forward=%v, %q: %s", fwd, line, e)
+			}
+			if msg := gjson.Get(e, "message").Str; !strings.Contains(msg, fmt.Sprintf("%d bytes", len(line))) || len(msg) > 200 {
+				t.Errorf("message %q should give the size and only the start of the line", msg)
+			}
 		}
 	}
 }
