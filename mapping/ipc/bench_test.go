@@ -41,6 +41,12 @@ func benchTranslate(b *testing.B, line string) {
 	}
 }
 
+// benchAssistant4KiB is the harness's long frame: one 4 KiB text block.
+var benchAssistant4KiB = `{"type":"assistant","message":{"id":"msg_01perf","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"` +
+	strings.Repeat("lorem ipsum ", 340) + `"}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}},"parent_tool_use_id":null,"session_id":"5c3bb572-859f-4ecf-9616-2b9d21f1b011","uuid":"600b3289-d028-4ac9-9bdf-22534796e959"}`
+
+func BenchmarkRouteAndTranslateAssistant4KiB(b *testing.B) { benchTranslate(b, benchAssistant4KiB) }
+
 func BenchmarkRouteTextDelta(b *testing.B)             { benchRoute(b, benchDelta) }
 func BenchmarkRouteAssistant(b *testing.B)             { benchRoute(b, benchAssistant) }
 func BenchmarkRouteAndTranslateTextDelta(b *testing.B) { benchTranslate(b, benchDelta) }
