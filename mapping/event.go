@@ -78,6 +78,10 @@ type Event struct {
 	// IsReplay is isReplay on user frames.
 	IsReplay bool
 
+	// Aborted is "aborted": true on an assistant frame, the partial frame
+	// the CLI writes when a turn is interrupted while it streams.
+	Aborted bool
+
 	// LocalCommand names the local slash command: local_command on result,
 	// local_command_run.command on the synthetic assistant frame.
 	LocalCommand string

@@ -73,6 +73,7 @@ func routeGeneral(s string) Event {
 		ev.MessageID = str(f.message.Get("id"))
 		ev.BlockType = str(f.message.Get("content.0.type"))
 		ev.IsError = f.isAPIError.Type == gjson.True
+		ev.Aborted = f.aborted.Type == gjson.True
 		ev.LocalCommand = str(f.localCommandRun.Get("command"))
 	case "user":
 		ev.Body = f.message
@@ -146,7 +147,7 @@ type topFields struct {
 	message, event, request, response              gjson.Result
 	isReplay, isError, isAPIError                  gjson.Result
 	terminalReason, apiErrorStatus, localCommand   gjson.Result
-	localCommandRun                                gjson.Result
+	localCommandRun, aborted                       gjson.Result
 }
 
 func (f *topFields) set(key string, v gjson.Result) {
@@ -191,6 +192,8 @@ func (f *topFields) set(key string, v gjson.Result) {
 		f.localCommand = v
 	case "local_command_run":
 		f.localCommandRun = v
+	case "aborted":
+		f.aborted = v
 	}
 }
 
@@ -521,15 +524,24 @@ func routeDelta(s string, ev *Event) bool {
 	default:
 		return false
 	}
-	end := jscan.SkipString(s, j)
+	// Most texts have no escapes: then the first quote ends the string,
+	// found with two IndexByte scans rather than a walk.
+	end, plain := -1, false
+	if j < len(s) && s[j] == '"' {
+		if q := strings.IndexByte(s[j+1:], '"'); q >= 0 && strings.IndexByte(s[j+1:j+1+q], '\\') < 0 {
+			end, plain = j+2+q, true
+		} else {
+			end = jscan.SkipString(s, j)
+		}
+	}
 	if end < 0 || !strings.HasPrefix(s[end:], deltaEventTail) {
 		return false
 	}
 	text := gjson.Result{Type: gjson.String, Raw: s[j:end]}
-	if strings.IndexByte(text.Raw, '\\') >= 0 {
-		text.Str = gjson.Parse(text.Raw).Str
-	} else {
+	if plain {
 		text.Str = text.Raw[1 : len(text.Raw)-1]
+	} else {
+		text.Str = gjson.Parse(text.Raw).Str
 	}
 	ev.Text, ev.TextRaw = text.Str, text.Raw
 	eventStart := len(`{"type":"stream_event","event":`)

@@ -208,6 +208,18 @@ func TestRouteFields(t *testing.T) {
 					t.Errorf("API error frame not marked: %+v", ev)
 				}
 			}},
+		{`{"type":"assistant","message":{"id":"msg_0167","content":[{"type":"text","text":"counting "}],"stop_reason":null},"parent_tool_use_id":null,"session_id":"s","aborted":true}`,
+			func(t *testing.T, ev mapping.Event) {
+				if !ev.Aborted || ev.Kind != mapping.KindAssistant {
+					t.Errorf("interrupted frame not marked aborted: %+v", ev)
+				}
+			}},
+		{`{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"\"aborted\":true"}],"aborted":true},"aborted":false}`,
+			func(t *testing.T, ev mapping.Event) {
+				if ev.Aborted {
+					t.Errorf("aborted read from inside the message: %+v", ev)
+				}
+			}},
 		{"\r\n  {\"type\":\"keep_alive\"}  \r\n",
 			func(t *testing.T, ev mapping.Event) {
 				if ev.Kind != mapping.KindKeepAlive || ev.Line != `{"type":"keep_alive"}` {

@@ -1,6 +1,7 @@
 package ipc_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -27,16 +28,19 @@ func benchRoute(b *testing.B, line string) {
 	}
 }
 
+// benchTranslate is the ipc loop's work on one line: RouteString over
+// the line in place, then AppendCLI into a reused buffer.
 func benchTranslate(b *testing.B, line string) {
-	buf := []byte(line)
 	tr := ipc.New(ipc.Options{})
-	out := tr.FromCLI(mapping.Route(buf), nil) // session_init once
-	b.SetBytes(int64(len(buf)))
+	first := mapping.RouteString(line)
+	buf := tr.AppendCLI(nil, &first) // session_init once
+	b.SetBytes(int64(len(line)))
 	b.ReportAllocs()
 	for b.Loop() {
-		out = tr.FromCLI(mapping.Route(buf), out[:0])
-		if len(out) != 1 {
-			b.Fatalf("%d lines", len(out))
+		ev := mapping.RouteString(line)
+		buf = tr.AppendCLI(buf[:0], &ev)
+		if bytes.Count(buf, []byte{'\n'}) != 1 {
+			b.Fatalf("%q", buf)
 		}
 	}
 }

@@ -22,7 +22,12 @@ func (t *Translator) AppendCLI(dst []byte, ev *mapping.Event) []byte {
 	if (ev.Kind == mapping.KindTextDelta || ev.Kind == mapping.KindThinkingDelta) && (ev.SessionID == "" || ev.SessionID == t.sessionID) {
 		return append(t.appendDelta(dst, ev), '\n')
 	}
+	t.arena, t.inAppend = t.arena[:0], true
 	t.scratch = t.FromCLI(*ev, t.scratch[:0])
+	t.inAppend = false
+	if cap(t.arena) > maxArenaLine {
+		t.arena = nil // kept only while lines are small
+	}
 	for i, l := range t.scratch {
 		dst = append(dst, l...)
 		dst = append(dst, '\n')
@@ -260,7 +265,7 @@ func (t *Translator) textLine(typ string, ev *mapping.Event, index int, text, ra
 	if partial {
 		return t.appendPartial(nil, m, typ, ev, index, text, raw, status)
 	}
-	l := newLine(typ, len(text)+160)
+	l := t.lineFor(typ, max(len(raw), len(text)+len(text)/8)+160)
 	l.str("msg_id", ev.MessageID)
 	l.int("seq", m.seq)
 	m.seq++
@@ -311,7 +316,7 @@ func (t *Translator) assistant(ev *mapping.Event, out [][]byte) [][]byte {
 	}
 	m := t.msg(ev.MessageID)
 	status := "complete"
-	if jscan.Get(ev.Line, "aborted").Type == gjson.True {
+	if ev.Aborted {
 		status = "aborted"
 	}
 	// jscan steps over a block's long text with IndexByte, where gjson
@@ -327,7 +332,7 @@ func (t *Translator) assistant(ev *mapping.Event, out [][]byte) [][]byte {
 		case typ == "text":
 			tr := jscan.Get(b.Raw, "text")
 			if main {
-				t.turnText = strings.Clone(tr.Str)
+				t.turnText = append(t.turnText[:0], tr.Str...)
 			}
 			line := t.textLine(TypeAssistantText, ev, index, tr.Str, rawString(tr), false, status)
 			if ev.IsError {
@@ -527,7 +532,7 @@ func (t *Translator) result(ev *mapping.Event, out [][]byte) [][]byte {
 		if partial.Type == gjson.String && partial.Str != "" {
 			l.raw("partial_result", partial)
 		} else {
-			l.str("partial_result", t.turnText)
+			l.str("partial_result", string(t.turnText))
 		}
 		l.raw("reason", ev.Get("terminal_reason"))
 		l.strOrNull("msg_id", msgID)

@@ -80,7 +80,7 @@ type Translator struct {
 	tools     map[string]toolInfo // per tool_use_id, cleared at each result
 
 	turnMsgID string // last main-thread assistant message id of the turn
-	turnText  string // last main-thread assistant text of the turn
+	turnText  []byte // last main-thread assistant text of the turn
 
 	// The main-thread text block streaming now, as received so far, up to
 	// maxStreamText bytes.
@@ -97,7 +97,9 @@ type Translator struct {
 
 	prevTotal float64 // total_cost_usd of the previous result of this process
 
-	scratch [][]byte // AppendCLI's lines from FromCLI, reused
+	scratch  [][]byte // AppendCLI's lines from FromCLI, reused
+	arena    []byte   // where lineFor builds them
+	inAppend bool     // AppendCLI is running: lineFor may use the arena
 }
 
 type msgState struct {
@@ -253,7 +255,10 @@ func (t *Translator) endTurn() {
 	t.lastMsgID, t.lastMsg = "", nil
 	clear(t.tools)
 	t.turnMsgID = ""
-	t.turnText = ""
+	t.turnText = t.turnText[:0]
+	if cap(t.turnText) > maxStreamText {
+		t.turnText = nil
+	}
 	t.streamMsg, t.streamIndex, t.streamText = "", 0, t.streamText[:0]
 }
 
@@ -282,7 +287,31 @@ func (t *Translator) msg(id string) *msgState {
 type line struct{ b []byte }
 
 func newLine(typ string, hint int) line {
-	b := make([]byte, 0, 40+len(typ)+hint)
+	return lineIn(make([]byte, 0, 40+len(typ)+hint), typ)
+}
+
+// maxArenaLine is the longest line lineFor builds in the arena.
+const maxArenaLine = 1 << 20
+
+// lineFor is newLine in the arena while AppendCLI runs: AppendCLI copies
+// every line out before it returns, so one buffer, reused from call to
+// call, serves them all. A line that outgrows its room moves out of the
+// arena as any slice would, and never overwrites the next one.
+func (t *Translator) lineFor(typ string, hint int) line {
+	need := 40 + len(typ) + hint
+	if !t.inAppend || need > maxArenaLine {
+		return newLine(typ, hint)
+	}
+	if cap(t.arena)-len(t.arena) < need {
+		t.arena = make([]byte, 0, max(need, 2*cap(t.arena), 8<<10))
+	}
+	start := len(t.arena)
+	t.arena = t.arena[:start+need]
+	return lineIn(t.arena[start:start:start+need], typ)
+}
+
+// lineIn starts a line in b, which must be empty.
+func lineIn(b []byte, typ string) line {
 	b = append(b, `{"type":"`...)
 	b = append(b, typ...)
 	b = append(b, `","ipc_version":2`...)
@@ -379,7 +408,7 @@ func (t *Translator) SetSessionID(id string, out [][]byte) [][]byte {
 // so far.
 func (t *Translator) CancelTurn(reason string, out [][]byte) [][]byte {
 	out = t.CancelPending(reason, out)
-	partial := t.turnText
+	partial := string(t.turnText)
 	if len(t.streamText) > 0 {
 		partial = string(t.streamText)
 	}
