@@ -87,7 +87,9 @@ type cliBlock struct {
 
 // blockPool recycles the memory of CLI blocks between a reader and its
 // loop, so that a stream allocates nothing per block and leaves the
-// garbage collector idle. A block's lines then alias buf: the loop must
+// garbage collector idle. The reader hands over its framing.Reader's own
+// buffer with each block and reads on into one from the pool
+// (Reader.SwapBuffer), so a block is not even copied. A block's lines then alias buf: the loop must
 // keep no string of a block after it has put the block's buffer back (the
 // ipc translator copies what it keeps; TestGoldenReusedLines checks). A nil
 // blockPool gives every block fresh memory of its own.
@@ -99,24 +101,30 @@ const blockBufSize = 64 << 10
 
 func newBlockPool() blockPool { return make(blockPool, cliQueue+2) }
 
+// get returns an empty buffer of blockBufSize bytes, a used one if the
+// pool has one.
+func (p blockPool) get() []byte {
+	select {
+	case buf := <-p:
+		return buf[:0]
+	default:
+		return make([]byte, 0, blockBufSize)
+	}
+}
+
 // block makes a cliBlock of a copy of b.
 func (p blockPool) block(gen int, b []byte) cliBlock {
 	if p == nil || len(b) > blockBufSize {
 		return cliBlock{gen: gen, lines: string(b)}
 	}
-	var buf []byte
-	select {
-	case buf = <-p:
-	default:
-		buf = make([]byte, 0, blockBufSize)
-	}
-	buf = append(buf[:0], b...)
+	buf := append(p.get(), b...)
 	return cliBlock{gen: gen, lines: unsafe.String(unsafe.SliceData(buf), len(buf)), buf: buf}
 }
 
-// put hands a block's buffer back for reuse.
+// put hands a block's buffer back for reuse. Buffers of another size (a
+// reader's buffer grown for a long line) are left to the collector.
 func (p blockPool) put(buf []byte) {
-	if p == nil || buf == nil {
+	if p == nil || cap(buf) != blockBufSize {
 		return
 	}
 	select {
@@ -172,6 +180,7 @@ func readBlocks(gen int, r io.Reader, maxLine int, pool blockPool, log *slog.Log
 	fr := framing.NewReader(r, maxLine)
 	for {
 		block, err := fr.ReadBlock()
+		inBuffer := block != nil // the block aliases the Reader's buffer
 		if block == nil && err == nil {
 			// A line longer than the buffer: read it whole, up to
 			// the limit.
@@ -192,6 +201,18 @@ func readBlocks(gen int, r io.Reader, maxLine int, pool blockPool, log *slog.Log
 			}
 			return true
 		default:
+			if pool != nil && inBuffer && len(block) <= maxLine {
+				// Hand over the Reader's buffer itself and read on
+				// into a pooled one: no copy of the block.
+				fresh := pool.get()
+				if old := fr.SwapBuffer(fresh); old != nil {
+					if !send(cliBlock{gen: gen, lines: unsafe.String(unsafe.SliceData(block), len(block)), buf: old}) {
+						return false
+					}
+					continue
+				}
+				pool.put(fresh)
+			}
 			if !sendBlock(gen, block, maxLine, pool, send) {
 				return false
 			}

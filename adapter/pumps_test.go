@@ -49,39 +49,57 @@ func TestReadBlocks(t *testing.T) {
 	}
 	for name, in := range inputs {
 		for _, maxLine := range []int{1, 5, 10, 39, 40, 41, 1000, 80 << 10, framing.DefaultMaxLine} {
-			for _, pool := range []blockPool{nil, newBlockPool()} {
-				t.Run(fmt.Sprintf("%s/%d/pooled=%v", name, maxLine, pool != nil), func(t *testing.T) {
-					testReadBlocks(t, in, maxLine, pool)
+			for _, mode := range []string{"fresh", "pooled", "held"} {
+				var pool blockPool
+				if mode != "fresh" {
+					pool = newBlockPool()
+				}
+				t.Run(fmt.Sprintf("%s/%d/%s", name, maxLine, mode), func(t *testing.T) {
+					testReadBlocks(t, in, maxLine, pool, mode == "held")
 				})
 			}
 		}
 	}
 }
 
-func testReadBlocks(t *testing.T, in string, maxLine int, pool blockPool) {
+// testReadBlocks: with hold, blocks are kept as they came, uncopied, and
+// their buffers never given back, until the end; a reader that wrote into
+// a buffer it had handed over would show then.
+func testReadBlocks(t *testing.T, in string, maxLine int, pool blockPool, hold bool) {
 	var got []string
-	send := func(m cliBlock) bool {
-		if m.gen != 7 {
-			t.Errorf("gen %d, want 7", m.gen)
-		}
+	var held []cliBlock
+	collect := func(m cliBlock) {
 		if m.tooLong != nil {
 			got = append(got, fmt.Sprintf("too long %d/%d", m.tooLong.Size, m.tooLong.Max))
-			return true
-		}
-		if m.lines == "" {
-			t.Error("an empty block")
+			return
 		}
 		for l := range blockLines(m.lines) {
 			got = append(got, strings.Clone(l))
 		}
-		if (m.buf != nil) != (pool != nil && len(m.lines) <= blockBufSize) {
+	}
+	send := func(m cliBlock) bool {
+		if m.gen != 7 {
+			t.Errorf("gen %d, want 7", m.gen)
+		}
+		if m.tooLong == nil && m.lines == "" {
+			t.Error("an empty block")
+		}
+		if m.tooLong == nil && (m.buf != nil) != (pool != nil && len(m.lines) <= blockBufSize) {
 			t.Errorf("a block of %d bytes has a pooled buffer: %v", len(m.lines), m.buf != nil)
 		}
+		if hold {
+			held = append(held, m)
+			return true
+		}
+		collect(m)
 		pool.put(m.buf) // the next block may reuse it
 		return true
 	}
 	if !readBlocks(7, strings.NewReader(in), maxLine, pool, slog.New(slog.DiscardHandler), send) {
 		t.Fatal("readBlocks reported that send failed")
+	}
+	for _, m := range held {
+		collect(m)
 	}
 	if want := readLines(t, in, maxLine); !slices.Equal(got, want) {
 		t.Errorf("got %d lines, want %d\n got %.300q\nwant %.300q", len(got), len(want), got, want)

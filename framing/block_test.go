@@ -156,3 +156,61 @@ func BenchmarkRelayBlocks(b *testing.B) {
 type failWriter struct{}
 
 func (failWriter) Write(p []byte) (int, error) { return 0, errors.New("gone") }
+
+// TestSwapBuffer: blocks returned before a swap stay intact while the
+// Reader reads on into the buffers it is given, and the bytes pending at
+// the swap are not lost.
+func TestSwapBuffer(t *testing.T) {
+	var in strings.Builder
+	rng := rand.New(rand.NewSource(2))
+	for i := range 400 {
+		in.WriteString(strings.Repeat(string(rune('a'+i%26)), rng.Intn(40)))
+		in.WriteByte('\n')
+	}
+	for _, rd := range []io.Reader{strings.NewReader(in.String()), iotest.HalfReader(strings.NewReader(in.String()))} {
+		r := newReaderSize(rd, 0, 64)
+		var held [][]byte // every block, never copied
+		var spare [][]byte
+		for {
+			b, err := r.ReadBlock()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil || b == nil {
+				t.Fatalf("ReadBlock: %q, %v", b, err)
+			}
+			held = append(held, b)
+			next := make([]byte, 0, 64)
+			if len(spare) > 0 && rng.Intn(2) == 0 {
+				// A buffer given back earlier, whose blocks are done.
+				next, spare = spare[0], spare[1:]
+			}
+			old := r.SwapBuffer(next)
+			if old == nil {
+				t.Fatal("SwapBuffer refused a buffer of the right size")
+			}
+			if rng.Intn(4) == 0 {
+				spare = append(spare, old) // its blocks are ours, keep them
+				held = held[:0:0]
+			}
+		}
+		var got bytes.Buffer
+		for _, b := range held {
+			got.Write(b)
+		}
+		if !strings.HasSuffix(in.String(), got.String()) {
+			t.Fatalf("held blocks were overwritten:\n%q", got.String())
+		}
+	}
+
+	r := newReaderSize(strings.NewReader(strings.Repeat("x", 200)+"\n"), 0, 64)
+	if r.SwapBuffer(make([]byte, 32)) != nil {
+		t.Error("SwapBuffer took a buffer smaller than the Reader's")
+	}
+	if _, _, last, err := r.ReadSegment(); err != nil || last {
+		t.Fatalf("ReadSegment: last %v, %v", last, err)
+	}
+	if r.SwapBuffer(make([]byte, 64)) != nil {
+		t.Error("SwapBuffer in the middle of a ReadSegment line")
+	}
+}

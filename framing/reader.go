@@ -342,6 +342,28 @@ func (r *Reader) fill() {
 	r.err = fmt.Errorf("framing: read: %w", io.ErrNoProgress)
 }
 
+// SwapBuffer gives the Reader b as its buffer, moving into it the bytes
+// read but not yet returned, and returns the buffer it used until now.
+// The Reader never writes to that buffer again, so the blocks and lines it
+// returned from it stay intact: a caller can hand a block to another
+// goroutine without copying it, and later offer the buffer back here.
+//
+// b is used up to its capacity, which must be at least 64 KiB (the
+// Reader's initial buffer). SwapBuffer keeps its buffer and returns nil
+// when b is smaller than that or than the pending bytes, and in the middle
+// of a ReadSegment line.
+func (r *Reader) SwapBuffer(b []byte) []byte {
+	b = b[:cap(b)]
+	if r.mid || len(b) < r.seg || r.w-r.r > len(b) {
+		return nil
+	}
+	old := r.buf
+	r.w = copy(b, r.buf[r.r:r.w])
+	r.r = 0
+	r.buf = b
+	return old
+}
+
 func dropCR(b []byte) []byte {
 	if n := len(b); n > 0 && b[n-1] == '\r' {
 		return b[:n-1]

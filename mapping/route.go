@@ -580,6 +580,11 @@ func routeDelta(s string, ev *Event) bool {
 // It reports false for anything else, with ev partly filled; the caller
 // then clears those fields and walks the members in general.
 func deltaTail(s string, ev *Event) bool {
+	// One scan for escapes in the whole tail, so that each string's end
+	// is its next quote.
+	if strings.IndexByte(s, '\\') >= 0 {
+		return false
+	}
 	var ok bool
 	if s, ok = strings.CutPrefix(s, `,"session_id":`); !ok {
 		return false
@@ -610,14 +615,14 @@ func deltaTail(s string, ev *Event) bool {
 	return s == "}"
 }
 
-// plainString reads the JSON string at the start of s when it has no
-// escapes: its text and what follows it.
+// plainString reads the JSON string at the start of s, which holds no
+// backslash (deltaTail checked): its text and what follows it.
 func plainString(s string) (text, rest string, ok bool) {
 	if len(s) == 0 || s[0] != '"' {
 		return "", s, false
 	}
 	n := strings.IndexByte(s[1:], '"')
-	if n < 0 || strings.IndexByte(s[1:1+n], '\\') >= 0 {
+	if n < 0 {
 		return "", s, false
 	}
 	return s[1 : 1+n], s[2+n:], true
