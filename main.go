@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -28,7 +29,6 @@ func main() {
 	// lands in the log instead.
 	stdout := os.Stdout
 	os.Stdout = os.Stderr
-	session.GrowPipe(stdout, session.PipeSize)
 	os.Exit(run(os.Args[1:], os.Stdin, stdout, os.Stderr, os.Getenv))
 }
 
@@ -42,6 +42,7 @@ type config struct {
 	logLevel    slog.Level
 	grace       time.Duration
 	termGrace   time.Duration
+	pipeSize    int // bytes; 0 keeps the system's pipe size
 	demo        bool
 	opts        session.Options
 	dropInArgs  []string
@@ -60,6 +61,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	if f, ok := stdout.(*os.File); ok {
+		session.GrowPipe(f, cfg.pipeSize)
+	}
 
 	self, _ := os.Executable()
 	path, err := session.FindCLI(cfg.claude, getenv, self)
@@ -73,6 +77,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		Dir:       cfg.cwd,
 		Grace:     cfg.grace,
 		TermGrace: cfg.termGrace,
+		PipeSize:  cmp.Or(cfg.pipeSize, -1),
 		Logger:    log,
 	}
 	if cfg.fakeModel != "" {
@@ -161,6 +166,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if cfg.termGrace, err = envDuration(getenv, "CCBRIDGE_TERM_GRACE"); err != nil {
 		return cfg, err
 	}
+	cfg.pipeSize = session.DefaultPipeSize
+	if getenv("CCBRIDGE_PIPE_SIZE") != "" {
+		if cfg.pipeSize, err = envInt(getenv, "CCBRIDGE_PIPE_SIZE"); err != nil {
+			return cfg, err
+		}
+	}
 
 	if len(args) == 0 {
 		usage(stderr, nil)
@@ -189,6 +200,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	level := fs.String("log-level", cfg.logLevel.String(), "log level on stderr: debug, info, warn, error (debug includes payload previews)")
 	fs.DurationVar(&cfg.grace, "grace", cfg.grace, "shutdown: wait after closing the CLI's stdin before SIGTERM (default 10s)")
 	fs.DurationVar(&cfg.termGrace, "term-grace", cfg.termGrace, "shutdown: wait after SIGTERM before SIGKILL (default 5s)")
+	fs.IntVar(&cfg.pipeSize, "pipe-size", cfg.pipeSize, "Linux: pipe buffer asked for behind the CLI's stdout and ccbridge's own, in bytes; 0 keeps the system's")
 	fs.StringVar(&cfg.opts.Model, "model", "", "model for the CLI (--model)")
 	fs.StringVar(&cfg.opts.PermissionMode, "permission-mode", "", "permission mode for the CLI (--permission-mode)")
 	fs.StringVar(&cfg.opts.Resume, "resume", "", "resume this session id")
@@ -239,7 +251,7 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 Drop-in mode (every argument goes to the CLI, unchanged):
   ccbridge --output-format stream-json --input-format stream-json --verbose [more CLI flags]
   configured through CCBRIDGE_CLAUDE, CCBRIDGE_FAKE_MODEL, CCBRIDGE_MAX_LINE,
-  CCBRIDGE_LOG_LEVEL, CCBRIDGE_GRACE and CCBRIDGE_TERM_GRACE.
+  CCBRIDGE_LOG_LEVEL, CCBRIDGE_GRACE, CCBRIDGE_TERM_GRACE and CCBRIDGE_PIPE_SIZE.
 
 Dialect mode:
   ccbridge --ui DIALECT [flags] [-- extra CLI arguments]

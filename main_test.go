@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ccbridge/ccbridge/session"
 )
 
 func env(kv ...string) func(string) string {
@@ -33,6 +35,27 @@ func TestParseConfigDropIn(t *testing.T) {
 	}
 }
 
+// The pipe size: 256 KiB unless CCBRIDGE_PIPE_SIZE or --pipe-size says
+// otherwise; 0 keeps the system's.
+func TestParseConfigPipeSize(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  func(string) string
+		want int
+	}{
+		{[]string{"--verbose"}, env(), session.DefaultPipeSize},
+		{[]string{"--verbose"}, env("CCBRIDGE_PIPE_SIZE", "0"), 0},
+		{[]string{"--verbose"}, env("CCBRIDGE_PIPE_SIZE", "1048576"), 1 << 20},
+		{[]string{"--ui", "stream"}, env(), session.DefaultPipeSize},
+		{[]string{"--ui", "stream", "--pipe-size", "0"}, env("CCBRIDGE_PIPE_SIZE", "1048576"), 0},
+	} {
+		cfg, err := parseConfig(c.args, c.env, &bytes.Buffer{})
+		if err != nil || cfg.pipeSize != c.want {
+			t.Errorf("parseConfig(%q): pipe size %d, %v; want %d", c.args, cfg.pipeSize, err, c.want)
+		}
+	}
+}
+
 func TestParseConfigDialect(t *testing.T) {
 	cfg, err := parseConfig([]string{"--ui", "stream", "--model", "opus", "--resume", "abc",
 		"--fork-session", "--grace=1s", "--", "--add-dir", "/tmp"}, env(), &bytes.Buffer{})
@@ -55,6 +78,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{[]string{"--ui", "stream", "--bogus"}, env(), "bogus"},
 		{[]string{"--output-format", "x"}, env("CCBRIDGE_MAX_LINE", "lots"), "CCBRIDGE_MAX_LINE"},
 		{[]string{"--output-format", "x"}, env("CCBRIDGE_GRACE", "soon"), "CCBRIDGE_GRACE"},
+		{[]string{"--output-format", "x"}, env("CCBRIDGE_PIPE_SIZE", "-1"), "CCBRIDGE_PIPE_SIZE"},
 		{[]string{"--output-format", "x"}, env("CCBRIDGE_LOG_LEVEL", "loud"), "CCBRIDGE_LOG_LEVEL"},
 		{[]string{"--ui", "stream", "--log-level", "loud"}, env(), "--log-level"},
 	}

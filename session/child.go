@@ -25,10 +25,12 @@ const (
 	DefaultStderrKeep = 32 << 10
 )
 
-// PipeSize is the pipe buffer asked for behind the CLI's stdout, and by
-// ccbridge for its own stdout when that is a pipe (Linux's default limit
-// for an unprivileged process is 1 MiB).
-const PipeSize = 1 << 20
+// DefaultPipeSize is the pipe buffer asked for behind the CLI's stdout,
+// and by ccbridge for its own stdout when that is a pipe. Four times
+// Linux's 64 KiB default gives most of what a larger buffer gains (the
+// table in docs/design.md) while keeping each session's share of the
+// user's pipe allowance (/proc/sys/fs/pipe-user-pages-soft) small.
+const DefaultPipeSize = 256 << 10
 
 // maxLogLine caps how much of one stderr line goes into a debug log record.
 const maxLogLine = 2048
@@ -67,6 +69,11 @@ type Config struct {
 	// at the tail; the middle is replaced by an "… omitting N bytes …"
 	// marker. 0 means DefaultStderrKeep (32 KiB each); negative keeps none.
 	StderrKeep int
+
+	// PipeSize is the pipe buffer asked for behind the CLI's stdout
+	// (Linux's F_SETPIPE_SZ, best effort). 0 means DefaultPipeSize; a
+	// negative value keeps the system's default.
+	PipeSize int
 
 	// Logger receives the child's stderr lines at Debug (each cut to 2 KiB)
 	// and lifecycle events. nil discards everything.
@@ -114,6 +121,12 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.StderrKeep = DefaultStderrKeep
 	case cfg.StderrKeep < 0:
 		cfg.StderrKeep = 0
+	}
+	switch {
+	case cfg.PipeSize == 0:
+		cfg.PipeSize = DefaultPipeSize
+	case cfg.PipeSize < 0:
+		cfg.PipeSize = 0 // the system's default
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -314,7 +327,7 @@ func (c *Child) startPipes() (err error) {
 	if err != nil {
 		return err
 	}
-	GrowPipe(outR, PipeSize)
+	GrowPipe(outR, c.cfg.PipeSize)
 	errR, errW, err := pipe()
 	if err != nil {
 		return err

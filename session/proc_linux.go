@@ -37,10 +37,15 @@ func waitNoReap(pid int) error {
 const fSetPipeSize = 1031
 
 // GrowPipe asks the kernel for a pipe buffer of size bytes behind f (one end
-// of a pipe). A larger buffer lets the CLI write ahead while ccbridge works,
-// and lets one read take more of it. Failure (a smaller
-// /proc/sys/fs/pipe-max-size, say) leaves the default 64 KiB, which works.
+// of a pipe); size <= 0 does nothing. A larger buffer lets the CLI write
+// ahead while ccbridge works, and lets one read take more of it. Failure
+// (a smaller /proc/sys/fs/pipe-max-size, a user over
+// /proc/sys/fs/pipe-user-pages-soft, f not a pipe) leaves the buffer as it
+// was, which works.
 func GrowPipe(f *os.File, size int) {
+	if size <= 0 {
+		return
+	}
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return

@@ -30,36 +30,47 @@ func pipeSize(t *testing.T, f *os.File) int {
 	return int(n)
 }
 
-// TestStdoutPipeGrown: the CLI's stdout pipe holds PipeSize bytes, so the
-// CLI can write ahead while ccbridge works.
+// TestStdoutPipeGrown: the CLI's stdout pipe holds Config.PipeSize bytes
+// (DefaultPipeSize unless set), so the CLI can write ahead while ccbridge
+// works; a negative PipeSize keeps the system's size.
 func TestStdoutPipeGrown(t *testing.T) {
 	b, err := os.ReadFile("/proc/sys/fs/pipe-max-size")
 	if err != nil {
 		t.Skip(err)
 	}
-	if limit, _ := strconv.Atoi(strings.TrimSpace(string(b))); limit < PipeSize {
-		t.Skipf("pipe-max-size is %d here, under %d", limit, PipeSize)
+	if limit, _ := strconv.Atoi(strings.TrimSpace(string(b))); limit < 1<<20 {
+		t.Skipf("pipe-max-size is %d here, under 1 MiB", limit)
 	}
-	c := start(t, fakeConfig("echo"))
-	if got := pipeSize(t, c.stdout); got != PipeSize {
-		t.Errorf("the CLI's stdout pipe holds %d bytes, want %d", got, PipeSize)
-	}
-
-	// GrowPipe on any pipe; on something else it does nothing.
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	defer w.Close()
-	GrowPipe(w, PipeSize)
-	if got := pipeSize(t, r); got != PipeSize {
-		t.Errorf("a pipe grown from its write end holds %d bytes, want %d", got, PipeSize)
+	system := pipeSize(t, r)
+
+	for _, c := range []struct{ set, want int }{{0, DefaultPipeSize}, {1 << 20, 1 << 20}, {-1, system}} {
+		cfg := fakeConfig("echo")
+		cfg.PipeSize = c.set
+		if got := pipeSize(t, start(t, cfg).stdout); got != c.want {
+			t.Errorf("PipeSize %d: the CLI's stdout pipe holds %d bytes, want %d", c.set, got, c.want)
+		}
+	}
+
+	// GrowPipe from either end; on something else, or with no size, it
+	// does nothing.
+	GrowPipe(w, 0)
+	if got := pipeSize(t, r); got != system {
+		t.Errorf("GrowPipe with size 0 changed the pipe to %d bytes", got)
+	}
+	GrowPipe(w, DefaultPipeSize)
+	if got := pipeSize(t, r); got != DefaultPipeSize {
+		t.Errorf("a pipe grown from its write end holds %d bytes, want %d", got, DefaultPipeSize)
 	}
 	f, err := os.CreateTemp(t.TempDir(), "f")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	GrowPipe(f, PipeSize)
+	GrowPipe(f, DefaultPipeSize)
 }
