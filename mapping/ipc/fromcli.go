@@ -257,14 +257,11 @@ func (t *Translator) slashOutput(ev *mapping.Event, msgID, text, command string,
 	return append(out, l.done())
 }
 
-// textLine builds assistant_text or thinking_text.
-// textLine builds one assistant_text or thinking_text line. raw, when not
-// empty, is text already encoded as a JSON string, copied as it is.
-func (t *Translator) textLine(typ string, ev *mapping.Event, index int, text, raw string, partial bool, status string) []byte {
+// textLine builds one complete assistant_text or thinking_text line (a
+// streamed delta's is appendPartial's). raw, when not empty, is text
+// already encoded as a JSON string, copied as it is.
+func (t *Translator) textLine(typ string, ev *mapping.Event, index int, text, raw, status string) []byte {
 	m := t.msg(ev.MessageID)
-	if partial {
-		return t.appendPartial(nil, m, typ, ev, index, text, raw, status)
-	}
 	l := t.lineFor(typ, max(len(raw), len(text)+len(text)/8)+160)
 	l.str("msg_id", ev.MessageID)
 	l.int("seq", m.seq)
@@ -275,7 +272,7 @@ func (t *Translator) textLine(typ string, ev *mapping.Event, index int, text, ra
 	} else {
 		l.str("text", text)
 	}
-	l.boolean("is_partial", partial)
+	l.boolean("is_partial", false)
 	l.str("status", status)
 	l.strOrNull("parent_tool_use_id", ev.ParentToolUseID)
 	l.int("block_index", index)
@@ -334,16 +331,16 @@ func (t *Translator) assistant(ev *mapping.Event, out [][]byte) [][]byte {
 			if main {
 				t.turnText = append(t.turnText[:0], tr.Str...)
 			}
-			line := t.textLine(TypeAssistantText, ev, index, tr.Str, rawString(tr), false, status)
+			line := t.textLine(TypeAssistantText, ev, index, tr.Str, rawString(tr), status)
 			if ev.IsError {
 				line = apiErrorText(line, ev)
 			}
 			out = append(out, line)
 		case typ == "thinking":
 			tr := jscan.Get(b.Raw, "thinking")
-			out = append(out, t.textLine(TypeThinkingText, ev, index, tr.Str, rawString(tr), false, status))
+			out = append(out, t.textLine(TypeThinkingText, ev, index, tr.Str, rawString(tr), status))
 		case typ == "redacted_thinking":
-			line := t.textLine(TypeThinkingText, ev, index, "", "", false, status)
+			line := t.textLine(TypeThinkingText, ev, index, "", "", status)
 			out = append(out, append(line[:len(line)-1], `,"redacted":true}`...))
 		case isToolUseBlock(typ):
 			id, name, input := jscan.Get(b.Raw, "id").Str, jscan.Get(b.Raw, "name").Str, jscan.Get(b.Raw, "input")
@@ -602,11 +599,10 @@ func rawString(r gjson.Result) string {
 	return ""
 }
 
-// appendPartial appends textLine's line for a streamed delta, the most
+// appendPartial appends the line for a streamed delta, the most
 // frequent line, to b (nil: a new slice of the right size): the fields
 // that do not change between the deltas of one block are encoded once per
-// block and copied. The bytes are those textLine would write field by
-// field.
+// block and copied.
 func (t *Translator) appendPartial(b []byte, m *msgState, typ string, ev *mapping.Event, index int, text, raw, status string) []byte {
 	key := partKey{typ: typ, parent: ev.ParentToolUseID, status: status, index: index}
 	if m.partHead == nil || m.partKey != key {
