@@ -78,7 +78,7 @@ func routeGeneral(s string) Event {
 	case "user":
 		ev.Body = f.message
 		ev.IsReplay = f.isReplay.Type == gjson.True
-		routeUser(&ev, f.message.Get("content"))
+		routeUser(&ev, jscan.Get(f.message.Raw, "content"))
 	case "stream_event":
 		ev.Body = f.event
 		ev.MessageID = str(f.apiMessageID)
@@ -330,15 +330,16 @@ func routeUser(ev *Event, content gjson.Result) {
 		first = content.Str
 	case content.IsArray():
 		firstText := true
-		content.ForEach(func(_, b gjson.Result) bool {
-			switch b.Get("type").Str {
+		// jscan steps over a tool result's long content with IndexByte.
+		jscan.Elements(content.Raw, func(b gjson.Result) bool {
+			switch jscan.Get(b.Raw, "type").Str {
 			case "tool_result":
 				ev.Kind = KindToolResult
-				ev.ToolUseID = str(b.Get("tool_use_id"))
+				ev.ToolUseID = str(jscan.Get(b.Raw, "tool_use_id"))
 				return false
 			case "text":
 				if firstText {
-					first = b.Get("text").Str
+					first = jscan.Get(b.Raw, "text").Str
 					firstText = false
 				}
 			}
@@ -626,4 +627,10 @@ func plainString(s string) (text, rest string, ok bool) {
 		return "", s, false
 	}
 	return s[1 : 1+n], s[2+n:], true
+}
+
+// IsToolUseBlock reports whether a content block type is a tool call:
+// tool_use, server_tool_use or mcp_tool_use.
+func IsToolUseBlock(typ string) bool {
+	return typ == "tool_use" || typ == "server_tool_use" || typ == "mcp_tool_use"
 }

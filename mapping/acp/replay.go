@@ -222,16 +222,16 @@ func (t *Translator) Replay(line []byte, out [][]byte) [][]byte {
 	case "assistant":
 		id := msg.Get("id").Str
 		content.ForEach(func(_, b gjson.Result) bool {
-			switch b.Get("type").Str {
-			case "text":
+			switch typ := b.Get("type").Str; {
+			case typ == "text":
 				if s := b.Get("text").Str; s != "" {
 					out = append(out, t.appendChunk(nil, "agent_message_chunk", s, id, ""))
 				}
-			case "thinking":
+			case typ == "thinking":
 				if s := b.Get("thinking").Str; s != "" {
 					out = append(out, t.appendChunk(nil, "agent_thought_chunk", s, id, ""))
 				}
-			case "tool_use", "server_tool_use", "mcp_tool_use":
+			case mapping.IsToolUseBlock(typ):
 				out = t.toolInput(b.Get("id").Str, b.Get("name").Str, "", b.Get("input"), out)
 			}
 			return true

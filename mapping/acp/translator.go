@@ -109,8 +109,7 @@ func (t *Translator) FromCLI(ev *mapping.Event, out [][]byte) [][]byte {
 			}
 		}
 	case mapping.KindContentBlockStart:
-		switch ev.BlockType {
-		case "tool_use", "server_tool_use", "mcp_tool_use":
+		if mapping.IsToolUseBlock(ev.BlockType) {
 			out = t.toolStart(ev.ToolUseID, ev.ToolName, ev.ParentToolUseID, ev.Body.Get("content_block.input"), out)
 		}
 	case mapping.KindAssistant:
@@ -277,20 +276,20 @@ func (t *Translator) assistant(ev *mapping.Event, out [][]byte) [][]byte {
 		msgID = ev.UUID
 	}
 	ev.Body.Get("content").ForEach(func(_, b gjson.Result) bool {
-		switch b.Get("type").Str {
-		case "text":
+		switch typ := b.Get("type").Str; {
+		case typ == "text":
 			if !streamed {
 				if text := b.Get("text").Str; text != "" {
 					out = append(out, t.appendChunk(nil, "agent_message_chunk", text, msgID, ev.ParentToolUseID))
 				}
 			}
-		case "thinking":
+		case typ == "thinking":
 			if !streamed {
 				if text := b.Get("thinking").Str; text != "" {
 					out = append(out, t.appendChunk(nil, "agent_thought_chunk", text, msgID, ev.ParentToolUseID))
 				}
 			}
-		case "tool_use", "server_tool_use", "mcp_tool_use":
+		case mapping.IsToolUseBlock(typ):
 			out = t.toolInput(b.Get("id").Str, b.Get("name").Str, ev.ParentToolUseID, b.Get("input"), out)
 		}
 		return true

@@ -36,26 +36,6 @@ func (t *Translator) AppendCLI(dst []byte, ev *mapping.Event) []byte {
 	return dst
 }
 
-// appendDelta appends the partial assistant_text or thinking_text line of
-// a delta to dst, or to a new slice of the right size when dst is nil.
-func (t *Translator) appendDelta(dst []byte, ev *mapping.Event) []byte {
-	typ := TypeThinkingText
-	if ev.Kind == mapping.KindTextDelta {
-		typ = TypeAssistantText
-		if ev.ParentToolUseID == "" {
-			// Kept for a turn that ends without a result (CancelTurn).
-			if ev.MessageID != t.streamMsg || ev.Index != t.streamIndex {
-				t.streamMsg, t.streamIndex = strings.Clone(ev.MessageID), ev.Index
-				t.streamText = t.streamText[:0]
-			}
-			if len(t.streamText) < maxStreamText {
-				t.streamText = append(t.streamText, ev.Text[:min(len(ev.Text), maxStreamText-len(t.streamText))]...)
-			}
-		}
-	}
-	return t.appendPartial(dst, t.msg(ev.MessageID), typ, ev, ev.Index, ev.Text, ev.TextRaw, "streaming")
-}
-
 // FromCLI appends the ipc lines for one routed CLI event to out (zero or
 // more complete JSON objects, each with "ipc_version":2, no trailing
 // newline) and returns it. Each appended line is a fresh slice the caller
@@ -111,7 +91,7 @@ func (t *Translator) FromCLI(ev mapping.Event, out [][]byte) [][]byte {
 	case mapping.KindContentBlockStart:
 		m := t.msg(ev.MessageID)
 		m.open = ev.Index
-		if isToolUseBlock(ev.BlockType) {
+		if mapping.IsToolUseBlock(ev.BlockType) {
 			t.noteTool(ev.ToolUseID, ev.ToolName, ev.ParentToolUseID, "")
 			l := newLine(TypeToolUse, 128)
 			l.str("msg_id", ev.MessageID)
@@ -279,10 +259,6 @@ func (t *Translator) textLine(typ string, ev *mapping.Event, index int, text, ra
 	return l.done()
 }
 
-func isToolUseBlock(typ string) bool {
-	return typ == "tool_use" || typ == "server_tool_use" || typ == "mcp_tool_use"
-}
-
 func (t *Translator) noteTool(id, name, parent, plan string) {
 	if id == "" {
 		return
@@ -342,7 +318,7 @@ func (t *Translator) assistant(ev *mapping.Event, out [][]byte) [][]byte {
 		case typ == "redacted_thinking":
 			line := t.textLine(TypeThinkingText, ev, index, "", "", status)
 			out = append(out, append(line[:len(line)-1], `,"redacted":true}`...))
-		case isToolUseBlock(typ):
+		case mapping.IsToolUseBlock(typ):
 			id, name, input := jscan.Get(b.Raw, "id").Str, jscan.Get(b.Raw, "name").Str, jscan.Get(b.Raw, "input")
 			plan := ""
 			if name == "ExitPlanMode" {
@@ -505,11 +481,7 @@ func (t *Translator) controlResponse(ev *mapping.Event, out [][]byte) [][]byte {
 }
 
 func (t *Translator) result(ev *mapping.Event, out [][]byte) [][]byte {
-	for len(t.order) > 0 {
-		id := t.order[0]
-		out = append(out, cancelledLine(id, ReasonTurnEnded))
-		t.Settle(id)
-	}
+	out = t.CancelPending(ReasonTurnEnded, out)
 	total := ev.Get("total_cost_usd")
 	l := newLine(TypeCostUpdate, 1024)
 	l.raw("total_cost_usd", total)
@@ -599,43 +571,57 @@ func rawString(r gjson.Result) string {
 	return ""
 }
 
-// appendPartial appends the line for a streamed delta, the most
-// frequent line, to b (nil: a new slice of the right size): the fields
-// that do not change between the deltas of one block are encoded once per
-// block and copied.
-func (t *Translator) appendPartial(b []byte, m *msgState, typ string, ev *mapping.Event, index int, text, raw, status string) []byte {
-	key := partKey{typ: typ, parent: ev.ParentToolUseID, status: status, index: index}
-	if m.partHead == nil || m.partKey != key {
+// appendDelta appends the partial assistant_text or thinking_text line of
+// a delta to dst, or to a new slice of the right size when dst is nil. The
+// fields that do not change between the deltas of one block are encoded
+// once per block and copied.
+func (t *Translator) appendDelta(dst []byte, ev *mapping.Event) []byte {
+	typ := TypeThinkingText
+	if ev.Kind == mapping.KindTextDelta {
+		typ = TypeAssistantText
+		if ev.ParentToolUseID == "" {
+			// Kept for a turn that ends without a result (CancelTurn).
+			if ev.MessageID != t.streamMsg || ev.Index != t.streamIndex {
+				t.streamMsg, t.streamIndex = strings.Clone(ev.MessageID), ev.Index
+				t.streamText = t.streamText[:0]
+			}
+			if len(t.streamText) < maxStreamText {
+				t.streamText = append(t.streamText, ev.Text[:min(len(ev.Text), maxStreamText-len(t.streamText))]...)
+			}
+		}
+	}
+	m := t.msg(ev.MessageID)
+	if key := (partKey{typ: typ, parent: ev.ParentToolUseID, index: ev.Index}); m.partHead == nil || m.partKey != key {
 		head := newLine(typ, len(ev.MessageID)+32)
 		head.str("msg_id", ev.MessageID)
 		head.b = jsonw.Key(head.b, "seq")
 		// A leading byte that is not '{' makes Key write the comma.
 		tail := line{b: append(make([]byte, 0, 128), '.')}
 		tail.boolean("is_partial", true)
-		tail.str("status", status)
+		tail.str("status", "streaming")
 		tail.strOrNull("parent_tool_use_id", ev.ParentToolUseID)
-		tail.int("block_index", index)
+		tail.int("block_index", ev.Index)
 		m.partHead, m.partTail = head.b, tail.done()[1:]
-		key.typ, key.parent, key.status = strings.Clone(typ), strings.Clone(key.parent), strings.Clone(status)
+		key.parent = strings.Clone(key.parent) // typ is a constant
 		m.partKey = key
 	}
-	size := len(raw)
-	if raw == "" {
-		size = len(text) + len(text)/8 + 2 // room for escapes
+	size := len(ev.TextRaw)
+	if ev.TextRaw == "" {
+		size = len(ev.Text) + len(ev.Text)/8 + 2 // room for escapes
 	}
-	if need := len(m.partHead) + len(m.partTail) + size + 24; b == nil {
-		b = make([]byte, 0, need)
+	if need := len(m.partHead) + len(m.partTail) + size + 24; dst == nil {
+		dst = make([]byte, 0, need)
 	} else {
-		b = slices.Grow(b, need)
+		dst = slices.Grow(dst, need)
 	}
-	b = append(b, m.partHead...)
-	b = jsonw.Int(b, int64(m.seq))
+	dst = append(dst, m.partHead...)
+	dst = jsonw.Int(dst, int64(m.seq))
 	m.seq++
-	b = jsonw.Key(b, "text")
-	if raw != "" {
-		b = append(b, raw...)
+	dst = jsonw.Key(dst, "text")
+	if ev.TextRaw != "" {
+		dst = append(dst, ev.TextRaw...)
 	} else {
-		b = jsonw.String(b, text)
+		dst = jsonw.String(dst, ev.Text)
 	}
-	return append(b, m.partTail...)
+	return append(dst, m.partTail...)
 }

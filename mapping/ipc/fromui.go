@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -260,7 +261,7 @@ func (t *Translator) questionAnswer(p *parser) (Command, error) {
 	var aerr error
 	answers.ForEach(func(k, v gjson.Result) bool {
 		field := "answers." + k.Str
-		if len(questions) > 0 && !contains(questions, k.Str) {
+		if len(questions) > 0 && !slices.Contains(questions, k.Str) {
 			aerr = p.fail(CodeInvalidValue, field, "no question "+quote(k.Str)+" in request "+quote(id))
 			return false
 		}
@@ -455,15 +456,6 @@ func quote(s string) string {
 		s = s[:77] + "..."
 	}
 	return string(jsonw.String(nil, s))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func itoa(n int) string { return string(jsonw.Int(nil, int64(n))) }

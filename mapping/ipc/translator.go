@@ -110,14 +110,14 @@ type msgState struct {
 	// The parts of this message's streamed text lines that stay the same
 	// from one delta to the next, encoded once: everything before the
 	// seq's value, and everything after the text. partKey says which
-	// type, block, parent and status they were made for.
+	// type, block and parent they were made for.
 	partHead, partTail []byte
 	partKey            partKey
 }
 
 type partKey struct {
-	typ, parent, status string
-	index               int
+	typ, parent string
+	index       int
 }
 
 type toolInfo struct {

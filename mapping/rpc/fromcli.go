@@ -197,7 +197,7 @@ func (t *Translator) assistant(r *run, e *mapping.Event, now int64, out *Output)
 		})
 		return
 	}
-	aborted := e.Get("aborted").Type == gjson.True
+	aborted := e.Aborted
 	content.ForEach(func(_, b gjson.Result) bool {
 		switch typ := b.Get("type").Str; {
 		case typ == "text" && e.IsError:
@@ -230,7 +230,7 @@ func (t *Translator) assistant(r *run, e *mapping.Event, now int64, out *Output)
 				x.boolean("redacted", true)
 			}
 			out.UI = append(out.UI, x.done(now))
-		case typ == "tool_use" || typ == "server_tool_use" || typ == "mcp_tool_use":
+		case mapping.IsToolUseBlock(typ):
 			id, name, input := b.Get("id").Str, b.Get("name").Str, b.Get("input")
 			info := toolInfo{name: strings.Clone(name), parent: strings.Clone(e.ParentToolUseID)}
 			if name == "ExitPlanMode" {

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -391,13 +392,13 @@ func (t *Translator) FromUI(m jsonrpc.Message, now int64, out *Output) {
 		var picked []string
 		other, bad := false, ""
 		ids.ForEach(func(_, v gjson.Result) bool {
-			if v.Type != gjson.String || !contains(p.items, v.Str) {
+			if v.Type != gjson.String || !slices.Contains(p.items, v.Str) {
 				bad = v.Raw
 				return false
 			}
 			if v.Str == OtherItemID {
 				other = true
-			} else if !contains(picked, v.Str) {
+			} else if !slices.Contains(picked, v.Str) {
 				picked = append(picked, v.Str)
 			}
 			return true
@@ -450,15 +451,6 @@ func orNull(id string) string {
 		return "null"
 	}
 	return id
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // answer records the current question's answer and asks the next one, or

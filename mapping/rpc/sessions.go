@@ -282,8 +282,8 @@ func (h *History) Line(line []byte) {
 		}
 		isErr := e.Get("isApiErrorMessage").Bool()
 		e.Get("message.content").ForEach(func(_, b gjson.Result) bool {
-			switch typ := b.Get("type").Str; typ {
-			case "text":
+			switch typ := b.Get("type").Str; {
+			case typ == "text":
 				text := b.Get("text").Str
 				if isErr {
 					x := h.event(r, EventError, len(text)+64)
@@ -296,7 +296,7 @@ func (h *History) Line(line []byte) {
 					r.add(x.done(now))
 				}
 				r.last, r.lastErr = text, isErr
-			case "thinking", "redacted_thinking":
+			case typ == "thinking" || typ == "redacted_thinking":
 				text := b.Get("thinking").Str
 				x := h.event(r, EventReasoning, len(text)+64)
 				x.str("content", text)
@@ -304,7 +304,7 @@ func (h *History) Line(line []byte) {
 					x.boolean("redacted", true)
 				}
 				r.add(x.done(now))
-			case "tool_use", "server_tool_use", "mcp_tool_use":
+			case mapping.IsToolUseBlock(typ):
 				id, name, input := b.Get("id").Str, b.Get("name").Str, b.Get("input")
 				if h.tools == nil {
 					h.tools = make(map[string]string)

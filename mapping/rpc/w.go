@@ -49,11 +49,6 @@ func (o *w) rawIf(k string, r gjson.Result) {
 	}
 }
 
-// rawOrNull copies r's bytes, or null when r does not exist.
-func (o *w) rawOrNull(k string, r gjson.Result) {
-	o.raw(k, r.Raw)
-}
-
 func (o *w) boolean(k string, v bool) {
 	o.key(k)
 	o.b = jsonw.Bool(o.b, v)
@@ -98,8 +93,6 @@ func (o *w) elem() {
 }
 
 func (o *w) end(c byte) { o.b = append(o.b, c) }
-
-func (o *w) done() []byte { return o.b }
 
 // notification starts {"jsonrpc":"2.0","method":M,"params":{ ; finish
 // with endNotification.
