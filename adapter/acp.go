@@ -223,12 +223,7 @@ func (l *acpLoop) fromUI(m uiLine) {
 	case m.eof:
 		l.uiEOF = true
 		l.log.Debug("client input ended; stopping every CLI")
-		for _, s := range l.sessions {
-			s.queue = nil
-		}
-		for _, p := range l.procs {
-			go p.child.Shutdown(context.Background())
-		}
+		l.stopAll()
 		return
 	case m.tooLong != nil:
 		l.out = append(l.out, jsonrpc.AppendError(nil, "", jsonrpc.CodeInvalidRequest,
@@ -438,7 +433,7 @@ func (l *acpLoop) fromCLI(m cliBlock) {
 func (l *acpLoop) fromCLILine(p *acpProc, line string) {
 	s := p.sess
 	if !gjson.Valid(line) {
-		l.log.Warn("a CLI line that is not JSON was dropped", "session", s.id, "preview", preview([]byte(line)))
+		l.log.Warn("a CLI line that is not JSON was dropped", "session", s.id, "preview", preview(line))
 		return
 	}
 	ev := mapping.RouteString(line)
@@ -478,7 +473,7 @@ func (l *acpLoop) fromCLILine(p *acpProc, line string) {
 		}
 	default:
 		if ev.Kind.Unknown() {
-			l.log.Debug("CLI message of an unknown type", "kind", ev.Kind.String(), "preview", preview([]byte(ev.Line)))
+			l.log.Debug("CLI message of an unknown type", "kind", ev.Kind.String(), "preview", preview(ev.Line))
 		}
 	}
 }
@@ -522,11 +517,16 @@ func (l *acpLoop) shutdown(why string) {
 	}
 	l.stopping = true
 	l.log.Info("shutting down", "reason", why)
+	l.stopAll()
+}
+
+// stopAll drops every queued prompt and stops every child in stages.
+func (l *acpLoop) stopAll() {
 	for _, s := range l.sessions {
 		s.queue = nil
 	}
 	for _, p := range l.procs {
-		go p.child.Shutdown(context.Background())
+		p.stop()
 	}
 }
 

@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -365,7 +364,7 @@ func (l *acpLoop) retire(s *acpSession, kill bool) {
 		p.child.Kill()
 		return
 	}
-	go p.child.Shutdown(context.Background())
+	p.stop()
 }
 
 // procExited handles a child's exit.

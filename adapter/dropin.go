@@ -88,10 +88,8 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 	log.Info("claude started", "pid", child.Pid(), "path", d.Child.Path, "args", len(args))
 
 	r := &relay{
-		log:       log,
-		child:     child,
+		cliProc:   newCLIProc(0, child, log),
 		toUI:      framing.NewWriter(uiOut),
-		toChild:   framing.NewWriter(child.Stdin()),
 		idPrefix:  "ccbridge-" + randomHex(4) + "-",
 		notify:    make(chan struct{}, 1),
 		uiEOF:     make(chan struct{}),
@@ -200,10 +198,8 @@ func (d *DropIn) defaults() {
 // prompts the host pump, results, sessionID and cost the child pump (read by
 // Run only after childEOF is closed, or through the atomics).
 type relay struct {
-	log        *slog.Logger
-	child      *session.Child
+	*cliProc   // the child, its writer (w) and the log
 	toUI       *framing.Writer
-	toChild    *framing.Writer
 	idPrefix   string
 	interrupts atomic.Int64
 
@@ -230,7 +226,7 @@ func (r *relay) outstanding() int64 {
 // counts prompts and writes the rest to the child.
 func (r *relay) pumpUI(in io.Reader, maxLine int) {
 	defer close(r.uiEOF)
-	defer r.closeChildStdin()
+	defer r.closeStdin()
 	fr := framing.NewReader(in, maxLine)
 	for {
 		line, err := fr.ReadLine()
@@ -253,9 +249,9 @@ func (r *relay) pumpUI(in io.Reader, maxLine int) {
 		if gjson.GetBytes(line, "type").Str == "user" {
 			r.prompts.Add(1)
 		}
-		err = r.toChild.AppendLine(line)
+		err = r.w.AppendLine(line)
 		if err == nil && fr.Buffered() == 0 {
-			err = r.toChild.Flush()
+			err = r.w.Flush()
 		}
 		if err != nil {
 			r.log.Warn("writing to the CLI", "err", err)
@@ -267,18 +263,9 @@ func (r *relay) pumpUI(in io.Reader, maxLine int) {
 // copyUI copies a host that does not speak stream-json straight through.
 func (r *relay) copyUI(in io.Reader) {
 	defer close(r.uiEOF)
-	defer r.closeChildStdin()
+	defer r.closeStdin()
 	if _, err := io.Copy(r.child.Stdin(), in); err != nil {
 		r.log.Warn("copying the host's input", "err", err)
-	}
-}
-
-func (r *relay) closeChildStdin() {
-	if err := r.toChild.Flush(); err != nil {
-		r.log.Debug("flushing to the CLI", "err", err)
-	}
-	if err := r.child.CloseStdin(); err != nil {
-		r.log.Debug("closing the CLI's stdin", "err", err)
 	}
 }
 
@@ -472,7 +459,7 @@ func (r *relay) interrupt() error {
 	line = strconv.AppendInt(line, n, 10)
 	line = append(line, `","request":{"subtype":"interrupt"}}`...)
 	r.log.Info("SIGINT: interrupting the current turn")
-	return r.toChild.WriteLine(line)
+	return r.w.WriteLine(line)
 }
 
 // syntheticResult is the result line written for a turn the child did not
@@ -560,11 +547,12 @@ func jsonString(s string) []byte {
 	return gjson.AppendJSONString(make([]byte, 0, len(s)+2), s)
 }
 
-// preview is a short, printable prefix of a line for a log message.
-func preview(line []byte) string {
+// preview is a short, printable prefix of a line for a log message. Only
+// the prefix is copied.
+func preview[T string | []byte](line T) string {
 	const max = 80
 	if len(line) > max {
 		line = line[:max]
 	}
-	return string(bytes.ToValidUTF8(line, []byte("?")))
+	return strings.ToValidUTF8(string(line), "?")
 }

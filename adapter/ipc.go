@@ -269,11 +269,7 @@ func (l *ipcLoop) command(cmd ipc.Command) {
 // the same conversation: --resume when the session has a file, else the
 // options it was started with. It reports whether a child now runs.
 func (l *ipcLoop) respawnForInput() bool {
-	opts := l.startOpts
-	resumed := l.persisted
-	if id := l.tr.SessionID(); l.persisted && id != "" {
-		opts = opts.ResumeFrom(id)
-	}
+	opts, resumed := l.resumeOpts()
 	if err := l.start(opts, resumed); err != nil {
 		l.emitError("spawn_failed", err.Error(), false)
 		return false
@@ -321,7 +317,13 @@ func (l *ipcLoop) sessionCommand(r ipc.Respawn) {
 		}
 		l.cancelTurns("session_command")
 	}
-	l.retire("session_command")
+	l.retireAndRespawn("session_command", opts, resumed)
+}
+
+// retireAndRespawn stops the live child and starts one with opts once it
+// has exited.
+func (l *ipcLoop) retireAndRespawn(why string, opts session.Options, resumed bool) {
+	l.retire(why)
 	l.respawnNext = &opts
 	l.startResumed = resumed
 }
@@ -391,7 +393,7 @@ func (l *ipcLoop) fromCLILine(line string) {
 			l.proc.write(reply)
 		}
 	}
-	l.emit() // keep the order of anything produced before
+	// l.out is empty here: fromCLI emits after every line.
 	l.pending = l.tr.AppendCLI(l.pending, &ev)
 	switch ev.Kind {
 	case mapping.KindSystemInit:
@@ -476,15 +478,20 @@ func (l *ipcLoop) expire() {
 		// turn cancelled, and resume the session in a new child.
 		l.log.Warn("interrupt not acknowledged; restarting claude", "timeout", l.cfg.InterruptTimeout)
 		l.cancelTurns("interrupt_timeout")
-		opts := l.startOpts
-		resumed := l.persisted
-		if sid := l.tr.SessionID(); l.persisted && sid != "" {
-			opts = opts.ResumeFrom(sid)
-		}
-		l.retire("interrupt_timeout")
-		l.respawnNext = &opts
-		l.startResumed = resumed
+		opts, resumed := l.resumeOpts()
+		l.retireAndRespawn("interrupt_timeout", opts, resumed)
 	}
+}
+
+// resumeOpts are the options that continue this session in a new child:
+// --resume when the session has a file, else the options it was started
+// with; resumed says which.
+func (l *ipcLoop) resumeOpts() (opts session.Options, resumed bool) {
+	opts, resumed = l.startOpts, l.persisted
+	if sid := l.tr.SessionID(); l.persisted && sid != "" {
+		opts = opts.ResumeFrom(sid)
+	}
+	return opts, resumed
 }
 
 func (l *ipcLoop) armTimer() {
@@ -515,7 +522,7 @@ func (l *ipcLoop) shutdown(why string) {
 	l.respawnNext, l.queued = nil, nil
 	l.log.Info("shutting down", "reason", why)
 	if p := l.proc; p != nil {
-		go p.child.Shutdown(context.Background())
+		p.stop()
 	}
 }
 

@@ -267,6 +267,10 @@ func newCLIProc(gen int, child *session.Child, log *slog.Logger) *cliProc {
 	return &cliProc{gen: gen, child: child, w: framing.NewWriter(child.Stdin()), log: log}
 }
 
+// stop shuts the child down in stages, in the background; each stage is
+// bounded by the Child's own grace periods.
+func (p *cliProc) stop() { go p.child.Shutdown(context.Background()) }
+
 // stopWithin shuts the child down in stages, in the background, and
 // gives up waiting after d.
 func (p *cliProc) stopWithin(d time.Duration) {

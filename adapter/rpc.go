@@ -319,17 +319,9 @@ func (l *rpcLoop) start(opts session.Options, resumed bool) error {
 		} else {
 			l.log.Warn("the CLI's initialize failed", "err", err.Message)
 		}
-		ws := l.initWaiters
-		l.initWaiters = nil
-		for _, w := range ws {
-			w(err)
-		}
+		wake(&l.initWaiters, err)
 	})
-	ws := l.waiters
-	l.waiters = nil
-	for _, w := range ws {
-		w(nil)
-	}
+	wake(&l.waiters, nil)
 	return nil
 }
 
@@ -569,11 +561,7 @@ func (l *rpcLoop) spawnFailed(err error) {
 	if id := l.tr.Held(); id != "" {
 		l.tr.CancelRun(id, "", &l.out) // the run never reached a CLI
 	}
-	ws := l.waiters
-	l.waiters = nil
-	for _, w := range ws {
-		w(&rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: err.Error()})
-	}
+	wake(&l.waiters, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: err.Error()})
 }
 
 // withChild runs fn once a child runs: at once, after the respawn under
@@ -689,13 +677,9 @@ func (l *rpcLoop) shutdown(why string) {
 	l.cancel()
 	l.log.Info("shutting down", "reason", why)
 	if p := l.proc; p != nil {
-		go p.child.Shutdown(context.Background())
+		p.stop()
 	}
-	ws := l.waiters
-	l.waiters = nil
-	for _, w := range ws {
-		w(rpc.Internal("ccbridge is shutting down"))
-	}
+	wake(&l.waiters, rpc.Internal("ccbridge is shutting down"))
 }
 
 // flush writes the pending UI lines.
@@ -713,4 +697,14 @@ func (l *rpcLoop) respond(id string, line []byte) {
 
 func (l *rpcLoop) respondErr(id string, e *rpc.Error) {
 	l.respond(id, e.AppendResponse(nil, id))
+}
+
+// wake empties a list of waiters and calls each with err (nil: go on).
+// The list is emptied first, so a waiter may add itself again.
+func wake(list *[]func(*rpc.Error), err *rpc.Error) {
+	ws := *list
+	*list = nil
+	for _, w := range ws {
+		w(err)
+	}
 }

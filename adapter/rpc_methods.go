@@ -72,11 +72,7 @@ func (l *rpcLoop) uiEnded() {
 	if p := l.proc; p != nil {
 		p.closeStdin()
 	}
-	ws := l.waiters
-	l.waiters = nil
-	for _, w := range ws {
-		w(rpc.Internal("the UI's input ended"))
-	}
+	wake(&l.waiters, rpc.Internal("the UI's input ended"))
 }
 
 // dedupedMethods have side effects: a retry with the same id gets the
