@@ -1233,10 +1233,7 @@ func TestIPCChildKilledMidTurn(t *testing.T) {
 		return typeOf(l) == "control_request_forward"
 	})
 	reqID := get(lines[len(lines)-1], "request_id").Str
-	pid := b.childPID()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	pid := killChild(t, b)
 	lines = finishTurn(t, b, nil)
 	last := lines[len(lines)-1]
 	if typeOf(last) != "error" || get(last, "code").Str != "child_exited" || get(last, "recoverable").Type != gjson.False {

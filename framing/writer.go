@@ -212,19 +212,10 @@ func (w *Writer) WriteBlock(p []byte) error {
 			return err
 		}
 	}
-	n, err := w.w.Write(p)
-	if err == nil && n != len(p) {
-		err = io.ErrShortWrite
+	if err := w.writeOut(p); err != nil {
+		return err
 	}
-	if err != nil {
-		return w.fail(err)
-	}
-	if w.flusher != nil {
-		if err := w.flusher.Flush(); err != nil {
-			return w.fail(err)
-		}
-	}
-	return nil
+	return w.flushOut()
 }
 
 // flushLocked writes the pending bytes and then flushes the underlying
@@ -233,6 +224,11 @@ func (w *Writer) flushLocked() error {
 	if err := w.writeLocked(); err != nil {
 		return err
 	}
+	return w.flushOut()
+}
+
+// flushOut flushes the underlying writer, if it can be flushed.
+func (w *Writer) flushOut() error {
 	if w.flusher != nil {
 		if err := w.flusher.Flush(); err != nil {
 			return w.fail(err)
@@ -246,17 +242,25 @@ func (w *Writer) writeLocked() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	n, err := w.w.Write(w.buf)
-	if err == nil && n != len(w.buf) {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		return w.fail(err)
+	if err := w.writeOut(w.buf); err != nil {
+		return err
 	}
 	if cap(w.buf) > keepSize {
 		w.buf = nil
 	} else {
 		w.buf = w.buf[:0]
+	}
+	return nil
+}
+
+// writeOut writes p in one Write call; a short write is an error.
+func (w *Writer) writeOut(p []byte) error {
+	n, err := w.w.Write(p)
+	if err == nil && n != len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return w.fail(err)
 	}
 	return nil
 }

@@ -98,6 +98,17 @@ type Config struct {
 // ErrNoPath is returned by Start when Config.Path is empty.
 var ErrNoPath = errors.New("session: Config.Path is empty")
 
+// orDefault applies the rule of Config's numbers: 0 means def, and a
+// negative value means none (0).
+func orDefault[T ~int | ~int64](v *T, def T) {
+	switch {
+	case *v == 0:
+		*v = def
+	case *v < 0:
+		*v = 0
+	}
+}
+
 func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Path == "" {
 		return cfg, ErrNoPath
@@ -105,29 +116,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	if errNoProcessGroups != nil {
 		return cfg, fmt.Errorf("session: %w on this system", errNoProcessGroups)
 	}
-	dur := func(d *time.Duration, def time.Duration) {
-		switch {
-		case *d == 0:
-			*d = def
-		case *d < 0:
-			*d = 0
-		}
-	}
-	dur(&cfg.Grace, DefaultGrace)
-	dur(&cfg.TermGrace, DefaultTermGrace)
-	dur(&cfg.WaitDelay, DefaultWaitDelay)
-	switch {
-	case cfg.StderrKeep == 0:
-		cfg.StderrKeep = DefaultStderrKeep
-	case cfg.StderrKeep < 0:
-		cfg.StderrKeep = 0
-	}
-	switch {
-	case cfg.PipeSize == 0:
-		cfg.PipeSize = DefaultPipeSize
-	case cfg.PipeSize < 0:
-		cfg.PipeSize = 0 // the system's default
-	}
+	orDefault(&cfg.Grace, DefaultGrace)
+	orDefault(&cfg.TermGrace, DefaultTermGrace)
+	orDefault(&cfg.WaitDelay, DefaultWaitDelay)
+	orDefault(&cfg.StderrKeep, DefaultStderrKeep)
+	orDefault(&cfg.PipeSize, DefaultPipeSize) // 0 then keeps the system's
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -226,7 +219,6 @@ type Child struct {
 	stdinErr    error
 	stdinClosed atomic.Bool // pty mode: no more writes
 
-	pty     bool
 	ttyName string // pty mode: the terminal's path, for CloseStdin
 
 	stdoutEOF     chan struct{} // closed when a Stdout read hits EOF
@@ -278,7 +270,6 @@ func Start(cfg Config) (*Child, error) {
 		cfg:        cfg,
 		log:        cfg.Logger,
 		cmd:        cmd,
-		pty:        cfg.PTY,
 		saver:      headTail{n: cfg.StderrKeep},
 		stdoutEOF:  make(chan struct{}),
 		stderrDone: make(chan struct{}),
@@ -375,7 +366,7 @@ func (w stdinWriter) Close() error { return w.c.CloseStdin() }
 // Config.PTY) and makes later writes fail.
 func (c *Child) CloseStdin() error {
 	c.stdinOnce.Do(func() {
-		if c.pty {
+		if c.cfg.PTY {
 			c.stdinClosed.Store(true)
 			c.stdinErr = c.ptyEOF()
 			return
@@ -389,7 +380,7 @@ func (c *Child) CloseStdin() error {
 func (c *Child) stdinGone() {
 	c.stdinOnce.Do(func() {
 		c.stdinClosed.Store(true)
-		if !c.pty {
+		if !c.cfg.PTY {
 			c.stdinErr = c.stdin.Close()
 		}
 	})
@@ -414,7 +405,7 @@ func (r stdoutReader) Read(p []byte) (int, error) {
 		switch {
 		case errors.Is(err, os.ErrClosed) && r.c.stdoutClosed.Load():
 			err = io.EOF // closed by us after WaitDelay
-		case r.c.pty && errors.Is(err, syscall.EIO):
+		case r.c.cfg.PTY && errors.Is(err, syscall.EIO):
 			err = io.EOF // Linux: every holder of the terminal closed it
 		}
 		if err == io.EOF {

@@ -54,7 +54,6 @@ type Server struct {
 	sc     *Scenario
 	res    []*regexp.Regexp // compiled Regex of each rule
 	log    *slog.Logger
-	ln     net.Listener
 	srv    *http.Server
 	url    string
 	ctx    context.Context
@@ -93,7 +92,6 @@ func Start(sc *Scenario, logger *slog.Logger) (*Server, error) {
 		sc:     sc,
 		res:    res,
 		log:    logger,
-		ln:     ln,
 		url:    "http://" + ln.Addr().String(),
 		ctx:    ctx,
 		cancel: cancel,
