@@ -8,6 +8,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/ipc"
+	"github.com/tidwall/gjson"
 )
 
 // Lines as the CLI writes them (text_turn.ndjson).
@@ -50,6 +51,18 @@ var benchAssistant4KiB = `{"type":"assistant","message":{"id":"msg_01perf","type
 	strings.Repeat("lorem ipsum ", 340) + `"}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}},"parent_tool_use_id":null,"session_id":"5c3bb572-859f-4ecf-9616-2b9d21f1b011","uuid":"600b3289-d028-4ac9-9bdf-22534796e959"}`
 
 func BenchmarkRouteAndTranslateAssistant4KiB(b *testing.B) { benchTranslate(b, benchAssistant4KiB) }
+
+// BenchmarkValidAssistant4KiB is what checking every such line as JSON
+// would cost, which is why the ipc loop checks only lines that route to no
+// known type (docs/performance.md).
+func BenchmarkValidAssistant4KiB(b *testing.B) {
+	b.SetBytes(int64(len(benchAssistant4KiB)))
+	for b.Loop() {
+		if !gjson.Valid(benchAssistant4KiB) {
+			b.Fatal("invalid")
+		}
+	}
+}
 
 func BenchmarkRouteTextDelta(b *testing.B)             { benchRoute(b, benchDelta) }
 func BenchmarkRouteAssistant(b *testing.B)             { benchRoute(b, benchAssistant) }
