@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,8 +46,9 @@ type config struct {
 	opts        session.Options
 	dropInArgs  []string
 	interruptIn time.Duration
-	forwardUnk  bool
-	diagnostics bool
+	controlIn   time.Duration
+	maxCLILine  int
+	dialect     adapter.Dialect // the --ui dialect, its own flags parsed
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -96,8 +96,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		log.Info("fake model serving", "url", srv.URL(), "scenario", cfg.fakeModel)
 	}
 
-	switch {
-	case cfg.demo:
+	if cfg.demo {
 		child.Args, err = session.BuildArgs(adapter.StreamArgs, cfg.opts)
 		if err == nil {
 			err = adapter.Demo(context.Background(), child, stdout)
@@ -107,26 +106,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 			return 1
 		}
 		return 0
-	case cfg.ui == "":
-		child.Args = cfg.dropInArgs
-	case cfg.ui == "stream":
-		child.Args, err = session.BuildArgs(adapter.StreamArgs, cfg.opts)
-		if err != nil {
-			fmt.Fprintf(stderr, "ccbridge: %v\n", err)
-			return 2
-		}
-	default:
-		build, ok := adapter.Dialect(cfg.ui)
-		if !ok {
-			fmt.Fprintf(stderr, "ccbridge: --ui %q: no such dialect (available: %s)\n", cfg.ui, strings.Join(adapter.DialectNames(), ", "))
-			return 2
-		}
-		r := build(adapter.DialectConfig{Child: child, Options: cfg.opts, MaxLine: cfg.maxLine, Logger: log,
-			InterruptTimeout: cfg.interruptIn, ForwardUnknown: cfg.forwardUnk, Diagnostics: cfg.diagnostics})
-		return serve(r, stdin, stdout, stderr)
 	}
-
-	return serve(&adapter.DropIn{Child: child, MaxLine: cfg.maxLine, Logger: log}, stdin, stdout, stderr)
+	r, err := cfg.dialect.Runner(adapter.DialectConfig{Child: child, Options: cfg.opts, DropInArgs: cfg.dropInArgs,
+		MaxLine: cfg.maxLine, CLIMaxLine: cfg.maxCLILine, InterruptTimeout: cfg.interruptIn, ControlTimeout: cfg.controlIn, Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
+		return 2
+	}
+	return serve(r, stdin, stdout, stderr)
 }
 
 // serve runs a session with the process's signals, and turns its outcome
@@ -183,15 +170,24 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			return cfg, flag.ErrHelp
 		}
 		cfg.dropInArgs = args
+		cfg.dialect, _ = adapter.NewDialect("stream")
 		return cfg, nil
 	}
 
 	fs := flag.NewFlagSet("ccbridge", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.ui, "ui", "", "UI dialect: "+strings.Join(adapter.DialectNames(), ", "))
-	fs.BoolVar(&cfg.diagnostics, "diagnostics", false, "rpc: report per-call usage and a run summary")
-	fs.DurationVar(&cfg.interruptIn, "interrupt-timeout", 5*time.Second, "ipc, rpc, acp: wait this long for the CLI to acknowledge an interrupt, then restart it")
-	fs.BoolVar(&cfg.forwardUnk, "forward-unknown", false, "ipc: forward CLI messages of unknown types as {\"type\":\"unknown\"}")
+	if name := uiName(args); name != "" {
+		d, ok := adapter.NewDialect(name)
+		if !ok {
+			return cfg, fmt.Errorf("--ui %q: no such dialect (available: %s)", name, strings.Join(adapter.DialectNames(), ", "))
+		}
+		cfg.dialect = d
+		d.Flags(fs)
+	}
+	fs.DurationVar(&cfg.interruptIn, "interrupt-timeout", 5*time.Second, "wait this long for the CLI to acknowledge an interrupt, then restart it")
+	fs.DurationVar(&cfg.controlIn, "control-timeout", 30*time.Second, "wait this long for the CLI's answer to a control request (model, mode, …)")
+	fs.IntVar(&cfg.maxCLILine, "max-cli-line", 0, "largest CLI line held whole, in bytes (default: each dialect's, see its doc)")
 	fs.BoolVar(&cfg.demo, "demo", false, "run the offline demo: one turn with a permission request, answered")
 	fs.StringVar(&cfg.claude, "claude", cfg.claude, "path of the Claude Code CLI (default $CCBRIDGE_CLAUDE, else claude on PATH)")
 	fs.StringVar(&cfg.fakeModel, "fake-model", cfg.fakeModel, "serve a fake Messages API to the CLI: \"default\" or a scenario file")
@@ -221,13 +217,30 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if cfg.ui == "" && !cfg.demo {
 		return cfg, errors.New("--ui needs a dialect, for example --ui stream")
 	}
-	if cfg.ui != "" && !slices.Contains(adapter.DialectNames(), cfg.ui) {
-		return cfg, fmt.Errorf("--ui %q: no such dialect (available: %s)", cfg.ui, strings.Join(adapter.DialectNames(), ", "))
-	}
 	if cfg.demo && cfg.fakeModel == "" {
 		cfg.fakeModel = "default"
 	}
 	return cfg, nil
+}
+
+// uiName returns the value of --ui before any "--", or "".
+func uiName(args []string) string {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "ui" {
+			continue
+		}
+		if hasValue {
+			return value
+		}
+		if i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 // dialectMode reports whether ccbridge's own flags are in use: --ui or
@@ -259,7 +272,7 @@ Dialect mode:
 
 `, adapter.Version)
 	if fs == nil {
-		fmt.Fprintln(w, "Run ccbridge --ui stream --help for the flags.")
+		fmt.Fprintln(w, "Run ccbridge --ui DIALECT --help for the flags (dialects: "+strings.Join(adapter.DialectNames(), ", ")+").")
 		return
 	}
 	fs.SetOutput(w)

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,11 +30,18 @@ var ACPArgs = []string{
 	"--permission-prompt-tool", "stdio",
 }
 
-func init() {
-	registerDialect("acp", func(c DialectConfig) Runner {
-		return &ACP{Child: c.Child, Options: c.Options, MaxLine: c.MaxLine,
-			InterruptTimeout: c.InterruptTimeout, Logger: c.Logger}
-	})
+func init() { Register("acp", func() Dialect { return &ACP{} }) }
+
+// Flags adds the acp dialect's own flags.
+func (a *ACP) Flags(fs *flag.FlagSet) {
+	fs.DurationVar(&a.SetupTimeout, "setup-timeout", 60*time.Second, "wait this long for the CLI to answer initialize during session/new, load and resume")
+}
+
+// Runner fills in the common settings.
+func (a *ACP) Runner(c DialectConfig) (Runner, error) {
+	a.Child, a.Options, a.MaxLine, a.CLIMaxLine = c.Child, c.Options, c.MaxLine, c.CLIMaxLine
+	a.InterruptTimeout, a.ControlTimeout, a.Logger = c.InterruptTimeout, c.ControlTimeout, c.Logger
+	return a, nil
 }
 
 // ACP runs ccbridge as an Agent Client Protocol v1 agent
@@ -58,6 +66,9 @@ type ACP struct {
 	// MaxLine caps a line held whole, from either side. Default
 	// framing.DefaultMaxLine.
 	MaxLine int
+
+	// CLIMaxLine caps a CLI line held whole; default MaxLine.
+	CLIMaxLine int
 
 	// InterruptTimeout bounds the wait for a cancelled turn's result after
 	// the in-band interrupt; then the child is killed, the prompt answered

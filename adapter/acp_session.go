@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"time"
@@ -182,7 +183,7 @@ func (l *acpLoop) spawn(s *acpSession, resume bool) error {
 	l.procs[p.gen] = p
 	s.proc = p
 	l.log.Info("claude started", "session", s.id, "pid", child.Pid(), "gen", p.gen, "resume", resume)
-	go readCLI(p.cliProc, l.cfg.MaxLine, nil, l.cliCh, l.stop)
+	go readCLI(p.cliProc, cmp.Or(l.cfg.CLIMaxLine, l.cfg.MaxLine), nil, l.cliCh, l.stop)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"flag"
 	"io"
 	"log/slog"
 	"os"
@@ -28,25 +29,29 @@ func init() {
 	}
 }
 
-// DialectConfig is what main hands to a dialect: how to start the CLI and
-// the dialect-independent flags. Zero values mean defaults.
+// DialectConfig is what main hands to a dialect: how to start the CLI
+// and the settings every dialect shares (main's common flags). Zero values
+// mean defaults.
 type DialectConfig struct {
 	// Child says how to start the CLI; each dialect builds the Args.
 	Child session.Config
 	// Options are the session flags and extra CLI arguments.
 	Options session.Options
-	// MaxLine caps a line held whole (--max-line).
+	// DropInArgs, when set, are the CLI's own arguments, passed as they
+	// are (drop-in mode; the stream dialect only).
+	DropInArgs []string
+	// MaxLine caps a UI line held whole (--max-line).
 	MaxLine int
+	// CLIMaxLine caps a CLI line held whole (--max-cli-line); 0 keeps
+	// each dialect's default.
+	CLIMaxLine int
 	// InterruptTimeout bounds the wait for the CLI to acknowledge an
 	// interrupt (--interrupt-timeout).
 	InterruptTimeout time.Duration
-	// ForwardUnknown passes CLI messages of unknown types on, where the
-	// dialect has a way to (--forward-unknown).
-	ForwardUnknown bool
-	// Diagnostics enables per-call usage reports, where the dialect has
-	// them (--diagnostics).
-	Diagnostics bool
-	Logger      *slog.Logger
+	// ControlTimeout bounds the wait for the CLI's answer to a control
+	// request (--control-timeout).
+	ControlTimeout time.Duration
+	Logger         *slog.Logger
 }
 
 // Runner serves one UI connection on in/out until it ends, and returns the
@@ -55,27 +60,40 @@ type Runner interface {
 	Run(ctx context.Context, in io.Reader, out io.Writer, signals <-chan os.Signal) (int, error)
 }
 
-var dialects = map[string]func(DialectConfig) Runner{}
+// Dialect is one --ui dialect: its own flags, and the runner of a UI
+// connection. A dialect that runs on the session core builds a Loop, a
+// Supervisor per session and its Handler in Runner.
+type Dialect interface {
+	// Flags adds the dialect's own flags to fs; their values are the
+	// dialect's (a Dialect is made fresh for each use).
+	Flags(fs *flag.FlagSet)
+	// Runner returns the runner of one connection.
+	Runner(c DialectConfig) (Runner, error)
+}
 
-// registerDialect makes a dialect available to --ui. Each dialect calls it
-// from an init function in its own file.
-func registerDialect(name string, build func(DialectConfig) Runner) {
+var dialects = map[string]func() Dialect{}
+
+// Register makes a dialect available to --ui under name. A dialect calls
+// it from an init function: that one line is its registration.
+func Register(name string, fresh func() Dialect) {
 	if _, dup := dialects[name]; dup {
 		panic("adapter: dialect " + name + " registered twice")
 	}
-	dialects[name] = build
+	dialects[name] = fresh
 }
 
-// Dialect returns the builder of a --ui dialect other than "stream" (which
-// is drop-in mode with ccbridge's own arguments).
-func Dialect(name string) (func(DialectConfig) Runner, bool) {
-	b, ok := dialects[name]
-	return b, ok
+// NewDialect returns a fresh instance of the --ui dialect name.
+func NewDialect(name string) (Dialect, bool) {
+	fresh, ok := dialects[name]
+	if !ok {
+		return nil, false
+	}
+	return fresh(), true
 }
 
-// DialectNames lists the --ui dialects, "stream" included, sorted.
+// DialectNames lists the --ui dialects, sorted.
 func DialectNames() []string {
-	names := []string{"stream"}
+	names := make([]string, 0, len(dialects))
 	for n := range dialects {
 		names = append(names, n)
 	}
@@ -83,9 +101,8 @@ func DialectNames() []string {
 	return names
 }
 
-func init() {
-	registerDialect("ipc", func(c DialectConfig) Runner {
-		return &IPC{Child: c.Child, Options: c.Options, MaxLine: c.MaxLine,
-			InterruptTimeout: c.InterruptTimeout, ForwardUnknown: c.ForwardUnknown, Logger: c.Logger}
-	})
-}
+// DialectFunc adapts a function to a Dialect with no flags of its own.
+type DialectFunc func(c DialectConfig) (Runner, error)
+
+func (DialectFunc) Flags(*flag.FlagSet)                      {}
+func (f DialectFunc) Runner(c DialectConfig) (Runner, error) { return f(c) }

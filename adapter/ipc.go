@@ -1,9 +1,9 @@
 package adapter
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/ccbridge/ccbridge/framing"
@@ -29,6 +28,20 @@ var IPCArgs = []string{
 	"--include-partial-messages",
 	"--permission-prompt-tool", "stdio",
 	"--replay-user-messages",
+}
+
+func init() { Register("ipc", func() Dialect { return &IPC{} }) }
+
+// Flags adds the ipc dialect's own flags.
+func (s *IPC) Flags(fs *flag.FlagSet) {
+	fs.BoolVar(&s.ForwardUnknown, "forward-unknown", false, `forward CLI messages of unknown types as {"type":"unknown"}`)
+}
+
+// Runner fills in the common settings.
+func (s *IPC) Runner(c DialectConfig) (Runner, error) {
+	s.Child, s.Options, s.MaxLine, s.CLIMaxLine = c.Child, c.Options, c.MaxLine, c.CLIMaxLine
+	s.InterruptTimeout, s.ControlTimeout, s.Logger = c.InterruptTimeout, c.ControlTimeout, c.Logger
+	return s, nil
 }
 
 // IPC runs one session in the ipc dialect (docs/protocol/ipc.md): the UI
@@ -51,6 +64,8 @@ type IPC struct {
 	// MaxLine caps a line held whole, from either side. Default
 	// framing.DefaultMaxLine.
 	MaxLine int
+	// CLIMaxLine caps a CLI line held whole; default MaxLine.
+	CLIMaxLine int
 
 	// InterruptTimeout bounds the wait for the CLI to acknowledge an
 	// interrupt; then the child is stopped and resumed. Default 5 s.
@@ -63,45 +78,26 @@ type IPC struct {
 	// ForwardUnknown forwards CLI lines of unknown types as "unknown".
 	ForwardUnknown bool
 
+	// Clock is the session's time; nil means the real one.
+	Clock Clock
+
 	Logger *slog.Logger
 }
 
-// ipcLoop is the state of one ipc session, owned by Run's goroutine.
+// ipcLoop is the ipc dialect's handler: the state of one ipc session,
+// owned by the loop's goroutine.
 type ipcLoop struct {
-	cfg *IPC
-	log *slog.Logger
-	tr  *ipc.Translator
-	ui  *framing.Writer
-	out [][]byte // lines to send, moved to pending by emit
+	cfg  *IPC
+	log  *slog.Logger
+	loop *Loop
+	sup  *Supervisor
+	tr   *ipc.Translator
+	out  [][]byte // lines to send, moved to the loop by emit
 
-	// pending holds whole lines, each ending in '\n', not yet written to
-	// the UI. The translator writes streamed deltas straight into it.
-	pending []byte
-
-	gen       int
-	proc      *cliProc        // the live child, or nil
-	startOpts session.Options // the options the session was started with
-	persisted bool            // the CLI has a session file to resume
-	turns     int             // prompts sent to the live child without a result
-
-	retiring     int              // gen of a child being stopped for a respawn, or 0
-	respawnNext  *session.Options // started once the retiring child has exited
-	startResumed bool             // whether respawnNext continues a saved session
-	queued       [][]byte         // UI lines waiting for that respawn
+	turns int // prompts sent to the live child without a result
 
 	interruptID string
 	deadlines   map[string]time.Time // control requests awaiting the CLI's answer
-	timer       *time.Timer
-
-	uiEOF    bool
-	stopping bool
-	lastInt  time.Time
-	exitCode int
-
-	blocks blockPool // the CLI readers' buffers, reused
-	cliCh  chan cliBlock
-	uiCh   chan uiLine
-	stop   chan struct{}
 }
 
 // Run serves the session until the UI's input ends (or a shutdown signal)
@@ -112,111 +108,63 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	if _, err := session.BuildArgs(IPCArgs, opts); err != nil {
 		return 2, err
 	}
-
-	l := &ipcLoop{
-		cfg:       s,
-		log:       s.Logger,
-		tr:        ipc.New(ipc.Options{ForwardUnknown: s.ForwardUnknown}),
-		ui:        framing.NewWriter(uiOut),
-		deadlines: make(map[string]time.Time),
-		timer:     time.NewTimer(time.Hour),
-		blocks:    newBlockPool(),
-		cliCh:     make(chan cliBlock, cliQueue),
-		uiCh:      make(chan uiLine, uiQueue),
-		stop:      make(chan struct{}),
-	}
-	l.timer.Stop()
-	defer close(l.stop)
+	l := s.newLoop()
 	// A fork has no session file of its own until its first turn.
-	if err := l.start(opts, (opts.Resume != "" || opts.Continue) && !opts.ForkSession); err != nil {
+	if _, err := l.sup.Start(opts, (opts.Resume != "" || opts.Continue) && !opts.ForkSession); err != nil {
 		return 1, err
 	}
 	l.emit()
-	if err := l.flush(); err != nil {
-		l.log.Warn("writing to the UI", "err", err)
-	}
-	go readUI(uiIn, s.MaxLine, l.log, l.uiCh, l.stop)
-
-	done := ctx.Done()
-	for !l.finished() {
-		select {
-		case <-done:
-			done = nil
-			l.shutdown("context cancelled")
-		case m := <-l.uiCh:
-			l.fromUI(m)
-		case m := <-l.cliCh:
-			l.fromCLI(m)
-			l.blocks.put(m.buf) // fromCLI and the translator kept nothing of it
-		case <-l.timer.C:
-			l.expire()
-		case sig := <-signals:
-			l.signal(sig)
-		}
-		l.armTimer()
-		l.emit()
-		if len(l.cliCh) == 0 && len(l.uiCh) == 0 {
-			if err := l.flush(); err != nil && !l.stopping {
-				l.log.Warn("writing to the UI; shutting down", "err", err)
-				l.shutdown("the UI's output is gone")
-			}
-		}
-	}
-	l.emit()
-	return l.exitCode, l.flush()
+	return l.loop.Run(ctx, l, uiIn, uiOut, signals)
 }
 
-// finished reports whether the session is over: no child, none coming, and
-// no more input expected.
-func (l *ipcLoop) finished() bool {
-	return l.proc == nil && l.retiring == 0 && (l.uiEOF || l.stopping)
+func (s *IPC) newLoop() *ipcLoop {
+	l := &ipcLoop{
+		cfg:       s,
+		log:       s.Logger,
+		loop:      NewLoop(LoopConfig{MaxLine: s.MaxLine, CLIMaxLine: s.CLIMaxLine, ReuseBlocks: true, Clock: s.Clock, Logger: s.Logger}),
+		tr:        ipc.New(ipc.Options{ForwardUnknown: s.ForwardUnknown}),
+		deadlines: make(map[string]time.Time),
+	}
+	l.sup = l.loop.NewSupervisor(SupervisorConfig{Child: s.Child, BaseArgs: IPCArgs, Started: l.started})
+	return l
 }
 
-// start spawns a child with opts. resumed says whether the session already
-// has a session file.
-func (l *ipcLoop) start(opts session.Options, resumed bool) error {
-	child, err := startCLI(l.cfg.Child, IPCArgs, opts)
-	if err != nil {
-		return err
-	}
-	l.gen++
-	l.proc = newCLIProc(l.gen, child, l.log)
-	l.startOpts = opts
-	l.persisted = resumed
+// started resets the per-child state and tells the UI the session id.
+func (l *ipcLoop) started(p *Proc) {
+	defer l.emit()
 	l.turns = 0
-	l.log.Info("claude started", "pid", child.Pid(), "gen", l.gen, "resume", opts.Resume,
-		"continue", opts.Continue, "fork", opts.ForkSession, "session_id", opts.SessionID)
-	go readCLI(l.proc, l.cfg.MaxLine, l.blocks, l.cliCh, l.stop)
-	switch {
-	case opts.SessionID != "":
-		l.out = l.tr.SetSessionID(opts.SessionID, l.out)
-	case opts.Resume != "" && !opts.ForkSession:
-		l.out = l.tr.SetSessionID(opts.Resume, l.out)
+	switch o := p.Opts; {
+	case o.SessionID != "":
+		l.out = l.tr.SetSessionID(o.SessionID, l.out)
+	case o.Resume != "" && !o.ForkSession:
+		l.out = l.tr.SetSessionID(o.Resume, l.out)
 	}
-	return nil
 }
 
-func (l *ipcLoop) fromUI(m uiLine) {
-	switch {
-	case m.eof:
-		l.uiEOF = true
-		l.log.Debug("UI input ended")
-		if l.proc != nil {
-			l.proc.closeStdin()
-		}
-		l.respawnNext, l.queued = nil, nil
-		return
-	case m.tooLong != nil:
-		l.emitError("line_too_long", fmt.Sprintf("UI line of %d bytes or more is over the %d-byte limit (--max-line); it was dropped", m.tooLong.Size, m.tooLong.Max), true)
-		return
+func (l *ipcLoop) UIEnd() {
+	if p := l.sup.Live(); p != nil {
+		p.CloseStdin()
 	}
-	if l.respawnNext != nil {
+}
+
+func (l *ipcLoop) UITooLong(e *framing.LineTooLongError) {
+	l.emitError("line_too_long", fmt.Sprintf("UI line of %d bytes or more is over the %d-byte limit (--max-line); it was dropped", e.Size, e.Max), true)
+	l.emit()
+}
+
+func (l *ipcLoop) UILine(line []byte) {
+	defer l.emit()
+	if l.sup.Respawning() {
 		// A respawn is under way: keep the line for the new child. Answers
 		// and interrupts for the old one are refused by the translator.
-		l.queued = append(l.queued, m.line)
+		l.sup.Wait(func(err error) {
+			if err != errShuttingDown {
+				l.UILine(line)
+			}
+		})
 		return
 	}
-	cmd, err := l.tr.FromUI(m.line)
+	cmd, err := l.tr.FromUI(line)
 	if err != nil {
 		var e *ipc.Error
 		if errors.As(err, &e) {
@@ -236,12 +184,13 @@ func (l *ipcLoop) command(cmd ipc.Command) {
 		l.sessionCommand(cmd.Respawn)
 		return
 	case ipc.CmdUserMessage, ipc.CmdPermissionMode, ipc.CmdModelChange:
-		if l.proc == nil && !l.respawnForInput() {
+		if l.sup.Live() == nil && !l.respawnForInput() {
 			l.tr.Untrack(cmd.RequestID)
 			return
 		}
 	}
-	if l.proc == nil {
+	p := l.sup.Live()
+	if p == nil {
 		// Answers, interrupts and task stops need a live child; without
 		// one there is nothing they could reach.
 		l.tr.Untrack(cmd.RequestID)
@@ -258,19 +207,18 @@ func (l *ipcLoop) command(cmd ipc.Command) {
 			break
 		}
 		l.interruptID = cmd.RequestID
-		l.deadlines[cmd.RequestID] = time.Now().Add(l.cfg.InterruptTimeout)
+		l.deadlines[cmd.RequestID] = l.loop.Now().Add(l.cfg.InterruptTimeout)
 	case ipc.CmdPermissionMode, ipc.CmdModelChange, ipc.CmdStopTask:
-		l.deadlines[cmd.RequestID] = time.Now().Add(l.cfg.ControlTimeout)
+		l.deadlines[cmd.RequestID] = l.loop.Now().Add(l.cfg.ControlTimeout)
 	}
-	l.proc.write(cmd.Stdin)
+	p.Write(cmd.Stdin)
 }
 
 // respawnForInput restarts a child that died, so that new input reaches
-// the same conversation: --resume when the session has a file, else the
-// options it was started with. It reports whether a child now runs.
+// the same conversation. It reports whether a child now runs.
 func (l *ipcLoop) respawnForInput() bool {
-	opts, resumed := l.resumeOpts()
-	if err := l.start(opts, resumed); err != nil {
+	opts, resumed := l.sup.ResumeOpts()
+	if _, err := l.sup.Start(opts, resumed); err != nil {
 		l.emitError("spawn_failed", err.Error(), false)
 		return false
 	}
@@ -298,12 +246,13 @@ func (l *ipcLoop) sessionCommand(r ipc.Respawn) {
 		opts.ForkSession = true
 		opts.SessionID = uuid.NewString()
 	}
-	if _, err := session.BuildArgs(IPCArgs, opts); err != nil {
+	if err := l.sup.Check(opts); err != nil {
 		l.emitError("invalid_value", "session_command: "+err.Error(), true)
 		return
 	}
-	if l.proc == nil {
-		if err := l.start(opts, resumed); err != nil {
+	p := l.sup.Live()
+	if p == nil {
+		if _, err := l.sup.Start(opts, resumed); err != nil {
 			l.emitError("spawn_failed", err.Error(), false)
 		}
 		return
@@ -312,7 +261,7 @@ func (l *ipcLoop) sessionCommand(r ipc.Respawn) {
 		// Stop the running turn in band first, so that the session file
 		// is complete before the child goes.
 		if cmd, err := l.tr.FromUI([]byte(`{"type":"interrupt","cancel_queued":true}`)); err == nil {
-			l.proc.write(cmd.Stdin)
+			p.Write(cmd.Stdin)
 			l.tr.Untrack(cmd.RequestID)
 		}
 		l.cancelTurns("session_command")
@@ -323,81 +272,43 @@ func (l *ipcLoop) sessionCommand(r ipc.Respawn) {
 // retireAndRespawn stops the live child and starts one with opts once it
 // has exited.
 func (l *ipcLoop) retireAndRespawn(why string, opts session.Options, resumed bool) {
-	l.retire(why)
-	l.respawnNext = &opts
-	l.startResumed = resumed
-}
-
-// retire stops the live child; its exit starts respawnNext, if set.
-func (l *ipcLoop) retire(why string) {
-	p := l.proc
-	l.proc = nil
-	l.retiring = p.gen
 	l.turns = 0
 	l.interruptID = ""
 	clear(l.deadlines)
 	l.out = l.tr.CancelPending(why, l.out)
 	l.tr.ResetProcess()
-	l.log.Info("stopping claude", "gen", p.gen, "reason", why)
-	p.stopWithin(l.cfg.InterruptTimeout)
+	l.sup.Retire(why, l.cfg.InterruptTimeout, false)
+	l.sup.Wait(func(err error) {
+		if err != nil && err != errShuttingDown {
+			l.emitError("spawn_failed", err.Error(), false)
+			l.emit()
+		}
+	})
+	l.sup.Respawn(opts, resumed)
 }
 
-func (l *ipcLoop) fromCLI(m cliBlock) {
-	live := l.proc != nil && m.gen == l.proc.gen
-	if m.exit != nil {
-		l.exitCode = m.exit.Code
-		switch {
-		case m.gen == l.retiring:
-			l.retiring = 0
-			l.log.Info("claude stopped", "gen", m.gen, "code", m.exit.Code)
-			if next := l.respawnNext; next != nil {
-				l.respawnNext = nil
-				if err := l.start(*next, l.startResumed); err != nil {
-					l.emitError("spawn_failed", err.Error(), false)
-				}
-				queued := l.queued
-				l.queued = nil
-				for _, line := range queued {
-					l.fromUI(uiLine{line: line})
-				}
-			}
-		case live:
-			l.childExited(*m.exit)
-		}
-		return
-	}
-	if !live {
-		return // a retired child's last words
-	}
-	if m.tooLong != nil {
-		l.emitError("line_too_long", fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-line); it was dropped", m.tooLong.Size, m.tooLong.Max), true)
-		return
-	}
-	for line := range blockLines(m.lines) {
-		if l.proc == nil || l.proc.gen != m.gen {
-			return // the child was retired by an earlier line
-		}
-		l.fromCLILine(line)
-		l.emit()
-	}
+func (l *ipcLoop) CLITooLong(_ *Proc, e *framing.LineTooLongError) {
+	l.emitError("line_too_long", fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-line); it was dropped", e.Size, e.Max), true)
+	l.emit()
 }
 
-// fromCLILine handles one line of the live child.
-func (l *ipcLoop) fromCLILine(line string) {
+// CLILine handles one line of the live child.
+func (l *ipcLoop) CLILine(p *Proc, line string) {
 	ev := mapping.RouteString(line)
 	if ev.Kind.Unknown() {
 		l.log.Debug("a CLI line of an unknown type", "kind", ev.Kind.String(), "type", ev.Type, "subtype", ev.Subtype, "bytes", len(line))
 	}
 	if ev.Kind.ControlRequest() {
 		if reply, ok := mapping.AppendAutoReply(nil, &ev); ok {
-			l.proc.write(reply)
+			p.Write(reply)
 		}
 	}
-	// l.out is empty here: fromCLI emits after every line.
-	l.pending = l.tr.AppendCLI(l.pending, &ev)
+	// l.out is empty here: every entry point emits before it returns.
+	out := l.loop.Out()
+	*out = l.tr.AppendCLI(*out, &ev)
 	switch ev.Kind {
 	case mapping.KindSystemInit:
-		l.persisted = true
+		l.sup.Persisted(ev.SessionID)
 	case mapping.KindResult:
 		if l.turns > 0 {
 			l.turns--
@@ -414,14 +325,15 @@ func (l *ipcLoop) fromCLILine(line string) {
 			}
 		}
 	}
+	l.emit()
 }
 
-// childExited reports a child that died on its own. An open turn ends with
-// an error carrying the child's last stderr; the next input respawns it.
-func (l *ipcLoop) childExited(exit session.Exit) {
-	l.proc = nil
-	l.log.Info("claude exited", "code", exit.Code, "signal", exit.Signal)
-	if l.uiEOF || l.stopping {
+// ChildExited reports a child that died on its own. An open turn ends
+// with an error carrying the child's last stderr; the next input respawns
+// it.
+func (l *ipcLoop) ChildExited(_ *Proc, exit session.Exit) {
+	defer l.emit()
+	if l.loop.Ending() {
 		return
 	}
 	for id := range l.deadlines {
@@ -458,9 +370,9 @@ func (l *ipcLoop) cancelTurns(reason string) {
 	l.turns = 0
 }
 
-// expire handles deadlines that have passed.
-func (l *ipcLoop) expire() {
-	now := time.Now()
+// Expire handles deadlines that have passed.
+func (l *ipcLoop) Expire(now time.Time) {
+	defer l.emit()
 	for id, at := range l.deadlines {
 		if now.Before(at) {
 			continue
@@ -470,7 +382,7 @@ func (l *ipcLoop) expire() {
 			continue
 		}
 		l.tr.Untrack(id)
-		if id != l.interruptID || l.proc == nil {
+		if id != l.interruptID || l.sup.Live() == nil {
 			l.emitError("control_timeout", "the CLI did not answer "+id+" in time", true)
 			continue
 		}
@@ -478,96 +390,32 @@ func (l *ipcLoop) expire() {
 		// turn cancelled, and resume the session in a new child.
 		l.log.Warn("interrupt not acknowledged; restarting claude", "timeout", l.cfg.InterruptTimeout)
 		l.cancelTurns("interrupt_timeout")
-		opts, resumed := l.resumeOpts()
+		opts, resumed := l.sup.ResumeOpts()
 		l.retireAndRespawn("interrupt_timeout", opts, resumed)
 	}
 }
 
-// resumeOpts are the options that continue this session in a new child:
-// --resume when the session has a file, else the options it was started
-// with; resumed says which.
-func (l *ipcLoop) resumeOpts() (opts session.Options, resumed bool) {
-	opts, resumed = l.startOpts, l.persisted
-	if sid := l.tr.SessionID(); l.persisted && sid != "" {
-		opts = opts.ResumeFrom(sid)
-	}
-	return opts, resumed
-}
-
-func (l *ipcLoop) armTimer() {
+func (l *ipcLoop) NextDeadline() time.Time {
 	var next time.Time
 	for _, at := range l.deadlines {
 		next = earliest(next, at)
 	}
-	armTimer(l.timer, next)
+	return next
 }
 
-func (l *ipcLoop) signal(sig os.Signal) {
-	if why := shutdownReason(sig, &l.lastInt); why != "" {
-		l.shutdown(why)
-		return
-	}
+// Interrupt handles SIGINT: an interrupt, as if the UI had sent one.
+func (l *ipcLoop) Interrupt() {
 	if cmd, err := l.tr.FromUI([]byte(`{"type":"interrupt"}`)); err == nil {
 		l.command(cmd)
 	}
+	l.emit()
 }
 
-// shutdown ends the session: no more input is taken, the child is stopped
-// in stages.
-func (l *ipcLoop) shutdown(why string) {
-	if l.stopping {
-		return
-	}
-	l.stopping = true
-	l.respawnNext, l.queued = nil, nil
-	l.log.Info("shutting down", "reason", why)
-	if p := l.proc; p != nil {
-		p.stop()
-	}
-}
+func (l *ipcLoop) Shutdown(string) {}
 
 func (l *ipcLoop) emitError(code, msg string, recoverable bool) {
 	l.out = append(l.out, ipc.AppendError(nil, code, msg, recoverable))
 }
 
-// emit moves the lines in l.out to the pending output, which is written
-// once 64 KiB are pending; the loop flushes whenever it has nothing more
-// to read.
-func (l *ipcLoop) emit() {
-	for i, line := range l.out {
-		if bytes.IndexByte(line, '\n') >= 0 {
-			// The translator never builds one (FuzzRoute checks); were
-			// it to, the UI's framing would break.
-			l.log.Error("dropped an outbound line that holds a line break", "type", gjson.GetBytes(line, "type").Str)
-		} else {
-			l.pending = append(l.pending, line...)
-			l.pending = append(l.pending, '\n')
-		}
-		l.out[i] = nil
-	}
-	l.out = l.out[:0]
-	if len(l.pending) >= pendingFlush {
-		if err := l.flush(); err != nil {
-			l.log.Debug("writing to the UI", "err", err)
-		}
-	}
-}
-
-// pendingFlush is how many bytes of whole lines the loop collects before
-// writing them without waiting to be idle; pendingKeep is the largest
-// buffer it keeps for reuse after one huge line.
-const (
-	pendingFlush = 64 << 10
-	pendingKeep  = 4 << 20
-)
-
-// flush writes the pending lines in one write. After a failed write it
-// keeps returning that error.
-func (l *ipcLoop) flush() error {
-	err := l.ui.WriteBlock(l.pending)
-	if cap(l.pending) > pendingKeep {
-		l.pending = nil
-	}
-	l.pending = l.pending[:0]
-	return err
-}
+// emit hands the lines in l.out to the loop.
+func (l *ipcLoop) emit() { l.out = l.loop.EmitAll(l.out) }

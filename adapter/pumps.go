@@ -79,6 +79,7 @@ type cliBlock struct {
 	lines   string
 	tooLong *framing.LineTooLongError
 	exit    *session.Exit
+	raw     bool // lines holds a pty child's output as read, not lines
 
 	// buf holds lines when it came from a blockPool: the loop hands it
 	// back with put once it is done with the block.

@@ -1,7 +1,9 @@
 package adapter
 
 import (
+	"cmp"
 	"context"
+	"flag"
 	"io"
 	"log/slog"
 	"os"
@@ -30,11 +32,19 @@ var RPCArgs = []string{
 	"--permission-prompt-tool", "stdio",
 }
 
-func init() {
-	registerDialect("rpc", func(c DialectConfig) Runner {
-		return &RPC{Child: c.Child, Options: c.Options, MaxLine: c.MaxLine,
-			InterruptTimeout: c.InterruptTimeout, Diagnostics: c.Diagnostics, Logger: c.Logger}
-	})
+func init() { Register("rpc", func() Dialect { return &RPC{} }) }
+
+// Flags adds the rpc dialect's own flags.
+func (s *RPC) Flags(fs *flag.FlagSet) {
+	fs.BoolVar(&s.Diagnostics, "diagnostics", false, "report per-call usage and a run summary")
+	fs.DurationVar(&s.DedupeWindow, "dedupe-window", 10*time.Minute, "how long a request id is remembered: a retry gets the first answer")
+}
+
+// Runner fills in the common settings.
+func (s *RPC) Runner(c DialectConfig) (Runner, error) {
+	s.Child, s.Options, s.MaxLine, s.CLIMaxLine = c.Child, c.Options, c.MaxLine, c.CLIMaxLine
+	s.InterruptTimeout, s.ControlTimeout, s.Logger = c.InterruptTimeout, c.ControlTimeout, c.Logger
+	return s, nil
 }
 
 // RPC runs one session in the rpc dialect (docs/protocol/rpc.md): JSON-RPC
@@ -59,6 +69,8 @@ type RPC struct {
 	// capped at framing.DefaultMaxLine (or MaxLine, if larger): the CLI's
 	// own answers must never be dropped.
 	MaxLine int
+	// CLIMaxLine, when set, caps a CLI line instead.
+	CLIMaxLine int
 	// InterruptTimeout bounds the wait for a cancelled run's turn to end
 	// after the in-band interrupt; then the CLI is killed and resumed in a
 	// new process. Default 5 s.
@@ -301,7 +313,7 @@ func (l *rpcLoop) start(opts session.Options, resumed bool) error {
 	l.persisted = resumed
 	l.log.Info("claude started", "pid", child.Pid(), "gen", l.gen, "resume", opts.Resume,
 		"continue", opts.Continue, "fork", opts.ForkSession, "session_id", opts.SessionID)
-	go readCLI(l.proc, max(l.cfg.MaxLine, framing.DefaultMaxLine), nil, l.cliCh, l.stop)
+	go readCLI(l.proc, cmp.Or(l.cfg.CLIMaxLine, max(l.cfg.MaxLine, framing.DefaultMaxLine)), nil, l.cliCh, l.stop)
 	switch {
 	case opts.SessionID != "":
 		l.tr.SetSessionID(opts.SessionID)

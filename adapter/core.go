@@ -1,0 +1,422 @@
+package adapter
+
+// The session core: one event loop that every dialect runs on. The loop's
+// goroutine owns all session state; the UI's reader, the children's
+// readers and background work only hand it messages over channels, so a
+// control message (an interrupt, a cancel, an answer) never waits behind
+// ordinary work. A dialect is a Handler the loop calls; its children are
+// kept by Supervisors (supervisor.go).
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/session"
+)
+
+// Handler is a dialect's part of a session: the loop calls it, on the
+// loop's goroutine and one call at a time, for everything that happens.
+// What a handler writes to the UI it hands to the loop (Loop.Emit); what
+// it writes to a child goes through the child's Proc.
+type Handler interface {
+	// UILine handles one line of the UI's input; the line is the
+	// handler's to keep.
+	UILine(line []byte)
+	// UITooLong reports a UI line over the limit, which was dropped.
+	UITooLong(e *framing.LineTooLongError)
+	// UIEnd reports the end of the UI's input. No more input comes; the
+	// loop ends once every child has exited and background work is done.
+	UIEnd()
+	// CLILine handles one line of a live child, without its line break.
+	// The line may alias a buffer the loop reuses: copy what is kept.
+	CLILine(p *Proc, line string)
+	// CLITooLong reports a line of a live child over the limit, which was
+	// dropped.
+	CLITooLong(p *Proc, e *framing.LineTooLongError)
+	// ChildExited reports that the live child of a Supervisor exited
+	// without being asked to. The Supervisor has no live child any more;
+	// a child it retired itself is not reported here.
+	ChildExited(p *Proc, exit session.Exit)
+	// Interrupt handles a first SIGINT: interrupt what runs, in band.
+	Interrupt()
+	// Shutdown ends the session (SIGTERM, SIGHUP, a second SIGINT, the
+	// context, or the UI's output gone): settle what is open. The loop
+	// then stops every child in stages and takes no more UI input.
+	Shutdown(reason string)
+	// Expire handles the deadlines that have passed by now; NextDeadline
+	// tells the earliest one left (the zero time for none).
+	Expire(now time.Time)
+	NextDeadline() time.Time
+}
+
+// RawHandler is implemented by a handler whose children write bytes, not
+// lines (a pty): their output is handed over as it is read.
+type RawHandler interface {
+	CLIOutput(p *Proc, b []byte)
+}
+
+// Clock is the session core's time: the loop reads it and arms its one
+// timer with it. Tests give a fake one, or run the real one under
+// testing/synctest.
+type Clock interface {
+	Now() time.Time
+	// NewTimer returns a stopped timer.
+	NewTimer() Timer
+}
+
+// Timer is a Clock's timer.
+type Timer interface {
+	C() <-chan time.Time
+	// Reset makes the timer fire after d; Stop stops it.
+	Reset(d time.Duration)
+	Stop()
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) NewTimer() Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return realTimer{t}
+}
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time   { return r.t.C }
+func (r realTimer) Reset(d time.Duration) { r.t.Reset(d) }
+func (r realTimer) Stop()                 { r.t.Stop() }
+
+// LoopConfig is what a loop needs besides its handler. Zero values mean
+// defaults.
+type LoopConfig struct {
+	// MaxLine caps a UI line held whole. Default framing.DefaultMaxLine.
+	MaxLine int
+	// CLIMaxLine caps a child's line held whole. Default MaxLine.
+	CLIMaxLine int
+	// ReuseBlocks hands the children's lines over in reused buffers
+	// (blockPool): the handler must copy what it keeps of a line.
+	ReuseBlocks bool
+	// Clock is the loop's time; nil means the real one.
+	Clock  Clock
+	Logger *slog.Logger
+}
+
+// Loop is one session's event loop. Everything on it is called from its
+// goroutine (Run), by the handler; nothing is safe for other goroutines.
+type Loop struct {
+	cfg   LoopConfig
+	log   *slog.Logger
+	clock Clock
+	h     Handler
+	ui    *framing.Writer
+
+	// out holds whole lines, each ending in '\n', not yet written to the
+	// UI. Handlers append to it with Emit, or directly through Out.
+	out []byte
+
+	gen   int
+	procs map[int]*Proc // every child not yet exited, live or retired
+	sups  map[*Supervisor]struct{}
+
+	bg       sync.WaitGroup
+	bgCount  int
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+
+	uiEOF    bool
+	stopping bool
+	lastInt  time.Time
+	exitCode int
+	timer    Timer
+
+	blocks  blockPool
+	uiCh    chan uiLine
+	cliCh   chan cliBlock
+	asyncCh chan func()
+	stop    chan struct{}
+}
+
+// NewLoop makes the loop of one session.
+func NewLoop(cfg LoopConfig) *Loop {
+	if cfg.MaxLine <= 0 {
+		cfg.MaxLine = framing.DefaultMaxLine
+	}
+	if cfg.CLIMaxLine <= 0 {
+		cfg.CLIMaxLine = cfg.MaxLine
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	l := &Loop{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		clock:   cfg.Clock,
+		procs:   map[int]*Proc{},
+		sups:    map[*Supervisor]struct{}{},
+		timer:   cfg.Clock.NewTimer(),
+		uiCh:    make(chan uiLine, uiQueue),
+		cliCh:   make(chan cliBlock, cliQueue),
+		asyncCh: make(chan func(), 16),
+		stop:    make(chan struct{}),
+	}
+	if cfg.ReuseBlocks {
+		l.blocks = newBlockPool()
+	}
+	l.bgCtx, l.bgCancel = context.WithCancel(context.Background())
+	return l
+}
+
+// Now is the loop's clock's time.
+func (l *Loop) Now() time.Time { return l.clock.Now() }
+
+// Log is the loop's logger.
+func (l *Loop) Log() *slog.Logger { return l.log }
+
+// Ending reports whether the session is ending: the UI's input is over,
+// or a shutdown began.
+func (l *Loop) Ending() bool { return l.uiEOF || l.stopping }
+
+// Stopping reports whether a shutdown began.
+func (l *Loop) Stopping() bool { return l.stopping }
+
+// UIEnded reports whether the UI's input is over.
+func (l *Loop) UIEnded() bool { return l.uiEOF }
+
+// SetExitCode sets the code Run returns; by default the last child's.
+func (l *Loop) SetExitCode(code int) { l.exitCode = code }
+
+// Start begins serving: out receives the UI lines. Call it before Run
+// when the handler must write something before the first input (Run
+// calls it otherwise).
+func (l *Loop) Start(out io.Writer) {
+	if l.ui == nil {
+		l.ui = framing.NewWriter(out)
+	}
+}
+
+// Run serves the session until the UI's input ends (or a shutdown) and
+// every child has exited and background work is done. It returns the
+// exit code (the last child's, unless the handler set one) and the error
+// of the final write to the UI.
+func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, signals <-chan os.Signal) (int, error) {
+	l.h = h
+	l.Start(out)
+	defer func() {
+		l.bgCancel()
+		close(l.stop)
+		l.bg.Wait()
+	}()
+	if err := l.flush(); err != nil {
+		l.log.Warn("writing to the UI", "err", err)
+	}
+	go readUI(in, l.cfg.MaxLine, l.log, l.uiCh, l.stop)
+
+	done := ctx.Done()
+	for !l.finished() {
+		select {
+		case <-done:
+			done = nil
+			l.Shutdown("context cancelled")
+		case m := <-l.uiCh:
+			l.fromUI(m)
+		case m := <-l.cliCh:
+			l.fromCLI(m)
+			l.blocks.put(m.buf) // the handler kept nothing of it
+		case fn := <-l.asyncCh:
+			l.bgCount--
+			fn()
+		case <-l.timer.C():
+			h.Expire(l.Now())
+		case sig := <-signals:
+			l.signal(sig)
+		}
+		l.armTimer()
+		// Write when no more input waits (a burst coalesces into few
+		// writes without added latency), or when enough is pending that
+		// holding more would only cost memory.
+		if len(l.cliCh) == 0 && len(l.uiCh) == 0 && len(l.asyncCh) == 0 || len(l.out) >= pendingFlush {
+			if err := l.flush(); err != nil && !l.stopping {
+				l.log.Warn("writing to the UI; shutting down", "err", err)
+				l.Shutdown("the UI's output is gone")
+			}
+		}
+	}
+	return l.exitCode, l.flush()
+}
+
+// finished reports whether the session is over: no more input expected,
+// no child left and no background work.
+func (l *Loop) finished() bool {
+	return (l.uiEOF || l.stopping) && len(l.procs) == 0 && l.bgCount == 0
+}
+
+func (l *Loop) fromUI(m uiLine) {
+	switch {
+	case m.eof:
+		l.uiEOF = true
+		l.log.Debug("UI input ended")
+		l.bgCancel()
+		for s := range l.sups {
+			s.dropPending()
+		}
+		l.h.UIEnd()
+	case m.tooLong != nil:
+		l.h.UITooLong(m.tooLong)
+	default:
+		l.h.UILine(m.line)
+	}
+}
+
+func (l *Loop) fromCLI(m cliBlock) {
+	p := l.procs[m.gen]
+	if p == nil {
+		return
+	}
+	if m.exit != nil {
+		delete(l.procs, m.gen)
+		l.exitCode = m.exit.Code
+		p.sup.exited(p, *m.exit)
+		return
+	}
+	if !p.Live() {
+		return // a retired child's last words
+	}
+	switch {
+	case m.tooLong != nil:
+		l.h.CLITooLong(p, m.tooLong)
+	case m.raw:
+		if rh, ok := l.h.(RawHandler); ok {
+			rh.CLIOutput(p, []byte(m.lines))
+		}
+	default:
+		for line := range blockLines(m.lines) {
+			if !p.Live() {
+				return // the child was retired by an earlier line
+			}
+			l.h.CLILine(p, line)
+		}
+	}
+}
+
+// signal: SIGTERM, SIGHUP and a second SIGINT within 2 s shut the session
+// down; a first SIGINT goes to the handler.
+func (l *Loop) signal(sig os.Signal) {
+	now := l.Now()
+	if sig != os.Interrupt && sig != syscall.SIGINT {
+		l.Shutdown(sig.String())
+		return
+	}
+	if !l.lastInt.IsZero() && now.Sub(l.lastInt) < 2*time.Second {
+		l.Shutdown("second SIGINT")
+		return
+	}
+	l.lastInt = now
+	l.h.Interrupt()
+}
+
+// Shutdown ends the session: the handler settles what is open, no more
+// input is taken, background work is cancelled and every child is stopped
+// in stages.
+func (l *Loop) Shutdown(reason string) {
+	if l.stopping {
+		return
+	}
+	l.stopping = true
+	l.log.Info("shutting down", "reason", reason)
+	l.bgCancel()
+	for s := range l.sups {
+		s.dropPending()
+	}
+	l.h.Shutdown(reason)
+	for _, p := range l.procs {
+		p.stop()
+	}
+}
+
+func (l *Loop) armTimer() {
+	l.timer.Stop()
+	if next := l.h.NextDeadline(); !next.IsZero() {
+		l.timer.Reset(max(next.Sub(l.Now()), 0))
+	}
+}
+
+// Go runs work in the background, off the loop: file reads, session
+// replays, commands. The function work returns then runs on the loop. ctx
+// is cancelled when the UI's input ends or the session shuts down; the
+// loop does not end before every piece of work has handed its result
+// back.
+func (l *Loop) Go(work func(ctx context.Context) func()) {
+	l.bgCount++
+	l.bg.Add(1)
+	go func() {
+		defer l.bg.Done()
+		fn := work(l.bgCtx)
+		select {
+		case l.asyncCh <- fn:
+		case <-l.stop:
+		}
+	}()
+}
+
+// Emit queues one line for the UI. A line that holds a line break would
+// break the UI's framing: it is dropped and logged (no translator builds
+// one; the fuzz targets check).
+func (l *Loop) Emit(line []byte) {
+	if bytes.IndexByte(line, '\n') >= 0 {
+		l.log.Error("dropped an outbound line that holds a line break", "type", gjson.GetBytes(line, "type").Str)
+		return
+	}
+	l.out = append(l.out, line...)
+	l.out = append(l.out, '\n')
+}
+
+// EmitAll queues lines for the UI and empties the slice for reuse.
+func (l *Loop) EmitAll(lines [][]byte) [][]byte {
+	for _, line := range lines {
+		l.Emit(line)
+	}
+	clear(lines)
+	return lines[:0]
+}
+
+// Out is the pending output, for a handler that appends whole lines
+// (each ending in '\n') to it directly.
+func (l *Loop) Out() *[]byte { return &l.out }
+
+// Flush writes the pending output now; Run writes it on its own whenever
+// it is idle. It keeps returning the error of a failed write.
+func (l *Loop) Flush() error { return l.flush() }
+
+// pendingFlush is how many bytes of whole lines the loop collects before
+// writing them without waiting to be idle; pendingKeep is the largest
+// buffer it keeps for reuse after one huge line.
+const (
+	pendingFlush = 64 << 10
+	pendingKeep  = 4 << 20
+)
+
+func (l *Loop) flush() error {
+	if l.ui == nil {
+		return nil
+	}
+	err := l.ui.WriteBlock(l.out)
+	if cap(l.out) > pendingKeep {
+		l.out = nil
+	}
+	l.out = l.out[:0]
+	return err
+}

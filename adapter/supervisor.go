@@ -1,0 +1,432 @@
+package adapter
+
+// The child supervisor: the CLI children of one session, written once for
+// every dialect. Children are generation-tagged Procs; a child is
+// replaced by retiring it (stopped in stages, or killed) and starting the
+// next one when it has exited, and work that needs a child waits while
+// one starts.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/session"
+)
+
+// Child is a running child process as the core sees it. *session.Child
+// is one, over pipes or a pty.
+type Child interface {
+	Pid() int
+	Stdin() io.WriteCloser
+	Stdout() io.Reader
+	CloseStdin() error
+	Shutdown(ctx context.Context) error
+	Kill() error
+	Done() <-chan struct{}
+	Exit() session.Exit
+}
+
+// Transport is how the core talks to a child: the stream-json pipes every
+// dialect uses (lines both ways), or a pty (bytes both ways).
+type Transport int
+
+const (
+	// Lines: the child reads and writes NDJSON over pipes.
+	Lines Transport = iota
+	// Bytes: the child is an interactive program under a pty; its output
+	// goes to the handler as it is read (RawHandler), and Write sends
+	// bytes as they are.
+	Bytes
+)
+
+// Proc is one child of a Supervisor.
+type Proc struct {
+	Gen   int
+	child Child
+	w     *framing.Writer
+	sup   *Supervisor
+	tr    Transport
+	// Opts are the options the child was started with.
+	Opts session.Options
+	// Resumed: the child continues a session that has a file.
+	Resumed bool
+	retired bool
+}
+
+// Live reports whether p is its supervisor's live child.
+func (p *Proc) Live() bool { return p != nil && !p.retired && p.sup.live == p }
+
+// Supervisor is the child's supervisor for this Proc.
+func (p *Proc) Supervisor() *Supervisor { return p.sup }
+
+// Pid is the child's process id.
+func (p *Proc) Pid() int { return p.child.Pid() }
+
+// Write sends one line to the child (with Bytes, the bytes as they are).
+// A failure means the child is going; its exit is reported when its
+// reader sees it.
+func (p *Proc) Write(line []byte) {
+	var err error
+	if p.tr == Bytes {
+		_, err = p.child.Stdin().Write(line)
+	} else {
+		err = p.w.WriteLine(line)
+	}
+	if err != nil {
+		p.sup.log.Warn("writing to the CLI", "err", err)
+	}
+}
+
+// CloseStdin flushes what is pending for the child and closes its stdin.
+func (p *Proc) CloseStdin() {
+	if err := p.w.Flush(); err != nil {
+		p.sup.log.Debug("flushing to the CLI", "err", err)
+	}
+	if err := p.child.CloseStdin(); err != nil {
+		p.sup.log.Debug("closing the CLI's stdin", "err", err)
+	}
+}
+
+// stop shuts the child down in stages, in the background; each stage is
+// bounded by the child's own grace periods.
+func (p *Proc) stop() { go p.child.Shutdown(context.Background()) }
+
+// stopWithin shuts the child down in stages, in the background, and
+// kills it if it is still there after d.
+func (p *Proc) stopWithin(d time.Duration) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		if err := p.child.Shutdown(ctx); err != nil {
+			p.sup.log.Debug("stopping claude", "err", err)
+		}
+	}()
+}
+
+// SupervisorConfig is how a Supervisor starts its children.
+type SupervisorConfig struct {
+	// Child says how to start the CLI; Args are built from BaseArgs and
+	// each child's options.
+	Child    session.Config
+	BaseArgs []string
+	// Transport: Lines (the default) or Bytes.
+	Transport Transport
+	// Start starts a child; nil means session.Start. Tests give a fake.
+	Start func(session.Config) (Child, error)
+	// Started is called on the loop for every child started, before any
+	// of its output: the dialect sends what a new child needs first.
+	Started func(p *Proc)
+	// Resumable tells whether the CLI can resume session sid (its file
+	// holds a conversation), and if not, why. nil means it always can.
+	Resumable func(sid string) error
+	Logger    *slog.Logger
+}
+
+// Supervisor keeps the CLI children of one session: at most one live
+// child, any number of retired ones still stopping, and what waits for
+// the next child. It lives on its loop's goroutine.
+type Supervisor struct {
+	loop *Loop
+	cfg  SupervisorConfig
+	log  *slog.Logger
+
+	live     *Proc
+	retiring int // retired children not yet exited
+
+	// next is started once every retired child has exited; waiting runs
+	// then (with the start's error, if any).
+	next    *session.Options
+	resumed bool
+	waiting []func(error)
+
+	// SessionID is the session's id as far as it is known: from the
+	// options a child was started with, then from the CLI (Persisted).
+	SessionID string
+	// Opts are the options of the live (or last) child. A dialect may
+	// change them (a model switch) for the next child ResumeOpts builds.
+	Opts session.Options
+	// persisted: the CLI has written the session's file.
+	persisted bool
+}
+
+// NewSupervisor makes a supervisor of children served by loop l.
+func (l *Loop) NewSupervisor(cfg SupervisorConfig) *Supervisor {
+	if cfg.Start == nil {
+		cfg.Start = func(c session.Config) (Child, error) { return session.Start(c) }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = l.log
+	}
+	if cfg.Child.Logger == nil {
+		cfg.Child.Logger = cfg.Logger
+	}
+	s := &Supervisor{loop: l, cfg: cfg, log: cfg.Logger}
+	l.sups[s] = struct{}{}
+	return s
+}
+
+// Close forgets the supervisor once its children are gone (a closed ACP
+// session): retire its live child first.
+func (s *Supervisor) Close() {
+	s.dropPending()
+	delete(s.loop.sups, s)
+}
+
+// Live is the live child, or nil.
+func (s *Supervisor) Live() *Proc { return s.live }
+
+// Busy reports whether a child runs or is coming: live, or retired ones
+// stopping before a respawn.
+func (s *Supervisor) Busy() bool { return s.live != nil || s.next != nil }
+
+// Respawning reports whether a respawn waits for a retired child to exit.
+func (s *Supervisor) Respawning() bool { return s.next != nil }
+
+// Persisted notes that the CLI has a file for the session: its
+// system/init came. sid, when not empty, is the session's id.
+func (s *Supervisor) Persisted(sid string) {
+	s.persisted = true
+	if sid != "" && sid != s.SessionID {
+		s.SessionID = string([]byte(sid))
+	}
+}
+
+// IsPersisted reports whether the session has a file the CLI can resume,
+// as far as the supervisor has seen.
+func (s *Supervisor) IsPersisted() bool { return s.persisted }
+
+// Check builds the arguments of a child with opts, without starting one.
+func (s *Supervisor) Check(opts session.Options) error {
+	_, err := session.BuildArgs(s.cfg.BaseArgs, opts)
+	return err
+}
+
+// Start starts a child with opts, as the live one. resumed says whether
+// it continues a session that has a file. The caller retires the live
+// child first, if there is one.
+func (s *Supervisor) Start(opts session.Options, resumed bool) (*Proc, error) {
+	args, err := session.BuildArgs(s.cfg.BaseArgs, opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg := s.cfg.Child
+	cfg.Args = args
+	child, err := s.cfg.Start(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("starting the CLI: %w", err)
+	}
+	l := s.loop
+	l.gen++
+	p := &Proc{Gen: l.gen, child: child, sup: s, tr: s.cfg.Transport, Opts: opts, Resumed: resumed}
+	if p.tr == Lines {
+		p.w = framing.NewWriter(child.Stdin())
+	}
+	l.procs[p.Gen] = p
+	s.live = p
+	s.Opts = opts
+	s.persisted = resumed
+	switch {
+	case opts.SessionID != "":
+		s.SessionID = opts.SessionID
+	case opts.Resume != "" && !opts.ForkSession:
+		s.SessionID = opts.Resume
+	}
+	s.log.Info("claude started", "pid", child.Pid(), "gen", p.Gen, "resume", opts.Resume,
+		"continue", opts.Continue, "fork", opts.ForkSession, "session_id", opts.SessionID)
+	if p.tr == Bytes {
+		go readRaw(p.Gen, child, l.cliCh, l.stop)
+	} else {
+		go readChild(p.Gen, child, l.cfg.CLIMaxLine, l.blocks, s.log, l.cliCh, l.stop)
+	}
+	if s.cfg.Started != nil {
+		s.cfg.Started(p)
+	}
+	return p, nil
+}
+
+// Retire takes the live child out of service and stops it: in stages
+// (bounded by within, when not zero), or at once with kill. Its output
+// from now on is dropped and its exit is not reported to the handler.
+func (s *Supervisor) Retire(why string, within time.Duration, kill bool) *Proc {
+	p := s.live
+	if p == nil {
+		return nil
+	}
+	s.live = nil
+	p.retired = true
+	s.retiring++
+	s.log.Info("stopping claude", "gen", p.Gen, "reason", why)
+	switch {
+	case kill:
+		if err := p.child.Kill(); err != nil {
+			s.log.Debug("killing claude", "err", err)
+		}
+	case within > 0:
+		p.stopWithin(within)
+	default:
+		p.stop()
+	}
+	return p
+}
+
+// Respawn starts a child with opts once every retired child has exited
+// (at once when none is stopping). Work waiting for a child runs then.
+func (s *Supervisor) Respawn(opts session.Options, resumed bool) {
+	if s.retiring == 0 {
+		s.startWaiting(opts, resumed)
+		return
+	}
+	s.next, s.resumed = &opts, resumed
+}
+
+// WhenLive runs fn once a child runs: at once, after the respawn under
+// way, or after starting one now with ResumeOpts. fn gets the error when
+// no child could be started.
+func (s *Supervisor) WhenLive(fn func(error)) {
+	switch {
+	case s.live != nil:
+		fn(nil)
+	case s.next != nil:
+		s.waiting = append(s.waiting, fn)
+	case s.loop.Ending():
+		fn(errShuttingDown)
+	default:
+		opts, resumed := s.ResumeOpts()
+		_, err := s.Start(opts, resumed)
+		fn(err)
+	}
+}
+
+// Wait adds fn to the work that runs when the next child starts.
+func (s *Supervisor) Wait(fn func(error)) { s.waiting = append(s.waiting, fn) }
+
+var errShuttingDown = fmt.Errorf("ccbridge is shutting down")
+
+// ResumeOpts are the options of a new child for the same conversation:
+// --resume when the CLI has saved the session and can resume it (resumed
+// true), else the options the live (or last) child was started with, so
+// that a new session or a fork the CLI had not saved yet starts again as
+// it did.
+//
+// A session resumed or continued whose file holds no conversation (a
+// CLI killed before it wrote one: it writes lazily) cannot be resumed,
+// and --resume would fail at once with "No conversation found": it
+// starts afresh under the same id.
+func (s *Supervisor) ResumeOpts() (opts session.Options, resumed bool) {
+	opts, sid := s.Opts, s.SessionID
+	switch {
+	case sid == "" || !s.persisted:
+		return opts, false
+	case s.resumable(sid):
+		return opts.ResumeFrom(sid), true
+	case opts.ForkSession || opts.Resume == "" && !opts.Continue:
+		return opts, false
+	case len(sid) == 36 && uuid.Validate(sid) == nil:
+		s.log.Warn("the CLI saved nothing of the session; starting it afresh under the same id", "session_id", sid)
+		opts.Resume, opts.Continue, opts.ForkSession, opts.SessionID = "", false, false, sid
+	}
+	return opts, false
+}
+
+// resumable reports whether the CLI can resume session sid: its file
+// holds a conversation.
+func (s *Supervisor) resumable(sid string) bool {
+	if s.cfg.Resumable == nil {
+		return true
+	}
+	return s.cfg.Resumable(sid) == nil
+}
+
+// startWaiting starts a child and runs the work waiting for one.
+func (s *Supervisor) startWaiting(opts session.Options, resumed bool) {
+	_, err := s.Start(opts, resumed)
+	if err != nil {
+		s.log.Error("starting claude", "err", err)
+	}
+	w := s.waiting
+	s.waiting = nil
+	for _, fn := range w {
+		fn(err)
+	}
+}
+
+// dropPending forgets a respawn that has not started and fails the work
+// waiting for it: the session is ending.
+func (s *Supervisor) dropPending() {
+	s.next = nil
+	w := s.waiting
+	s.waiting = nil
+	for _, fn := range w {
+		fn(errShuttingDown)
+	}
+}
+
+// exited handles the exit of child p.
+func (s *Supervisor) exited(p *Proc, exit session.Exit) {
+	if p.retired {
+		s.retiring--
+		s.log.Info("claude stopped", "gen", p.Gen, "code", exit.Code)
+		if s.retiring == 0 && s.next != nil {
+			next := *s.next
+			s.next = nil
+			s.startWaiting(next, s.resumed)
+		}
+		return
+	}
+	s.live = nil
+	s.log.Info("claude exited", "gen", p.Gen, "code", exit.Code, "signal", exit.Signal)
+	s.loop.h.ChildExited(p, exit)
+}
+
+// readChild reads a child's output and hands it to a loop on out in blocks
+// of whole lines (see readBlocks); its last message is the child's exit.
+// It returns early when stop is closed.
+func readChild(gen int, c Child, maxLine int, pool blockPool, log *slog.Logger, out chan<- cliBlock, stop <-chan struct{}) {
+	send := func(m cliBlock) bool {
+		select {
+		case out <- m:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	if !readBlocks(gen, c.Stdout(), maxLine, pool, log, send) {
+		return
+	}
+	<-c.Done()
+	exit := c.Exit()
+	send(cliBlock{gen: gen, exit: &exit})
+}
+
+// readRaw reads a pty child's output and hands it to a loop as it comes;
+// its last message is the child's exit.
+func readRaw(gen int, c Child, out chan<- cliBlock, stop <-chan struct{}) {
+	send := func(m cliBlock) bool {
+		select {
+		case out <- m:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	buf := make([]byte, 32<<10)
+	r := c.Stdout()
+	for {
+		n, err := r.Read(buf)
+		if n > 0 && !send(cliBlock{gen: gen, lines: string(buf[:n]), raw: true}) {
+			return
+		}
+		if err != nil {
+			break
+		}
+	}
+	<-c.Done()
+	exit := c.Exit()
+	send(cliBlock{gen: gen, exit: &exit})
+}
