@@ -85,7 +85,9 @@ func (p *Proc) Write(line []byte) {
 
 // CloseStdin flushes what is pending for the child and closes its stdin.
 func (p *Proc) CloseStdin() {
-	if err := p.w.Flush(); err != nil {
+	if p.w == nil {
+		// Bytes: nothing is held back.
+	} else if err := p.w.Flush(); err != nil {
 		p.sup.log.Debug("flushing to the CLI", "err", err)
 	}
 	if err := p.child.CloseStdin(); err != nil {
