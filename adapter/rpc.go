@@ -18,6 +18,7 @@ import (
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 // RPCArgs are the CLI arguments of the rpc dialect, before the session
@@ -252,25 +253,13 @@ func (l *rpcLoop) resolveDirs() {
 		dir = real
 	}
 	l.cwd = dir
-	if c := l.getenv("CLAUDE_CONFIG_DIR"); c != "" {
-		l.home = c
-	} else {
-		l.home = filepath.Join(l.getenv("HOME"), ".claude")
-	}
+	l.home = clifiles.ConfigDir(l.getenv)
 }
 
 // getenv reads the child's environment: its Config.Env entries win over
 // ccbridge's own.
 func (l *rpcLoop) getenv(key string) string {
-	for i := len(l.cfg.Child.Env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(l.cfg.Child.Env[i], "="); ok && k == key {
-			return v
-		}
-	}
-	if l.cfg.Getenv != nil {
-		return l.cfg.Getenv(key)
-	}
-	return os.Getenv(key)
+	return clifiles.Getenv(l.cfg.Child.Env, l.cfg.Getenv, key)
 }
 
 // goBG runs work in the background; the function it returns then runs on
@@ -522,7 +511,7 @@ func (l *rpcLoop) resumeOpts() (session.Options, bool) {
 	switch {
 	case sid == "":
 		return opts, false
-	case l.persisted && l.resumable(sid):
+	case l.persisted && clifiles.Resumable(l.sessionFile(sid)):
 		return opts.ResumeFrom(sid), true
 	case rpc.ValidSessionID(sid):
 		if l.persisted {
@@ -531,19 +520,6 @@ func (l *rpcLoop) resumeOpts() (session.Options, bool) {
 		opts.Resume, opts.Continue, opts.ForkSession, opts.SessionID = "", false, false, sid
 	}
 	return opts, false
-}
-
-// resumable reports whether the session file of sid holds a conversation
-// the CLI can resume: a user or assistant entry. It reads only until the
-// first one (near the top).
-func (l *rpcLoop) resumable(sid string) bool {
-	found := false
-	_ = eachLineUntil(l.sessionFile(sid), func(line []byte) bool {
-		t := gjson.GetBytes(line, "type").Str
-		found = t == "user" || t == "assistant"
-		return !found
-	})
-	return found
 }
 
 // respawnNow starts a child for the session when none runs.
