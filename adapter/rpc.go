@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -477,7 +476,7 @@ func (l *rpcLoop) childExited(exit session.Exit) {
 	sig := ""
 	if exit.Signal != 0 {
 		sig = exit.Signal.String()
-		if n := signalNames[exit.Signal]; n != "" {
+		if n := session.SignalName(exit.Signal); n != "" {
 			sig = n
 		}
 	}
@@ -490,12 +489,6 @@ func (l *rpcLoop) childExited(exit session.Exit) {
 		}
 		l.sendHeld()
 	}
-}
-
-var signalNames = map[syscall.Signal]string{
-	syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT",
-	syscall.SIGHUP: "SIGHUP", syscall.SIGQUIT: "SIGQUIT", syscall.SIGABRT: "SIGABRT",
-	syscall.SIGSEGV: "SIGSEGV", syscall.SIGPIPE: "SIGPIPE",
 }
 
 // resumeOpts are the options of a new child for the same conversation:
