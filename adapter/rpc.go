@@ -351,7 +351,7 @@ func (l *rpcLoop) fromCLI(m cliBlock) {
 // fromCLILine handles one line of the live child.
 func (l *rpcLoop) fromCLILine(line string) {
 	if !gjson.Valid(line) {
-		l.log.Warn("the CLI wrote a line that is not JSON", "preview", previewString(line))
+		l.log.Warn("the CLI wrote a line that is not JSON", "preview", preview(line))
 		return
 	}
 	ev := mapping.RouteString(line)
@@ -381,13 +381,6 @@ func (l *rpcLoop) fromCLILine(line string) {
 		l.drainUntil = time.Time{}
 		l.sendHeld()
 	}
-}
-
-func previewString(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
 }
 
 // writeCLI writes the translator's lines for the CLI.
