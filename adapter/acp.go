@@ -17,6 +17,7 @@ import (
 	"github.com/ccbridge/ccbridge/mapping/acp"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
 	"github.com/ccbridge/ccbridge/session"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 // ACPArgs are the CLI arguments of the acp dialect, before the session
@@ -199,27 +200,16 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 // childEnv reads a variable as the child sees it: Child.Env wins over
 // ccbridge's environment.
 func (a *ACP) childEnv(name string) string {
-	v := os.Getenv(name)
-	for _, kv := range a.Child.Env {
-		if len(kv) > len(name) && kv[:len(name)] == name && kv[len(name)] == '=' {
-			v = kv[len(name)+1:]
-		}
-	}
-	return v
+	return clifiles.Getenv(a.Child.Env, nil, name)
 }
 
+// claudeDir is ClaudeDir, else the CLI's configuration folder as the child
+// sees its environment.
 func (a *ACP) claudeDir() string {
 	if a.ClaudeDir != "" {
 		return a.ClaudeDir
 	}
-	if d := a.childEnv("CLAUDE_CONFIG_DIR"); d != "" {
-		return d
-	}
-	home := a.childEnv("HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
-	return home + "/.claude"
+	return clifiles.ConfigDir(a.childEnv)
 }
 
 // finished reports whether the connection is over: no more input, and

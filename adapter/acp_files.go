@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -14,11 +13,11 @@ import (
 
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping/acp"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
-// The CLI's session files: $CLAUDE_CONFIG_DIR (or ~/.claude)/projects/
-// <cwd with every character but ASCII letters and digits replaced by
-// '-'>/<session id>.jsonl. Reading them is the only file I/O of the
+// The CLI's session files: <claudeDir>/projects/<clifiles.ProjectDirName
+// of the cwd>/<session id>.jsonl. Reading them is the only file I/O of the
 // dialect; it happens on the loop goroutine (session/load, list, resume),
 // which keeps the order of the replayed updates and the answer simple.
 
@@ -28,43 +27,7 @@ const acpListPage = 100
 // sessionFile returns the path of a session's file for cwd, or "" when
 // there is none.
 func (l *acpLoop) sessionFile(cwd, id string) string {
-	if strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
-		return ""
-	}
-	for _, dir := range l.projectDirs(cwd) {
-		p := filepath.Join(dir, id+".jsonl")
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			return p
-		}
-	}
-	return ""
-}
-
-// projectDirs returns the folders that may hold cwd's session files: the
-// one named after cwd, after cwd with symbolic links resolved, and for
-// names the CLI shortens, every folder with the right prefix.
-func (l *acpLoop) projectDirs(cwd string) []string {
-	root := filepath.Join(l.claudeDir, "projects")
-	cwds := []string{cwd}
-	if real, err := filepath.EvalSymlinks(cwd); err == nil && real != cwd {
-		cwds = append(cwds, real)
-	}
-	var dirs []string
-	for _, c := range cwds {
-		prefix, long := acp.LongProjectDir(c)
-		if !long {
-			dirs = append(dirs, filepath.Join(root, prefix))
-			continue
-		}
-		m, _ := filepath.Glob(filepath.Join(root, globEscape(prefix)+"*"))
-		dirs = append(dirs, m...)
-	}
-	return dirs
-}
-
-func globEscape(s string) string {
-	r := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `\`, `\\`)
-	return r.Replace(s)
+	return clifiles.SessionFile(l.claudeDir, cwd, id)
 }
 
 // replay sends the conversation of a session file as session/update
@@ -124,39 +87,18 @@ func (l *acpLoop) list(id string, params gjson.Result) {
 		}
 		offset = n
 	}
-	var dirs []string
+	// A folder that cannot be read lists nothing; the others still do.
+	var files []clifiles.Session
 	if cwd != "" {
-		dirs = l.projectDirs(cwd)
+		files, _ = clifiles.List(l.claudeDir, cwd)
 	} else {
-		dirs, _ = filepath.Glob(filepath.Join(l.claudeDir, "projects", "*"))
+		files, _ = clifiles.ListAll(l.claudeDir)
 	}
-	type entry struct {
-		path string
-		mod  time.Time
-	}
-	var files []entry
-	for _, d := range dirs {
-		ents, err := os.ReadDir(d)
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
-				continue
-			}
-			fi, err := e.Info()
-			if err != nil {
-				continue
-			}
-			files = append(files, entry{filepath.Join(d, e.Name()), fi.ModTime()})
-		}
-	}
-	sort.Slice(files, func(i, j int) bool { return files[i].mod.After(files[j].mod) })
 	var infos []acp.SessionInfo
 	next := ""
 	skipped := 0
 	for i, f := range files {
-		cwdOf, title, ok := readSessionInfo(f.path)
+		cwdOf, title, ok := readSessionInfo(f.Path)
 		if !ok || cwdOf == "" || (cwd != "" && cwdOf != cwd && !sameDir(cwdOf, cwd)) {
 			continue
 		}
@@ -171,10 +113,10 @@ func (l *acpLoop) list(id string, params gjson.Result) {
 			break
 		}
 		infos = append(infos, acp.SessionInfo{
-			ID:        strings.TrimSuffix(filepath.Base(f.path), ".jsonl"),
+			ID:        f.ID,
 			CWD:       cwdOf,
 			Title:     title,
-			UpdatedAt: f.mod.UTC().Format(time.RFC3339Nano),
+			UpdatedAt: f.ModTime.UTC().Format(time.RFC3339Nano),
 		})
 	}
 	l.reply(id, acp.AppendListResult(nil, infos, next))
@@ -190,20 +132,9 @@ func sameDir(a, b string) bool {
 // each) for its working directory and title. A file with no conversation
 // yet (no user or assistant line) is left out.
 func readSessionInfo(path string) (cwd, title string, ok bool) {
-	f, err := os.Open(path)
+	head, tail, err := clifiles.ReadEnds(path, 64<<10)
 	if err != nil {
 		return "", "", false
-	}
-	defer f.Close()
-	const part = 64 << 10
-	head := make([]byte, part)
-	n, _ := io.ReadFull(f, head)
-	head = head[:n]
-	var tail []byte
-	if fi, err := f.Stat(); err == nil && fi.Size() > part {
-		tail = make([]byte, part)
-		m, _ := f.ReadAt(tail, fi.Size()-part)
-		tail = tail[:m]
 	}
 	if !strings.Contains(string(head), `"type":"user"`) && !strings.Contains(string(tail), `"type":"user"`) {
 		return "", "", false

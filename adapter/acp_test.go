@@ -12,7 +12,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/mapping/acp"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 func init() {
@@ -207,7 +207,7 @@ func TestACPInterruptTimeoutKillsAndResumes(t *testing.T) {
 		t.Errorf("answered after %v, before the 300 ms deadline", d)
 	}
 	// A session file now exists: the next prompt resumes it.
-	dir := filepath.Join(h.claude, "projects", acp.ProjectDirName(h.dir))
+	dir := filepath.Join(h.claude, "projects", clifiles.ProjectDirName(h.dir))
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, sid+".jsonl"), []byte(`{"type":"user","cwd":"`+h.dir+`","message":{"role":"user","content":"HANG"}}`+"\n"), 0o644)
 	if r := h.answer(h.prompt(sid, "again")); r.Get("result.stopReason").Str != "end_turn" {
@@ -348,5 +348,42 @@ func TestACPCloseAndLoadUnknown(t *testing.T) {
 	}
 	if r := h.answer(h.call("session/resume", `{"sessionId":"`+sid+`","cwd":"`+h.dir+`"}`)); r.Get("error.code").Int() != -32002 {
 		t.Errorf("resume without a session file: %s", r.Raw)
+	}
+}
+
+// TestACPLongCwd: the session files of a cwd whose folder name the CLI
+// shortens (over 200 characters) are found by the CLI's hash, as rpc finds
+// them, and not in another folder with the same first 200 characters.
+func TestACPLongCwd(t *testing.T) {
+	h := startACP(t)
+	cwd := filepath.Join(h.dir, strings.Repeat("d", 220))
+	other := filepath.Join(h.dir, strings.Repeat("d", 220)+"x")
+	const sid, otherSID = "5b0d2c43-0000-4000-8000-000000000001", "5b0d2c43-0000-4000-8000-000000000002"
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct{ cwd, sid string }{{cwd, sid}, {other, otherSID}} {
+		dir := filepath.Join(h.claude, "projects", clifiles.ProjectDirName(f.cwd))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		line := `{"type":"user","cwd":"` + f.cwd + `","message":{"role":"user","content":"hello"}}` + "\n"
+		if err := os.WriteFile(filepath.Join(dir, f.sid+".jsonl"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.answer(h.call("initialize", `{"protocolVersion":1}`))
+	r := h.answer(h.call("session/list", `{"cwd":"`+cwd+`"}`))
+	if ss := r.Get("result.sessions"); ss.Get("#").Int() != 1 || ss.Get("0.sessionId").Str != sid || ss.Get("0.title").Str != "hello" {
+		t.Errorf("session/list: %s", r.Raw)
+	}
+	if r := h.answer(h.call("session/resume", `{"sessionId":"`+otherSID+`","cwd":"`+cwd+`"}`)); r.Get("error.code").Int() != -32002 {
+		t.Errorf("resume of the other cwd's session: %s", r.Raw)
+	}
+	if r := h.answer(h.call("session/resume", `{"sessionId":"`+sid+`","cwd":"`+cwd+`"}`)); !r.Get("result").Exists() {
+		t.Fatalf("session/resume: %s", r.Raw)
+	}
+	if log := h.log(); !strings.Contains(log, "--resume="+sid) {
+		t.Errorf("the CLI was not started with --resume:\n%s", log)
 	}
 }

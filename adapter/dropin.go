@@ -546,13 +546,3 @@ func randomHex(n int) string {
 func jsonString(s string) []byte {
 	return gjson.AppendJSONString(make([]byte, 0, len(s)+2), s)
 }
-
-// preview is a short, printable prefix of a line for a log message. Only
-// the prefix is copied.
-func preview[T string | []byte](line T) string {
-	const max = 80
-	if len(line) > max {
-		line = line[:max]
-	}
-	return strings.ToValidUTF8(string(line), "?")
-}

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -20,6 +19,7 @@ import (
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 // RPCArgs are the CLI arguments of the rpc dialect, before the session
@@ -264,25 +264,13 @@ func (l *rpcLoop) resolveDirs() {
 		dir = real
 	}
 	l.cwd = dir
-	if c := l.getenv("CLAUDE_CONFIG_DIR"); c != "" {
-		l.home = c
-	} else {
-		l.home = filepath.Join(l.getenv("HOME"), ".claude")
-	}
+	l.home = clifiles.ConfigDir(l.getenv)
 }
 
 // getenv reads the child's environment: its Config.Env entries win over
 // ccbridge's own.
 func (l *rpcLoop) getenv(key string) string {
-	for i := len(l.cfg.Child.Env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(l.cfg.Child.Env[i], "="); ok && k == key {
-			return v
-		}
-	}
-	if l.cfg.Getenv != nil {
-		return l.cfg.Getenv(key)
-	}
-	return os.Getenv(key)
+	return clifiles.Getenv(l.cfg.Child.Env, l.cfg.Getenv, key)
 }
 
 // goBG runs work in the background; the function it returns then runs on
@@ -375,7 +363,7 @@ func (l *rpcLoop) fromCLI(m cliBlock) {
 // fromCLILine handles one line of the live child.
 func (l *rpcLoop) fromCLILine(line string) {
 	if !gjson.Valid(line) {
-		l.log.Warn("the CLI wrote a line that is not JSON", "preview", previewString(line))
+		l.log.Warn("the CLI wrote a line that is not JSON", "preview", preview(line))
 		return
 	}
 	ev := mapping.RouteString(line)
@@ -405,13 +393,6 @@ func (l *rpcLoop) fromCLILine(line string) {
 		l.drainUntil = time.Time{}
 		l.sendHeld()
 	}
-}
-
-func previewString(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
 }
 
 // writeCLI writes the translator's lines for the CLI.
@@ -500,7 +481,7 @@ func (l *rpcLoop) childExited(exit session.Exit) {
 	sig := ""
 	if exit.Signal != 0 {
 		sig = exit.Signal.String()
-		if n := signalNames[exit.Signal]; n != "" {
+		if n := session.SignalName(exit.Signal); n != "" {
 			sig = n
 		}
 	}
@@ -513,12 +494,6 @@ func (l *rpcLoop) childExited(exit session.Exit) {
 		}
 		l.sendHeld()
 	}
-}
-
-var signalNames = map[syscall.Signal]string{
-	syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT",
-	syscall.SIGHUP: "SIGHUP", syscall.SIGQUIT: "SIGQUIT", syscall.SIGABRT: "SIGABRT",
-	syscall.SIGSEGV: "SIGSEGV", syscall.SIGPIPE: "SIGPIPE",
 }
 
 // resumeOpts are the options of a new child for the same conversation:
@@ -534,7 +509,7 @@ func (l *rpcLoop) resumeOpts() (session.Options, bool) {
 	switch {
 	case sid == "":
 		return opts, false
-	case l.persisted && l.resumable(sid):
+	case l.persisted && clifiles.Resumable(l.sessionFile(sid)):
 		return opts.ResumeFrom(sid), true
 	case rpc.ValidSessionID(sid):
 		if l.persisted {
@@ -543,19 +518,6 @@ func (l *rpcLoop) resumeOpts() (session.Options, bool) {
 		opts.Resume, opts.Continue, opts.ForkSession, opts.SessionID = "", false, false, sid
 	}
 	return opts, false
-}
-
-// resumable reports whether the session file of sid holds a conversation
-// the CLI can resume: a user or assistant entry. It reads only until the
-// first one (near the top).
-func (l *rpcLoop) resumable(sid string) bool {
-	found := false
-	_ = eachLineUntil(l.sessionFile(sid), func(line []byte) bool {
-		t := gjson.GetBytes(line, "type").Str
-		found = t == "user" || t == "assistant"
-		return !found
-	})
-	return found
 }
 
 // respawnNow starts a child for the session when none runs.

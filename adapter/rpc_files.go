@@ -5,27 +5,21 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 // Reading the CLI's files: session files for session.list and
 // session.history, SKILL.md files for skills.list. All of it runs in the
 // background (goBG), never on the loop.
 
-// maxSessionLine caps one line of a session file; longer lines (huge tool
-// results) are skipped.
-const maxSessionLine = 64 << 20
-
 // projectDir is where the CLI keeps this working directory's sessions.
 func (l *rpcLoop) projectDir() string {
-	return filepath.Join(l.home, "projects", rpc.ProjectDirName(l.cwd))
+	return clifiles.ProjectDir(l.home, l.cwd)
 }
 
 // sessionFile is a session's file; sid must be a valid session id.
@@ -33,35 +27,10 @@ func (l *rpcLoop) sessionFile(sid string) string {
 	return filepath.Join(l.projectDir(), sid+".jsonl")
 }
 
-// eachLine calls fn with every line of the file at path.
+// eachLine calls fn with every line of the file at path, skipping lines
+// over clifiles.MaxLine.
 func eachLine(path string, fn func([]byte)) error {
-	return eachLineUntil(path, func(line []byte) bool { fn(line); return true })
-}
-
-// eachLineUntil calls fn with the lines of the file at path, in order,
-// until fn returns false. Lines over maxSessionLine are skipped.
-func eachLineUntil(path string, fn func([]byte) bool) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fr := framing.NewReader(f, maxSessionLine)
-	for {
-		line, err := fr.ReadLine()
-		var long *framing.LineTooLongError
-		switch {
-		case errors.As(err, &long):
-			continue
-		case errors.Is(err, io.EOF):
-			return nil
-		case err != nil:
-			return err
-		}
-		if !fn(line) {
-			return nil
-		}
-	}
+	return clifiles.EachLine(path, clifiles.MaxLine, func(line []byte) bool { fn(line); return true })
 }
 
 func (l *rpcLoop) sessionList(id string, p gjson.Result) {
@@ -70,14 +39,14 @@ func (l *rpcLoop) sessionList(id string, p gjson.Result) {
 		l.respondErr(id, err)
 		return
 	}
-	dir := l.projectDir()
+	home, cwd := l.home, l.cwd
 	runs := make(map[string]string, len(l.sessionRuns))
 	for k, v := range l.sessionRuns {
 		runs[k] = v
 	}
 	l.begin(id, rpc.MethodSessionList, nil)
 	l.goBG(func() func() {
-		sessions, e := listSessions(dir, limit, runs)
+		sessions, e := listSessions(home, cwd, limit, runs)
 		return func() {
 			if !l.finish(id) {
 				return
@@ -91,47 +60,33 @@ func (l *rpcLoop) sessionList(id string, p gjson.Result) {
 	})
 }
 
-// listSessions reads the newest limit session files of dir. A missing
-// directory is an empty list; one that cannot be read is -32006.
-func listSessions(dir string, limit int, runs map[string]string) ([]rpc.SessionInfo, *rpc.Error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return []rpc.SessionInfo{}, nil
-	}
+// listSessions reads the newest limit session files of cwd. A missing
+// folder is an empty list; one that cannot be read is -32006.
+func listSessions(configDir, cwd string, limit int, runs map[string]string) ([]rpc.SessionInfo, *rpc.Error) {
+	all, err := clifiles.List(configDir, cwd)
 	if err != nil {
 		return nil, &rpc.Error{Code: rpc.CodeSessionListFailed, Message: "reading the session folder: " + err.Error()}
 	}
-	type file struct {
-		id  string
-		mod time.Time
-	}
-	var files []file
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
-		if !ok || !rpc.ValidSessionID(id) || !e.Type().IsRegular() {
-			continue
+	var files []clifiles.Session
+	for _, f := range all {
+		if rpc.ValidSessionID(f.ID) {
+			files = append(files, f)
 		}
-		fi, err := e.Info()
-		if err != nil {
-			continue // removed meanwhile
-		}
-		files = append(files, file{id, fi.ModTime()})
 	}
-	slices.SortFunc(files, func(a, b file) int { return b.mod.Compare(a.mod) })
 	if len(files) > limit {
 		files = files[:limit]
 	}
 	sessions := make([]rpc.SessionInfo, 0, len(files))
 	for _, f := range files {
 		var s rpc.SessionSummary
-		if err := eachLine(filepath.Join(dir, f.id+".jsonl"), s.Line); err != nil {
+		if err := eachLine(f.Path, s.Line); err != nil {
 			continue // removed or unreadable meanwhile: not listed
 		}
 		sessions = append(sessions, rpc.SessionInfo{
-			SessionID:       f.id,
-			UpdatedAt:       f.mod.UTC().Format(time.RFC3339Nano),
+			SessionID:       f.ID,
+			UpdatedAt:       f.ModTime.UTC().Format(time.RFC3339Nano),
 			CreatedAt:       s.CreatedAt,
-			RunID:           runs[f.id],
+			RunID:           runs[f.ID],
 			MessageCount:    s.Messages,
 			LastUserMessage: s.LastUserMessage(),
 		})

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/ccbridge/ccbridge/session"
 )
 
 // setProcessGroup puts the command in a process group of its own, so that
@@ -30,7 +32,7 @@ func exitSignal(ps *os.ProcessState) string {
 	if !ok || !ws.Signaled() {
 		return ""
 	}
-	if n := signalNames[ws.Signal()]; n != "" {
+	if n := session.SignalName(ws.Signal()); n != "" {
 		return n
 	}
 	return ws.Signal().String()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 // startRPCFake runs an rpc connection against the fake "session" CLI,
@@ -33,7 +34,7 @@ func startRPCFakeHome(t *testing.T) (*host, func() string, func(sid string)) {
 	save := func(sid string) {
 		wd, _ := os.Getwd()
 		wd, _ = filepath.EvalSymlinks(wd)
-		dir := filepath.Join(home, ".claude", "projects", rpc.ProjectDirName(wd))
+		dir := filepath.Join(home, ".claude", "projects", clifiles.ProjectDirName(wd))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}

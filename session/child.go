@@ -180,7 +180,20 @@ func lastWords(s string, max int) string {
 	return "…" + strings.TrimSpace(s)
 }
 
+// signalName names sig for a message: SignalName, else its number and
+// description ("signal 10 (user defined signal 1)").
 func signalName(sig syscall.Signal) string {
+	if n := SignalName(sig); n != "" {
+		return n
+	}
+	return fmt.Sprintf("signal %d (%v)", int(sig), sig)
+}
+
+// SignalName returns the conventional name ("SIGTERM") of the signals a
+// CLI child is usually stopped or killed by: SIGKILL, SIGTERM, SIGINT,
+// SIGHUP, SIGQUIT, SIGABRT, SIGSEGV and SIGPIPE. For any other signal it
+// returns "", and the caller picks its own wording.
+func SignalName(sig syscall.Signal) string {
 	switch sig {
 	case syscall.SIGKILL:
 		return "SIGKILL"
@@ -199,7 +212,7 @@ func signalName(sig syscall.Signal) string {
 	case syscall.SIGPIPE:
 		return "SIGPIPE"
 	}
-	return fmt.Sprintf("signal %d (%v)", int(sig), sig)
+	return ""
 }
 
 // Child is a running CLI process. Create it with Start. Its methods are safe

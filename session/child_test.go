@@ -514,3 +514,17 @@ func TestExitString(t *testing.T) {
 		}
 	}
 }
+
+func TestSignalName(t *testing.T) {
+	t.Parallel()
+	for sig, want := range map[syscall.Signal]string{
+		syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT",
+		syscall.SIGHUP: "SIGHUP", syscall.SIGQUIT: "SIGQUIT", syscall.SIGABRT: "SIGABRT",
+		syscall.SIGSEGV: "SIGSEGV", syscall.SIGPIPE: "SIGPIPE",
+		syscall.Signal(10): "", // any other: the caller words it
+	} {
+		if got := SignalName(sig); got != want {
+			t.Errorf("SignalName(%d) = %q, want %q", sig, got, want)
+		}
+	}
+}

@@ -419,21 +419,6 @@ func TestConfigFromInitialize(t *testing.T) {
 	}
 }
 
-func TestProjectDirName(t *testing.T) {
-	for in, want := range map[string]string{
-		"/tmp/acpx/my proj_x.y-z": "-tmp-acpx-my-proj-x-y-z",
-		"/home/user/project":      "-home-user-project",
-		"/a/é/😀":                  "-a-----", // é is one UTF-16 unit, 😀 two
-	} {
-		if got := acp.ProjectDirName(in); got != want {
-			t.Errorf("%q: %q, want %q", in, got, want)
-		}
-	}
-	if _, long := acp.LongProjectDir("/" + strings.Repeat("a", 250)); !long {
-		t.Errorf("a 251-character path is not long")
-	}
-}
-
 func TestSessionFileInfo(t *testing.T) {
 	head := []byte(`{"type":"queue-operation"}
 {"type":"user","cwd":"/p","isMeta":true,"message":{"role":"user","content":"<system-reminder>x</system-reminder>"}}

@@ -3,45 +3,12 @@ package acp
 import (
 	"bytes"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
 )
-
-// ProjectDirName is the name of the folder under ~/.claude/projects that
-// holds the session files of a working directory: every character that is
-// not an ASCII letter or digit becomes '-' (a character outside the Basic
-// Multilingual Plane, two UTF-16 units in the CLI's JavaScript, becomes
-// "--"). The CLI shortens names longer than 200 characters with a hash
-// ccbridge does not reproduce; LongProjectDir reports those.
-func ProjectDirName(cwd string) string {
-	var b strings.Builder
-	b.Grow(len(cwd))
-	for _, r := range cwd {
-		switch {
-		case r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
-			b.WriteRune(r)
-		case r > 0xFFFF:
-			b.WriteString("--")
-		default:
-			b.WriteByte('-')
-		}
-	}
-	return b.String()
-}
-
-// LongProjectDir reports whether the CLI shortens cwd's folder name, and
-// the prefix the shortened name starts with.
-func LongProjectDir(cwd string) (prefix string, long bool) {
-	n := ProjectDirName(cwd)
-	if len(n) <= 200 {
-		return n, false
-	}
-	return n[:200] + "-", true
-}
 
 // SessionInfo is one entry of session/list.
 type SessionInfo struct {

@@ -100,7 +100,6 @@ func FuzzHistory(f *testing.F) {
 			}
 		}
 		_ = s.LastUserMessage()
-		_ = ProjectDirName(string(data))
 		ParseSkillFile(data)
 	})
 }

@@ -23,6 +23,10 @@ const maxProjectDirName = 200
 // cut to 200 and followed by "-" and the base-36 absolute value of the
 // Java-style 32-bit hash of cwd. Checked against the real CLI 2.1.330
 // (docs/protocol/rpc.md, "Session files").
+//
+// Deprecated: use clifiles.ProjectDirName (package session/clifiles),
+// which ccbridge itself uses. This copy remains only for the end-to-end
+// tests of package main until they switch; then it goes.
 func ProjectDirName(cwd string) string {
 	var b strings.Builder
 	units := 0

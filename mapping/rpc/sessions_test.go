@@ -4,25 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
-
-// TestProjectDirName: the folder names the real CLI 2.1.330 made under a
-// scratch HOME for these working directories.
-func TestProjectDirName(t *testing.T) {
-	for cwd, want := range map[string]string{
-		"/home/user/project":  "-home-user-project",
-		"/tmp/exp/my.dir_x y": "-tmp-exp-my-dir-x-y",
-		"/tmp/exp/ünï cödé":   "-tmp-exp--n--c-d-",
-		"/tmp/exp/" + strings.Repeat("a", 120) + "/" + strings.Repeat("b", 120): "-tmp-exp-" + strings.Repeat("a", 120) + "-" + strings.Repeat("b", 70) + "-9tim16",
-		"/x/😀": "-x---", // one character outside the BMP is two UTF-16 units
-	} {
-		if got := ProjectDirName(cwd); got != want {
-			t.Errorf("ProjectDirName(%q) =\n %q, want\n %q", cwd, got, want)
-		}
-	}
-}
 
 func readSample(t testing.TB) [][]byte {
 	t.Helper()

@@ -1,0 +1,337 @@
+package clifiles
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestGetenv(t *testing.T) {
+	fallback := func(k string) string { return "fallback-" + k }
+	env := []string{"A=1", "B", "A=2", "C=", "AB=x"}
+	for key, want := range map[string]string{
+		"A": "2",          // the last entry wins
+		"B": "fallback-B", // an entry without "=" is no entry
+		"C": "",           // set to empty in env: empty, not the fallback
+		"D": "fallback-D",
+	} {
+		if got := Getenv(env, fallback, key); got != want {
+			t.Errorf("Getenv(%q) = %q, want %q", key, got, want)
+		}
+	}
+	t.Setenv("CLIFILES_TEST_VAR", "from ccbridge")
+	if got := Getenv(nil, nil, "CLIFILES_TEST_VAR"); got != "from ccbridge" {
+		t.Errorf("a nil fallback is not os.Getenv: %q", got)
+	}
+}
+
+func TestConfigDir(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string { return Getenv(kv, func(string) string { return "" }, k) }
+	}
+	if got := ConfigDir(env("CLAUDE_CONFIG_DIR=/cfg", "HOME=/home/u")); got != "/cfg" {
+		t.Errorf("CLAUDE_CONFIG_DIR: %q", got)
+	}
+	if got := ConfigDir(env("HOME=/home/u")); got != "/home/u/.claude" {
+		t.Errorf("HOME: %q", got)
+	}
+	// No HOME as the child sees it: os.UserHomeDir, which reads ccbridge's.
+	t.Setenv("HOME", "/home/ccbridge")
+	if got := ConfigDir(env()); got != "/home/ccbridge/.claude" {
+		t.Errorf("os.UserHomeDir: %q", got)
+	}
+}
+
+// TestProjectDirName: the folder names the real CLI 2.1.330 made under a
+// scratch HOME for these working directories.
+func TestProjectDirName(t *testing.T) {
+	long := "/tmp/clx/w/" + strings.Repeat("a", 90) + "/😀é-" + strings.Repeat("b", 100) + "/ü😀x"
+	for cwd, want := range map[string]string{
+		"/home/user/project":      "-home-user-project",
+		"/tmp/exp/my.dir_x y":     "-tmp-exp-my-dir-x-y",
+		"/tmp/acpx/my proj_x.y-z": "-tmp-acpx-my-proj-x-y-z",
+		"/tmp/exp/ünï cödé":       "-tmp-exp--n--c-d-",
+		"/x/😀":                    "-x---",   // one character outside the BMP is two UTF-16 units
+		"/a/é/😀":                  "-a-----", // é is one unit, 😀 two
+		"/tmp/exp/" + strings.Repeat("a", 120) + "/" + strings.Repeat("b", 120): "-tmp-exp-" + strings.Repeat("a", 120) + "-" + strings.Repeat("b", 70) + "-9tim16",
+		// Over 200 units with characters outside the BMP on both sides of
+		// the cut: each counts two units, and the hash runs over them.
+		long: "-tmp-clx-w-" + strings.Repeat("a", 90) + "-----" + strings.Repeat("b", 94) + "-ivc4en",
+		// The cut splits a surrogate pair.
+		"/tmp/clx/w/" + strings.Repeat("c", 187) + "/😀z": "-tmp-clx-w-" + strings.Repeat("c", 187) + "---ewgm5o",
+	} {
+		if got := ProjectDirName(cwd); got != want {
+			t.Errorf("ProjectDirName(%q) =\n %q, want\n %q", cwd, got, want)
+		}
+	}
+	// Exactly 200 units is not cut.
+	if got := ProjectDirName("/" + strings.Repeat("a", 199)); len(got) != 200 {
+		t.Errorf("a 200-unit name was changed: %q", got)
+	}
+}
+
+// mkfile writes a file with content and the modification time mod.
+func mkfile(t *testing.T, path, content string, mod time.Time) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, mod, mod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// realTempDir is t.TempDir with symbolic links resolved.
+func realTempDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestProjectDirs(t *testing.T) {
+	cfg, tmp := t.TempDir(), realTempDir(t)
+	real := filepath.Join(tmp, "real")
+	link := filepath.Join(tmp, "link")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	projects := filepath.Join(cfg, "projects")
+	for _, c := range []struct {
+		cwd  string
+		want []string
+	}{
+		{real, []string{filepath.Join(projects, ProjectDirName(real))}},
+		{link, []string{filepath.Join(projects, ProjectDirName(link)), filepath.Join(projects, ProjectDirName(real))}},
+		{"/does/not/exist", []string{filepath.Join(projects, "-does-not-exist")}},
+	} {
+		if got := ProjectDirs(cfg, c.cwd); !slices.Equal(got, c.want) {
+			t.Errorf("ProjectDirs(%q) = %q, want %q", c.cwd, got, c.want)
+		}
+	}
+	// A link whose target has the same folder name: one folder.
+	if err := os.Mkdir(filepath.Join(tmp, "a-b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	same := filepath.Join(tmp, "a.b")
+	if err := os.Symlink(filepath.Join(tmp, "a-b"), same); err != nil {
+		t.Fatal(err)
+	}
+	if got := ProjectDirs(cfg, same); len(got) != 1 {
+		t.Errorf("ProjectDirs(%q) = %q, want one folder", same, got)
+	}
+}
+
+func TestSessionFile(t *testing.T) {
+	cfg, tmp := t.TempDir(), realTempDir(t)
+	real := filepath.Join(tmp, "real")
+	link := filepath.Join(tmp, "link")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	file := filepath.Join(ProjectDir(cfg, real), "s1.jsonl")
+	mkfile(t, file, "{}\n", now)
+	if err := os.MkdirAll(filepath.Join(ProjectDir(cfg, real), "dir.jsonl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ cwd, id, want string }{
+		{real, "s1", file},
+		{link, "s1", file}, // found in the resolved cwd's folder
+		{real, "s2", ""},
+		{real, "dir", ""}, // not a regular file
+		{real, "../real/s1", ""},
+		{real, `a\b`, ""},
+		{real, ".", ""},
+		{real, "..", ""},
+		{"/does/not/exist", "s1", ""},
+	} {
+		if got := SessionFile(cfg, c.cwd, c.id); got != c.want {
+			t.Errorf("SessionFile(%q, %q) = %q, want %q", c.cwd, c.id, got, c.want)
+		}
+	}
+}
+
+// ids returns the ids of files, in order.
+func ids(files []Session) []string {
+	var out []string
+	for _, f := range files {
+		out = append(out, f.ID)
+	}
+	return out
+}
+
+func TestList(t *testing.T) {
+	cfg, tmp := t.TempDir(), realTempDir(t)
+	real := filepath.Join(tmp, "real")
+	link := filepath.Join(tmp, "link")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Second)
+	dir := ProjectDir(cfg, real)
+	mkfile(t, filepath.Join(dir, "old.jsonl"), "{}\n", now.Add(-2*time.Hour))
+	mkfile(t, filepath.Join(dir, "new.jsonl"), "{}\n", now)
+	mkfile(t, filepath.Join(dir, "mid.jsonl"), "{}\n", now.Add(-time.Hour))
+	mkfile(t, filepath.Join(dir, "notes.txt"), "x", now.Add(time.Hour))
+	if err := os.MkdirAll(filepath.Join(dir, "memory"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mkfile(t, filepath.Join(ProjectDir(cfg, link), "linked.jsonl"), "{}\n", now.Add(-30*time.Minute))
+
+	files, err := List(cfg, real)
+	if err != nil || !slices.Equal(ids(files), []string{"new", "mid", "old"}) {
+		t.Fatalf("List(real) = %q, %v", ids(files), err)
+	}
+	if f := files[0]; f.Path != filepath.Join(dir, "new.jsonl") || !f.ModTime.Equal(now) {
+		t.Errorf("first file: %+v", f)
+	}
+	files, err = List(cfg, link)
+	if err != nil || !slices.Equal(ids(files), []string{"new", "linked", "mid", "old"}) {
+		t.Errorf("List(link) = %q, %v", ids(files), err)
+	}
+	files, err = List(cfg, "/does/not/exist")
+	if err != nil || len(files) != 0 {
+		t.Errorf("List(missing) = %q, %v", ids(files), err)
+	}
+	// A project folder that cannot be read (here a file) is an error.
+	mkfile(t, ProjectDir(cfg, "/not/a/folder"), "x", now)
+	if files, err := List(cfg, "/not/a/folder"); err == nil || errors.Is(err, fs.ErrNotExist) || len(files) != 0 {
+		t.Errorf("List(unreadable) = %q, %v", ids(files), err)
+	}
+}
+
+// TestListLongCwd: a cwd over 200 characters is found by the CLI's hash,
+// not confused with another that shares the first 200.
+func TestListLongCwd(t *testing.T) {
+	cfg := t.TempDir()
+	now := time.Now()
+	long := "/work/" + strings.Repeat("x", 200) + "/😀one"
+	other := "/work/" + strings.Repeat("x", 200) + "/two"
+	if ProjectDirName(long)[:200] != ProjectDirName(other)[:200] {
+		t.Fatal("the test needs two names with the same first 200 characters")
+	}
+	mkfile(t, filepath.Join(cfg, "projects", ProjectDirName(long), "mine.jsonl"), "{}\n", now)
+	mkfile(t, filepath.Join(cfg, "projects", ProjectDirName(other), "theirs.jsonl"), "{}\n", now)
+	files, err := List(cfg, long)
+	if err != nil || !slices.Equal(ids(files), []string{"mine"}) {
+		t.Errorf("List(long) = %q, %v", ids(files), err)
+	}
+	if got := SessionFile(cfg, long, "mine"); got != filepath.Join(cfg, "projects", ProjectDirName(long), "mine.jsonl") {
+		t.Errorf("SessionFile(long) = %q", got)
+	}
+	if got := SessionFile(cfg, long, "theirs"); got != "" {
+		t.Errorf("SessionFile(long) found the other cwd's session: %q", got)
+	}
+}
+
+func TestListAll(t *testing.T) {
+	cfg := t.TempDir()
+	if files, err := ListAll(cfg); err != nil || len(files) != 0 {
+		t.Fatalf("no projects folder: %q, %v", ids(files), err)
+	}
+	now := time.Now()
+	mkfile(t, filepath.Join(cfg, "projects", "-a", "a1.jsonl"), "{}\n", now.Add(-time.Hour))
+	mkfile(t, filepath.Join(cfg, "projects", "-b", "b1.jsonl"), "{}\n", now)
+	mkfile(t, filepath.Join(cfg, "projects", "-b", "b0.jsonl"), "{}\n", now.Add(-2*time.Hour))
+	mkfile(t, filepath.Join(cfg, "projects", "stray.jsonl"), "{}\n", now) // not in a project folder
+	files, err := ListAll(cfg)
+	if err != nil || !slices.Equal(ids(files), []string{"b1", "a1", "b0"}) {
+		t.Errorf("ListAll = %q, %v", ids(files), err)
+	}
+}
+
+func TestEachLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	mkfile(t, path, "one\n\n"+strings.Repeat("x", 100)+"\r\ntwo\r\nthree\nfour", time.Now())
+	var got []string
+	if err := EachLine(path, 50, func(l []byte) bool { got = append(got, string(l)); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"one", "two", "three", "four"}; !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
+	}
+	got = nil
+	if err := EachLine(path, 0, func(l []byte) bool { got = append(got, string(l)); return len(got) < 2 }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[1] != strings.Repeat("x", 100) {
+		t.Errorf("stopped after %q", got)
+	}
+	if err := EachLine(filepath.Join(t.TempDir(), "missing"), 0, func([]byte) bool { return true }); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestResumable(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct {
+		content string
+		want    bool
+	}{
+		"user":      {`{"type":"queue-operation"}` + "\n" + `{"type":"user","message":{}}` + "\n", true},
+		"assistant": {`{"type":"summary"}` + "\n" + `{"type":"assistant","message":{}}` + "\n", true},
+		"none":      {`{"type":"queue-operation"}` + "\n" + `{"type":"last-prompt"}` + "\n", false},
+		"empty":     {"", false},
+		"not json":  {"user\nassistant\n", false},
+	} {
+		path := filepath.Join(dir, name+".jsonl")
+		mkfile(t, path, c.content, time.Now())
+		if got := Resumable(path); got != c.want {
+			t.Errorf("%s: Resumable = %v, want %v", name, got, c.want)
+		}
+	}
+	if Resumable(filepath.Join(dir, "missing.jsonl")) {
+		t.Errorf("a missing file is resumable")
+	}
+}
+
+func TestReadEnds(t *testing.T) {
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short")
+	mkfile(t, short, "0123456789", time.Now())
+	if head, tail, err := ReadEnds(short, 16); err != nil || string(head) != "0123456789" || tail != nil {
+		t.Errorf("short file: %q %q %v", head, tail, err)
+	}
+	long := filepath.Join(dir, "long")
+	mkfile(t, long, "0123456789abcdef", time.Now())
+	if head, tail, err := ReadEnds(long, 6); err != nil || string(head) != "012345" || string(tail) != "abcdef" {
+		t.Errorf("long file: %q %q %v", head, tail, err)
+	}
+	if _, _, err := ReadEnds(filepath.Join(dir, "missing"), 6); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func FuzzProjectDirName(f *testing.F) {
+	f.Add("/home/user/project")
+	f.Add("/x/😀" + strings.Repeat("é", 300))
+	f.Fuzz(func(t *testing.T, cwd string) {
+		name := ProjectDirName(cwd)
+		if strings.TrimLeft(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != "" {
+			t.Fatalf("ProjectDirName(%q) = %q: not only letters, digits and -", cwd, name)
+		}
+		if len(name) > maxProjectDirName+1+7 { // "-" and at most 7 base-36 digits of 2^31
+			t.Fatalf("ProjectDirName(%q) is %d long", cwd, len(name))
+		}
+	})
+}
