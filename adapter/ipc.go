@@ -250,6 +250,14 @@ func (l *ipcLoop) sessionCommand(r ipc.Respawn) {
 		l.emitError("invalid_value", "session_command: "+err.Error(), true)
 		return
 	}
+	if opts.Resume != "" {
+		// Refused before anything is stopped or started: the CLI would
+		// exit at once with "No conversation found".
+		if err := l.sup.CheckResume(opts.Resume); err != nil {
+			l.emitError("session_not_found", "session_command: "+err.Error(), true)
+			return
+		}
+	}
 	p := l.sup.Live()
 	if p == nil {
 		if _, err := l.sup.Start(opts, resumed); err != nil {

@@ -8,15 +8,19 @@ package adapter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/session"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 // Child is a running child process as the core sees it. *session.Child
@@ -124,10 +128,14 @@ type SupervisorConfig struct {
 	// Started is called on the loop for every child started, before any
 	// of its output: the dialect sends what a new child needs first.
 	Started func(p *Proc)
-	// Resumable tells whether the CLI can resume session sid (its file
-	// holds a conversation), and if not, why. nil means it always can.
+	// Resumable tells whether the CLI can resume session sid, and if not,
+	// why. nil means CheckResume: the session file of the child's working
+	// directory holds a conversation.
 	Resumable func(sid string) error
-	Logger    *slog.Logger
+	// Getenv reads ccbridge's environment (HOME, CLAUDE_CONFIG_DIR) after
+	// Child.Env; nil means os.Getenv.
+	Getenv func(string) string
+	Logger *slog.Logger
 }
 
 // Supervisor keeps the CLI children of one session: at most one live
@@ -169,6 +177,9 @@ func (l *Loop) NewSupervisor(cfg SupervisorConfig) *Supervisor {
 		cfg.Child.Logger = cfg.Logger
 	}
 	s := &Supervisor{loop: l, cfg: cfg, log: cfg.Logger}
+	if s.cfg.Resumable == nil {
+		s.cfg.Resumable = s.CheckResume
+	}
 	l.sups[s] = struct{}{}
 	return s
 }
@@ -343,6 +354,47 @@ func (s *Supervisor) resumable(sid string) bool {
 		return true
 	}
 	return s.cfg.Resumable(sid) == nil
+}
+
+// ErrNoSession: the CLI has no file for the session in the working
+// directory. ErrNotResumable: it has one, with no conversation in it
+// (the CLI would answer --resume with "No conversation found").
+var (
+	ErrNoSession    = errors.New("no such session")
+	ErrNotResumable = errors.New("the session has no conversation to resume")
+)
+
+// CheckResume tells whether the CLI can resume session sid in the
+// child's working directory: nil, or an error that wraps ErrNoSession or
+// ErrNotResumable and names the file. It reads the session file up to
+// its first message, which the CLI writes near the top.
+func (s *Supervisor) CheckResume(sid string) error {
+	cwd, configDir := s.Dirs()
+	path := clifiles.SessionFile(configDir, cwd, sid)
+	switch {
+	case path == "":
+		return fmt.Errorf("%w: no session %s for %s in %s", ErrNoSession, sid, cwd, filepath.Join(configDir, "projects"))
+	case !clifiles.Resumable(path):
+		return fmt.Errorf("%w: %s has no user or assistant message", ErrNotResumable, path)
+	}
+	return nil
+}
+
+// Dirs are the child's working directory (absolute, links resolved) and
+// the CLI's configuration folder, as the child will see them.
+func (s *Supervisor) Dirs() (cwd, configDir string) {
+	cwd = s.cfg.Child.Dir
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	if abs, err := filepath.Abs(cwd); err == nil {
+		cwd = abs
+	}
+	if real, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = real
+	}
+	getenv := func(k string) string { return clifiles.Getenv(s.cfg.Child.Env, s.cfg.Getenv, k) }
+	return cwd, clifiles.ConfigDir(getenv)
 }
 
 // startWaiting starts a child and runs the work waiting for one.
