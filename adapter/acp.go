@@ -111,8 +111,7 @@ type acpLoop struct {
 	sessions map[string]*acpSession
 	procs    map[int]*acpProc // every child not yet exited, live or retired
 	gen      int
-	reqs     map[int64]*acpOutReq // agent → client requests awaiting their answer
-	nextReq  int64
+	reqs     jsonrpc.Pending[*acpOutReq] // agent → client requests awaiting their answer
 	nextCtl  int
 
 	timer    *time.Timer
@@ -157,8 +156,6 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		claudeDir:   a.claudeDir(),
 		sessions:    map[string]*acpSession{},
 		procs:       map[int]*acpProc{},
-		reqs:        map[int64]*acpOutReq{},
-		nextReq:     1,
 		timer:       time.NewTimer(time.Hour),
 		cliCh:       make(chan cliBlock, cliQueue),
 		uiCh:        make(chan uiLine, uiQueue),
@@ -344,17 +341,15 @@ func (l *acpLoop) notification(m jsonrpc.Message) {
 // the CLI, ended with its turn), is logged and dropped: JSON-RPC has no
 // way to answer a response, and nothing reaches the CLI.
 func (l *acpLoop) response(m jsonrpc.Message) {
-	n, err := strconv.ParseInt(m.ID, 10, 64)
-	r := l.reqs[n]
-	if err != nil || r == nil {
-		if err == nil && n > 0 && n < l.nextReq {
+	r, state := l.reqs.Take(m.ID)
+	if state != jsonrpc.IDOpen {
+		if state == jsonrpc.IDSettled {
 			l.log.Debug("answer to a request already settled; dropped", "id", m.ID)
 		} else {
 			l.log.Warn("response to an unknown request id; dropped", "id", m.ID)
 		}
 		return
 	}
-	delete(l.reqs, n)
 	errMsg := ""
 	if m.Kind == jsonrpc.KindErrorResponse {
 		code, msg := jsonrpc.ErrorCode(m)
@@ -382,11 +377,9 @@ func (l *acpLoop) response(m jsonrpc.Message) {
 
 // sendPending sends the client the request for a CLI permission request.
 func (l *acpLoop) sendPending(s *acpSession, gen int, p *acp.Pending) {
-	id := l.nextReq
-	l.nextReq++
-	l.reqs[id] = &acpOutReq{sess: s, gen: gen, p: p}
+	id := l.reqs.Issue(&acpOutReq{sess: s, gen: gen, p: p})
 	params := s.tr.AppendParams(nil, p)
-	l.out = append(l.out, jsonrpc.AppendRequest(make([]byte, 0, len(params)+80), strconv.FormatInt(id, 10), p.Method(), string(params)))
+	l.out = append(l.out, jsonrpc.AppendRequest(make([]byte, 0, len(params)+80), id, p.Method(), string(params)))
 }
 
 // settle withdraws every request of session s still open at the client
@@ -394,14 +387,12 @@ func (l *acpLoop) sendPending(s *acpSession, gen int, p *acp.Pending) {
 // closed. withdraw false only forgets them (the client cancelled the turn
 // and answers them "cancelled" itself).
 func (l *acpLoop) settle(s *acpSession, withdraw bool) {
-	for id, r := range l.reqs {
-		if r.sess != s {
-			continue
-		}
-		delete(l.reqs, id)
-		if withdraw {
-			l.out = append(l.out, acp.AppendCancelRequest(nil, strconv.FormatInt(id, 10)))
-		}
+	ids := l.reqs.Remove(func(r *acpOutReq) bool { return r.sess == s })
+	if !withdraw {
+		return
+	}
+	for _, id := range ids {
+		l.out = append(l.out, acp.AppendCancelRequest(nil, id))
 	}
 }
 
@@ -453,11 +444,8 @@ func (l *acpLoop) fromCLILine(p *acpProc, line string) {
 	case mapping.KindControlResponse:
 		l.controlResponse(s, &ev)
 	case mapping.KindControlCancelRequest:
-		for id, r := range l.reqs {
-			if r.sess == s && r.p.RequestID == ev.RequestID {
-				delete(l.reqs, id)
-				l.out = append(l.out, acp.AppendCancelRequest(nil, strconv.FormatInt(id, 10)))
-			}
+		for _, id := range l.reqs.Remove(func(r *acpOutReq) bool { return r.sess == s && r.p.RequestID == ev.RequestID }) {
+			l.out = append(l.out, acp.AppendCancelRequest(nil, id))
 		}
 	case mapping.KindResult:
 		l.turnEnded(s, &ev)

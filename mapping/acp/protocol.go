@@ -1,8 +1,6 @@
 package acp
 
 import (
-	"strconv"
-
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
@@ -43,28 +41,8 @@ const (
 )
 
 // Error is an ACP error answer: a JSON-RPC error code, a message and
-// optional raw JSON data.
-type Error struct {
-	Code    int
-	Message string
-	Data    string // raw JSON, or ""
-}
-
-func (e *Error) Error() string {
-	return "acp error " + strconv.Itoa(e.Code) + ": " + e.Message
-}
-
-// Is makes errors.Is compare codes.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
-}
-
-// AppendResponse appends the JSON-RPC error response to request id (raw
-// JSON, "" for null).
-func (e *Error) AppendResponse(dst []byte, id string) []byte {
-	return jsonrpc.AppendError(dst, id, e.Code, e.Message, e.Data)
-}
+// optional raw JSON data. It is jsonrpc.Error, shared with the rpc dialect.
+type Error = jsonrpc.Error
 
 // InvalidParams returns a -32602 error.
 func InvalidParams(msg string) *Error {

@@ -32,7 +32,9 @@ const (
 )
 
 // Error is the typed error FromUI returns. It is reported to the UI as an
-// error message (AppendIPC) and the stream goes on.
+// error message (AppendIPC) and the stream goes on. It is the ipc dialect's
+// own error line, not a JSON-RPC error object (jsonrpc.Error): ipc does not
+// speak JSON-RPC.
 type Error struct {
 	Code      ErrorCode
 	Message   string // says what was wrong, naming the field

@@ -1,7 +1,9 @@
 // Package jsonrpc reads and writes JSON-RPC 2.0 messages for the dialects
 // that speak it (acp, rpc). It is pure: no I/O, no goroutines, no clock.
 // Ids, params and results stay raw JSON, copied as bytes; nothing is
-// decoded that the caller does not ask for.
+// decoded that the caller does not ask for. Error is the error object both
+// dialects answer with; Pending is the table of requests a dialect sent
+// its peer and awaits answers for.
 package jsonrpc
 
 import (

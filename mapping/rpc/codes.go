@@ -1,10 +1,6 @@
 package rpc
 
-import (
-	"strconv"
-
-	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
-)
+import "github.com/ccbridge/ccbridge/mapping/jsonrpc"
 
 // Error codes of the rpc dialect: the JSON-RPC standard ones and the
 // seed's -32000 to -32006 (docs/protocol/rpc.md, "Errors").
@@ -24,20 +20,8 @@ const (
 )
 
 // Error is a JSON-RPC error object: what a request gets instead of a
-// result. Data is raw JSON or "".
-type Error struct {
-	Code    int
-	Message string
-	Data    string
-}
-
-func (e *Error) Error() string { return "rpc error " + strconv.Itoa(e.Code) + ": " + e.Message }
-
-// Is makes errors.Is match two *Error values with the same code.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
-}
+// result. It is jsonrpc.Error, shared with the acp dialect.
+type Error = jsonrpc.Error
 
 // InvalidParams returns a -32602 error.
 func InvalidParams(msg string) *Error { return &Error{Code: CodeInvalidParams, Message: msg} }
@@ -56,9 +40,3 @@ var (
 	ErrSessionLoadFailed = &Error{Code: CodeSessionLoadFailed}
 	ErrSessionListFailed = &Error{Code: CodeSessionListFailed}
 )
-
-// AppendResponse appends the error response to the request with raw id (""
-// for null).
-func (e *Error) AppendResponse(dst []byte, id string) []byte {
-	return jsonrpc.AppendError(dst, id, e.Code, e.Message, e.Data)
-}

@@ -104,9 +104,9 @@ func answer(t testing.TB, tr *Translator, l []byte, now int64, out *Output, buf 
 	}
 	resp := gjson.GetBytes(l, "response.response")
 	send := func(result string) {
-		line := `{"jsonrpc":"2.0","id":"` + p.uiID + `","result":` + result + `}`
+		line := `{"jsonrpc":"2.0","id":` + p.uiID + `,"result":` + result + `}`
 		if gjson.GetBytes(l, "response.subtype").Str == "error" {
-			line = `{"jsonrpc":"2.0","id":"` + p.uiID + `","error":{"code":-32603,"message":` + strconv.Quote(gjson.GetBytes(l, "response.error").Str) + `}}`
+			line = `{"jsonrpc":"2.0","id":` + p.uiID + `,"error":{"code":-32603,"message":` + strconv.Quote(gjson.GetBytes(l, "response.error").Str) + `}}`
 		}
 		buf.WriteString("#   ui answers " + line + "\n")
 		tr.FromUI(jsonrpc.Parse([]byte(line)), now, out)

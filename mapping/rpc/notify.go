@@ -83,10 +83,11 @@ func (t *Translator) event(r *run, typ string, hint int) ev {
 	return e
 }
 
-// uiRequestCancelled builds ui.request.cancelled {id, run_id, reason}.
+// uiRequestCancelled builds ui.request.cancelled {id, run_id, reason}; uiID
+// is raw JSON.
 func uiRequestCancelled(uiID, runID, reason string) []byte {
 	o := notification(MethodUIRequestCanceled, 64)
-	o.str("id", uiID)
+	o.raw("id", uiID)
 	o.strOrNull("run_id", runID)
 	o.str("reason", reason)
 	return o.endNotification()

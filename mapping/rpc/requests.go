@@ -36,7 +36,7 @@ const OtherItemID = "other"
 // answers (possibly over several UI requests: one per question), the CLI
 // withdraws it, or its run ends.
 type pendingReq struct {
-	uiID      string // the UI request now open for it
+	uiID      string // the UI request now open for it (raw JSON id)
 	method    string // that request's method
 	items     []string
 	cliID     string
@@ -61,11 +61,6 @@ type question struct {
 }
 
 type option struct{ label, description string }
-
-func (t *Translator) newUIID() string {
-	t.nextUI++
-	return t.opt.UIRequestIDPrefix + strconv.FormatUint(t.nextUI, 10)
-}
 
 // pendingInOrder lists the open requests in arrival order.
 func (t *Translator) pendingInOrder() []*pendingReq {
@@ -153,7 +148,7 @@ func (t *Translator) permFields(x *w, p *pendingReq, state string) {
 	x.strOrNull("tool_call_id", p.toolUseID)
 	x.str("kind", p.kind)
 	x.str("state", state)
-	x.strOrNull("request_id", p.uiID)
+	x.raw("request_id", p.uiID)
 }
 
 func parseQuestions(qs gjson.Result) []question {
@@ -177,12 +172,10 @@ func (t *Translator) register(p *pendingReq, method string) string {
 	if p.uiID != "" {
 		// The previous question's request is answered: a late second
 		// answer to it is refused as settled.
-		delete(t.pending, p.uiID)
-		t.markSettled(p.uiID)
+		t.reqs.Take(p.uiID)
 	}
-	p.uiID = t.newUIID()
+	p.uiID = t.reqs.Issue(p)
 	p.method = method
-	t.pending[p.uiID] = p
 	return p.uiID
 }
 
@@ -328,14 +321,10 @@ func (t *Translator) questionFields(o *w, p *pendingReq, q question) {
 // An error response declines the request.
 func (t *Translator) FromUI(m jsonrpc.Message, now int64, out *Output) {
 	id := m.ID
-	key := id
-	if s := gjson.Parse(id); s.Type == gjson.String {
-		key = s.Str
-	}
-	p, ok := t.pending[key]
-	if !ok {
+	p, state := t.reqs.Get(id)
+	if state != jsonrpc.IDOpen {
 		reason := "no runtime request has the id " + id
-		if t.wasSettled(key) {
+		if state == jsonrpc.IDSettled {
 			reason = "the runtime request " + id + " was already answered, withdrawn or cancelled"
 		}
 		out.UI = append(out.UI, AppendResponseRejected(nil, orNull(id), CodeInvalidRequest, reason))
@@ -515,23 +504,8 @@ func (t *Translator) resume(r *run, out *Output) {
 }
 
 func (t *Translator) forget(p *pendingReq) {
-	delete(t.pending, p.uiID)
+	t.reqs.Take(p.uiID)
 	delete(t.byCLI, p.cliID)
-	t.markSettled(p.uiID)
-}
-
-func (t *Translator) markSettled(uiID string) {
-	t.settled[t.settleN%len(t.settled)] = uiID
-	t.settleN++
-}
-
-func (t *Translator) wasSettled(uiID string) bool {
-	for _, id := range t.settled {
-		if id != "" && id == uiID {
-			return true
-		}
-	}
-	return false
 }
 
 // settle ends a request the UI did not answer: ui.request.cancelled, and,

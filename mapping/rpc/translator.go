@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
 )
 
 // Run statuses carried by run.status.
@@ -90,11 +92,8 @@ type Translator struct {
 	requestingAt int64               // when the CLI announced its next model call
 	windows      map[string]int64    // model → context window, from results
 
-	pending  map[string]*pendingReq // open runtime → UI requests by UI id
-	byCLI    map[string]*pendingReq // the same by the CLI's request_id
-	settled  [64]string             // recently settled UI ids, a ring
-	settleN  int
-	nextUI   uint64
+	reqs     *jsonrpc.Pending[*pendingReq] // runtime → UI requests by UI id
+	byCLI    map[string]*pendingReq        // the open ones by the CLI's request_id
 	reqOrder uint64
 }
 
@@ -129,7 +128,7 @@ func New(opt Options) *Translator {
 		runs:    make(map[string]*run),
 		tools:   make(map[string]toolInfo),
 		windows: make(map[string]int64),
-		pending: make(map[string]*pendingReq),
+		reqs:    jsonrpc.NewPending[*pendingReq](opt.UIRequestIDPrefix),
 		byCLI:   make(map[string]*pendingReq),
 	}
 }
@@ -183,7 +182,7 @@ func (t *Translator) RunStatus(runID string) (string, bool) {
 }
 
 // PendingRequests returns how many runtime → UI requests are open.
-func (t *Translator) PendingRequests() int { return len(t.pending) }
+func (t *Translator) PendingRequests() int { return t.reqs.Len() }
 
 // BeginRun registers a run the UI started and appends its run.status
 // running. Its prompt is sent later (SentPrompt), at once or after the CLI

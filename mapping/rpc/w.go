@@ -106,12 +106,12 @@ func notification(method string, hint int) w {
 
 func (o *w) endNotification() []byte { return append(o.b, '}', '}') }
 
-// request starts {"jsonrpc":"2.0","id":"ID","method":M,"params":{ ; finish
-// with endNotification. id is a string id chosen by ccbridge.
+// request starts {"jsonrpc":"2.0","id":ID,"method":M,"params":{ ; finish
+// with endNotification. id is the raw id ccbridge chose.
 func request(id, method string, hint int) w {
 	b := make([]byte, 0, 64+len(method)+len(id)+hint)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = jsonw.String(b, id)
+	b = append(b, id...)
 	b = append(b, `,"method":"`...)
 	b = append(b, method...)
 	b = append(b, `","params":{`...)
