@@ -88,7 +88,7 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 	log.Info("claude started", "pid", child.Pid(), "path", d.Child.Path, "args", len(args))
 
 	r := &relay{
-		cliProc:   newCLIProc(0, child, log),
+		Proc:      newProc(0, child, Lines, log),
 		toUI:      framing.NewWriter(uiOut),
 		idPrefix:  "ccbridge-" + randomHex(4) + "-",
 		notify:    make(chan struct{}, 1),
@@ -198,7 +198,7 @@ func (d *DropIn) defaults() {
 // prompts the host pump, results, sessionID and cost the child pump (read by
 // Run only after childEOF is closed, or through the atomics).
 type relay struct {
-	*cliProc   // the child, its writer (w) and the log
+	*Proc      // the child, its writer (w) and the log
 	toUI       *framing.Writer
 	idPrefix   string
 	interrupts atomic.Int64
@@ -226,7 +226,7 @@ func (r *relay) outstanding() int64 {
 // counts prompts and writes the rest to the child.
 func (r *relay) pumpUI(in io.Reader, maxLine int) {
 	defer close(r.uiEOF)
-	defer r.closeStdin()
+	defer r.CloseStdin()
 	fr := framing.NewReader(in, maxLine)
 	for {
 		line, err := fr.ReadLine()
@@ -263,7 +263,7 @@ func (r *relay) pumpUI(in io.Reader, maxLine int) {
 // copyUI copies a host that does not speak stream-json straight through.
 func (r *relay) copyUI(in io.Reader) {
 	defer close(r.uiEOF)
-	defer r.closeStdin()
+	defer r.CloseStdin()
 	if _, err := io.Copy(r.child.Stdin(), in); err != nil {
 		r.log.Warn("copying the host's input", "err", err)
 	}

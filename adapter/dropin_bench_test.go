@@ -33,7 +33,7 @@ func benchAssistant(n int) string {
 
 func benchRelay() *relay {
 	return &relay{
-		cliProc:  &cliProc{log: slog.New(slog.DiscardHandler)},
+		Proc:     &Proc{log: slog.New(slog.DiscardHandler)},
 		toUI:     framing.NewWriter(io.Discard),
 		idPrefix: "ccbridge-0a1b2c3d-",
 		notify:   make(chan struct{}, 1),

@@ -328,7 +328,7 @@ func TestArgValue(t *testing.T) {
 
 func TestPassBlockCutsOnlyOwnAnswers(t *testing.T) {
 	var out bytes.Buffer
-	r := &relay{cliProc: &cliProc{log: discardLogger()}, toUI: framing.NewWriter(&out), idPrefix: "ccbridge-ab-", notify: make(chan struct{}, 1)}
+	r := &relay{Proc: &Proc{log: discardLogger()}, toUI: framing.NewWriter(&out), idPrefix: "ccbridge-ab-", notify: make(chan struct{}, 1)}
 	block := []byte(`{"type":"stream_event","event":{}}` + "\n" +
 		`{"type":"control_response","response":{"subtype":"success","request_id":"ccbridge-ab-1","response":{}}}` + "\n" +
 		`{"type":"control_response","response":{"subtype":"success","request_id":"host-1","response":{}}}` + "\n" +

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/session"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 const fakeCLIEnv = "CCBRIDGE_FAKE_CLI"
@@ -74,6 +76,26 @@ func fakeCLIConfig(t testing.TB, mode string, args []string, env ...string) sess
 		Grace:     2e9,
 		TermGrace: 1e9,
 	}
+}
+
+// saveSession (with FAKE_SAVE=1) appends a user line to the session's
+// file, where the real CLI keeps it: $HOME/.claude/projects/<working directory's name>/<id>.jsonl
+// (the tests give each session a HOME of its own).
+func saveSession(sid string, line []byte) {
+	cwd, _ := os.Getwd()
+	if real, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = real
+	}
+	dir := clifiles.ProjectDir(clifiles.ConfigDir(os.Getenv), cwd)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(dir, sid+".jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, `{"type":"user","sessionId":%q,"message":%s}`+"\n", sid, gjson.GetBytes(line, "message").Raw)
 }
 
 // streamJSONArgs is what drop-in hosts pass.
@@ -250,6 +272,9 @@ func init() {
 			switch gjson.GetBytes(line, "type").Str {
 			case "user":
 				text := gjson.GetBytes(line, "message.content.0.text").Str
+				if os.Getenv("FAKE_SAVE") == "1" {
+					saveSession(sid, line)
+				}
 				fmt.Printf(`{"type":"system","subtype":"init","session_id":%q,"model":"m","cwd":"/"}`+"\n", sid)
 				switch {
 				case strings.Contains(text, "HANG"):

@@ -18,7 +18,7 @@ func startIPC(t *testing.T, opts session.Options) (*host, func() string) {
 	t.Helper()
 	logFile := filepath.Join(t.TempDir(), "log")
 	s := &IPC{
-		Child:            fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile),
+		Child:            fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "FAKE_SAVE=1", "HOME="+t.TempDir(), "CLAUDE_CONFIG_DIR="),
 		Options:          opts,
 		InterruptTimeout: 300 * time.Millisecond,
 	}
@@ -173,5 +173,26 @@ func TestIPCSessionCommandDuringATurn(t *testing.T) {
 	h.send(`{"type":"user_message","text":"hi"}`)
 	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
 		t.Fatalf("turn in the new session: %s", l)
+	}
+}
+
+// TestIPCResumeOfAnUnresumableSession: a session_command resume of a
+// session the CLI saved no conversation of is refused before anything is
+// stopped or started, and the session goes on.
+func TestIPCResumeOfAnUnresumableSession(t *testing.T) {
+	h, log := startIPC(t, session.Options{})
+	first := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str
+	h.send(`{"type":"session_command","command":"resume","session_id":"0b7ad0e4-5a0c-4a6e-9d4e-2f2f7f6e8a11"}`)
+	l := h.nextOf("error")
+	if gjson.GetBytes(l, "code").Str != "session_not_found" || !gjson.GetBytes(l, "recoverable").Bool() {
+		t.Fatalf("resume of an unknown session: %s", l)
+	}
+	h.send(`{"type":"user_message","text":"hi"}`)
+	h.nextOf("turn_complete")
+	if n := strings.Count(log(), "argv "); n != 1 {
+		t.Errorf("%d CLI starts, want the first only:\n%s", n, log())
+	}
+	if !strings.Contains(log(), "--session-id="+first) {
+		t.Errorf("the turn did not run in the first session:\n%s", log())
 	}
 }

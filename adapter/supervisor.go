@@ -54,7 +54,8 @@ type Proc struct {
 	Gen   int
 	child Child
 	w     *framing.Writer
-	sup   *Supervisor
+	sup   *Supervisor // nil for a child no supervisor keeps (drop-in)
+	log   *slog.Logger
 	tr    Transport
 	// Opts are the options the child was started with.
 	Opts session.Options
@@ -63,8 +64,16 @@ type Proc struct {
 	retired bool
 }
 
+func newProc(gen int, child Child, tr Transport, log *slog.Logger) *Proc {
+	p := &Proc{Gen: gen, child: child, tr: tr, log: log}
+	if tr == Lines {
+		p.w = framing.NewWriter(child.Stdin())
+	}
+	return p
+}
+
 // Live reports whether p is its supervisor's live child.
-func (p *Proc) Live() bool { return p != nil && !p.retired && p.sup.live == p }
+func (p *Proc) Live() bool { return p != nil && p.sup != nil && !p.retired && p.sup.live == p }
 
 // Supervisor is the child's supervisor for this Proc.
 func (p *Proc) Supervisor() *Supervisor { return p.sup }
@@ -83,7 +92,7 @@ func (p *Proc) Write(line []byte) {
 		err = p.w.WriteLine(line)
 	}
 	if err != nil {
-		p.sup.log.Warn("writing to the CLI", "err", err)
+		p.log.Warn("writing to the CLI", "err", err)
 	}
 }
 
@@ -92,10 +101,10 @@ func (p *Proc) CloseStdin() {
 	if p.w == nil {
 		// Bytes: nothing is held back.
 	} else if err := p.w.Flush(); err != nil {
-		p.sup.log.Debug("flushing to the CLI", "err", err)
+		p.log.Debug("flushing to the CLI", "err", err)
 	}
 	if err := p.child.CloseStdin(); err != nil {
-		p.sup.log.Debug("closing the CLI's stdin", "err", err)
+		p.log.Debug("closing the CLI's stdin", "err", err)
 	}
 }
 
@@ -110,7 +119,7 @@ func (p *Proc) stopWithin(d time.Duration) {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()
 		if err := p.child.Shutdown(ctx); err != nil {
-			p.sup.log.Debug("stopping claude", "err", err)
+			p.log.Debug("stopping claude", "err", err)
 		}
 	}()
 }
@@ -236,10 +245,8 @@ func (s *Supervisor) Start(opts session.Options, resumed bool) (*Proc, error) {
 	}
 	l := s.loop
 	l.gen++
-	p := &Proc{Gen: l.gen, child: child, sup: s, tr: s.cfg.Transport, Opts: opts, Resumed: resumed}
-	if p.tr == Lines {
-		p.w = framing.NewWriter(child.Stdin())
-	}
+	p := newProc(l.gen, child, s.cfg.Transport, s.log)
+	p.sup, p.Opts, p.Resumed = s, opts, resumed
 	l.procs[p.Gen] = p
 	s.live = p
 	s.Opts = opts
