@@ -8,6 +8,12 @@ cd "$(dirname "$0")/.."
 
 FUZZTIME=${FUZZTIME:-20s}
 
+# A program built with -race sleeps 1 s before it exits, so that a race
+# reported late is still printed (atexit_sleep_ms, default 1000). The
+# tests start race-built processes by the hundred (ccbridge itself, the
+# fake CLIs): 50 ms is enough to flush a report and saves minutes.
+export GORACE=${GORACE:-atexit_sleep_ms=50}
+
 CCBRIDGE_TEST_CLAUDE=$(scripts/install-tools.sh)
 export CCBRIDGE_TEST_CLAUDE
 
