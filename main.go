@@ -275,8 +275,33 @@ Dialect mode:
 		fmt.Fprintln(w, "Run ccbridge --ui DIALECT --help for the flags (dialects: "+strings.Join(adapter.DialectNames(), ", ")+").")
 		return
 	}
-	fs.SetOutput(w)
-	fs.PrintDefaults()
+	// The dialect's own flags are listed apart from the common ones.
+	own := flag.NewFlagSet("", flag.ContinueOnError)
+	name := fs.Lookup("ui").Value.String()
+	if d, ok := adapter.NewDialect(name); ok {
+		d.Flags(own)
+	}
+	common := flag.NewFlagSet("", flag.ContinueOnError)
+	fs.VisitAll(func(f *flag.Flag) {
+		if own.Lookup(f.Name) == nil {
+			common.Var(f.Value, f.Name, f.Usage)
+			common.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	common.SetOutput(w)
+	fmt.Fprintln(w, "Flags of every dialect:")
+	common.PrintDefaults()
+	if hasFlags(own) {
+		fmt.Fprintf(w, "\nFlags of the %s dialect:\n", name)
+		own.SetOutput(w)
+		own.PrintDefaults()
+	}
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
 }
 
 func parseLevel(s string) (slog.Level, error) {

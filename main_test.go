@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -144,5 +145,29 @@ func TestParseConfigUnknownDialect(t *testing.T) {
 	_, err := parseConfig([]string{"--ui", "bogus"}, env(), &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "ipc") {
 		t.Errorf("--ui bogus: %v, want an error listing the dialects", err)
+	}
+}
+
+// TestParseConfigDialectFlags: a dialect's own flags are taken with its
+// --ui, listed apart by --help, and refused with another dialect.
+func TestParseConfigDialectFlags(t *testing.T) {
+	cfg, err := parseConfig([]string{"--ui", "rpc", "--diagnostics", "--dedupe-window", "1m"}, env(), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := cfg.dialect.(*adapter.RPC); !ok || !r.Diagnostics || r.DedupeWindow != time.Minute {
+		t.Errorf("the rpc dialect's flags were not taken: %#v", cfg.dialect)
+	}
+	if _, err := parseConfig([]string{"--ui", "ipc", "--diagnostics"}, env(), &bytes.Buffer{}); err == nil {
+		t.Error("--diagnostics, an rpc flag, was taken with --ui ipc")
+	}
+	var out bytes.Buffer
+	if _, err := parseConfig([]string{"--ui=rpc", "--help"}, env(), &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	help := out.String()
+	common, own, _ := strings.Cut(help, "Flags of the rpc dialect:")
+	if !strings.Contains(own, "-diagnostics") || strings.Contains(common, "-diagnostics") || !strings.Contains(common, "-max-cli-line") {
+		t.Errorf("--ui rpc --help does not list the rpc flags apart:\n%s", help)
 	}
 }
