@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -316,17 +317,12 @@ func (l *rpcLoop) runStart(id string, p gjson.Result) {
 	l.sendHeld()
 }
 
-// switchSession replaces the child with one that resumes session sid.
+// switchSession replaces the child with one that resumes session sid. A
+// session the CLI cannot resume is refused before any child is stopped
+// or started.
 func (l *rpcLoop) switchSession(sid string) *rpc.Error {
-	path := l.sessionFile(sid)
-	fi, err := os.Stat(path)
-	switch {
-	case os.IsNotExist(err):
-		return &rpc.Error{Code: rpc.CodeSessionNotFound, Message: "no session " + sid + " in " + l.projectDir()}
-	case err != nil:
-		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: err.Error()}
-	case !fi.Mode().IsRegular():
-		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: path + " is not a session file"}
+	if e := l.checkResume(sid); e != nil {
+		return e
 	}
 	opts := l.baseOpts.ResumeFrom(sid)
 	if !l.sup.Busy() {
@@ -338,6 +334,24 @@ func (l *rpcLoop) switchSession(sid string) *rpc.Error {
 	l.log.Info("replacing claude to resume another session", "session_id", sid)
 	l.respawn("the CLI was replaced to resume another session", opts, true, false)
 	return nil
+}
+
+// checkResume tells whether the CLI can resume session sid: -32004 when
+// it has no file for it, -32005 when the file is not one or holds no
+// conversation.
+func (l *rpcLoop) checkResume(sid string) *rpc.Error {
+	err := l.sup.CheckResume(sid)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotResumable):
+		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: err.Error()}
+	}
+	path := l.sessionFile(sid)
+	if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
+		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: path + " is not a session file"}
+	}
+	return &rpc.Error{Code: rpc.CodeSessionNotFound, Message: err.Error()}
 }
 
 // cancelRun cancels a run: run.status cancelled at once, and an in-band
