@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -12,9 +13,11 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
@@ -64,7 +67,8 @@ type RPC struct {
 	// MaxLine caps a UI line held whole (--max-line); a longer one is
 	// refused with -32600. Default framing.DefaultMaxLine.
 	MaxLine int
-	// CLIMaxLine caps a CLI line held whole (--max-cli-line). Default
+	// CLIMaxLine caps a CLI line held whole (--max-cli-line); a longer one
+	// is dropped and reported (runtime.error). Default
 	// max(MaxLine, framing.DefaultMaxLine): the CLI's own answers should
 	// not be dropped.
 	CLIMaxLine int
@@ -132,6 +136,9 @@ type rpcLoop struct {
 	resolved    string             // the model id it resolves to, "" if not known
 
 	heldPrompt  []byte    // the held run's user line
+	prompts     int       // prompts written to the CLI, for probeTurn
+	probing     bool      // probeTurn's request is out
+	probeAgain  bool      // a line was dropped while it was out
 	drainUntil  time.Time // a cancelled run's turn must end by then
 	sessionRuns map[string]string
 
@@ -323,9 +330,54 @@ func (l *rpcLoop) failControls(gen int, why string) {
 	}
 }
 
-// CLITooLong logs a CLI line over the limit, which was dropped.
+// CLITooLong reports a CLI line over the limit (--max-cli-line), which was
+// dropped, with runtime.error; the session goes on. While a turn is in
+// flight the line may have been the turn's result, and nothing else would
+// end its run: the CLI is asked for its state (see probeTurn).
 func (l *rpcLoop) CLITooLong(_ *Proc, e *framing.LineTooLongError) {
-	l.log.Warn("a CLI line over --max-line was dropped", "size", e.Size, "max", e.Max)
+	defer l.emit()
+	l.log.Warn("a CLI line over --max-cli-line was dropped", "size", e.Size, "max", e.Max)
+	run := ""
+	if l.tr.Busy() && l.tr.Held() == "" {
+		run = l.tr.ActiveRun()
+	}
+	msg := fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-cli-line); it was dropped", e.Size, e.Max)
+	l.out.UI = append(l.out.UI, appendRuntimeError(run, l.tr.SessionID(), rpc.CodeRuntimeInternal, msg, "cli_line_too_long", e.Size, e.Max))
+	if l.tr.Busy() {
+		l.probeTurn(e.Max)
+	}
+}
+
+// probeTurn asks the CLI whether the turn in flight is still running,
+// after a dropped line: a second initialize, which the CLI answers with
+// its session_state. "idle" with no result seen means the result was the
+// line dropped: the turn is over, its run ends with error and a held run
+// goes. One probe is out at a time; a line dropped meanwhile asks again
+// once it is answered.
+func (l *rpcLoop) probeTurn(limit int64) {
+	if l.probing {
+		l.probeAgain = true
+		return
+	}
+	l.probing = true
+	sent := l.prompts
+	l.control("initialize", func(id string) []byte { return mapping.AppendInitialize(nil, id) }, func(resp gjson.Result, err *rpc.Error) {
+		l.probing = false
+		again := l.probeAgain
+		l.probeAgain = false
+		switch {
+		case err != nil || l.prompts != sent || !l.tr.Busy():
+			// The CLI went, or the turn ended, or another one began.
+		case resp.Get("session_state").Str == "idle":
+			l.log.Warn("the CLI is idle: the line it dropped was the turn's result")
+			l.tr.DropTurns("the CLI's result for this run was over the "+strconv.FormatInt(limit, 10)+
+				"-byte limit (--max-cli-line) and was dropped", l.now(), &l.out)
+			l.drainUntil = time.Time{}
+			l.sendHeld()
+		case again:
+			l.probeTurn(limit)
+		}
+	})
 }
 
 // ChildExited reports a child that exited without being asked to: runs in
@@ -404,7 +456,7 @@ func (l *rpcLoop) respawn(why string, opts session.Options, resumed, kill bool) 
 func (l *rpcLoop) spawnFailed(err error) {
 	l.log.Error("starting claude", "err", err)
 	if id := l.tr.Held(); id != "" {
-		l.tr.CancelRun(id, "", &l.out) // the run never reached a CLI
+		l.tr.CancelRun(id, "the CLI could not be started: "+err.Error(), &l.out) // the run never reached a CLI
 		l.heldPrompt = nil
 	}
 }
@@ -430,6 +482,7 @@ func (l *rpcLoop) sendHeld() {
 	}
 	p.Write(l.heldPrompt)
 	l.heldPrompt = nil
+	l.prompts++
 	l.tr.SentPrompt(id)
 	if sid := l.tr.SessionID(); sid != "" {
 		l.sessionRuns[sid] = id
@@ -503,4 +556,27 @@ func wake(list *[]func(*rpc.Error), err *rpc.Error) {
 	for _, w := range ws {
 		w(err)
 	}
+}
+
+// methodRuntimeError is the notification of an error that belongs to no
+// request (docs/protocol/rpc.md, "runtime.error").
+const methodRuntimeError = "runtime.error"
+
+// appendRuntimeError builds runtime.error {run_id, session_id, error:
+// {code, message, data: {reason, size, limit}}}: run_id is the run whose
+// turn was in flight, null when none.
+func appendRuntimeError(runID, sessionID string, code int, message, reason string, size, limit int64) []byte {
+	params := []byte(`{"run_id":null,"session_id":null,"error":{"code":0,"message":"","data":{"reason":"","size":0,"limit":0}}}`)
+	if runID != "" {
+		params, _ = sjson.SetBytes(params, "run_id", runID)
+	}
+	if sessionID != "" {
+		params, _ = sjson.SetBytes(params, "session_id", sessionID)
+	}
+	params, _ = sjson.SetBytes(params, "error.code", code)
+	params, _ = sjson.SetBytes(params, "error.message", message)
+	params, _ = sjson.SetBytes(params, "error.data.reason", reason)
+	params, _ = sjson.SetBytes(params, "error.data.size", size)
+	params, _ = sjson.SetBytes(params, "error.data.limit", limit)
+	return jsonrpc.AppendNotification(nil, methodRuntimeError, string(params))
 }

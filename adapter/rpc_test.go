@@ -181,6 +181,47 @@ func TestRPCResumeRefusedBeforeAnyChild(t *testing.T) {
 	}
 }
 
+// A CLI line over CLIMaxLine is reported with runtime.error and the
+// session goes on. Here the dropped lines are an assistant frame and the
+// turn's result: the CLI, asked, says it is idle, so the run ends with
+// error, and the next run works in the same CLI.
+func TestRPCCLILineTooLong(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "log")
+	s := &RPC{
+		Logger:     testLogger(t),
+		Child:      fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
+		CLIMaxLine: 100000,
+	}
+	h := startRunner(t, s.Run)
+	run := h.runStart("a", "BIG")
+	var dropped [][]byte
+	st := h.until(func(l []byte) bool {
+		if gjson.GetBytes(l, "method").Str == "runtime.error" {
+			dropped = append(dropped, l)
+		}
+		return status(run, rpc.StatusError)(l)
+	})
+	if !strings.Contains(gjson.GetBytes(st, "params.message").Str, "--max-cli-line") {
+		t.Errorf("the run's end: %s", st)
+	}
+	if len(dropped) != 2 {
+		t.Fatalf("%d runtime.error notifications, want 2 (assistant and result)", len(dropped))
+	}
+	for _, l := range dropped {
+		p := gjson.GetBytes(l, "params")
+		if p.Get("run_id").Str != run || p.Get("error.code").Int() != rpc.CodeRuntimeInternal ||
+			p.Get("error.data.reason").Str != "cli_line_too_long" || p.Get("error.data.limit").Int() != 100000 || p.Get("error.data.size").Int() < 300<<10 {
+			t.Errorf("runtime.error: %s", l)
+		}
+	}
+	run = h.runStart("b", "fine")
+	h.until(status(run, rpc.StatusCompleted))
+	b, _ := os.ReadFile(logFile)
+	if n := strings.Count(string(b), "argv "); n != 1 {
+		t.Errorf("%d CLIs started, want one", n)
+	}
+}
+
 func TestRPCSIGINTCancelsTheRun(t *testing.T) {
 	h, _ := startRPCFake(t)
 	run := h.runStart("a", "HANG")
