@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/session"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 const fakeCLIEnv = "CCBRIDGE_FAKE_CLI"
@@ -225,7 +227,9 @@ func init() {
 	// HANG (stream one delta, then ignore everything, interrupts too), DIE
 	// (init, then exit 3 with a last word on stderr) or BIG (an assistant
 	// line and a result line of 300 KiB each). A control request gets a
-	// success; initialize's carries session_state "idle".
+	// success; initialize's carries session_state "idle". With
+	// FAKE_SAVE=1 every prompt is saved in the session's file, where the
+	// CLI keeps it, so that the session can be resumed.
 	registerFake("session", func() {
 		logf, _ := os.OpenFile(os.Getenv("FAKE_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		fmt.Fprintf(logf, "argv %s\n", strings.Join(os.Args[1:], " "))
@@ -236,6 +240,22 @@ func init() {
 			}
 			if v, ok := strings.CutPrefix(a, "--session-id="); ok {
 				sid = v
+			}
+			if v, ok := strings.CutPrefix(a, "--resume="); ok {
+				sid = v
+			}
+		}
+		save := func([]byte) {}
+		if os.Getenv("FAKE_SAVE") == "1" {
+			save = func(line []byte) {
+				cwd, _ := os.Getwd()
+				cwd, _ = filepath.EvalSymlinks(cwd)
+				dir := clifiles.ProjectDir(clifiles.ConfigDir(os.Getenv), cwd)
+				os.MkdirAll(dir, 0o755)
+				f, _ := os.OpenFile(filepath.Join(dir, sid+".jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+				fmt.Fprintf(f, `{"type":"user","message":{"role":"user","content":%q},"sessionId":%q}`+"\n",
+					gjson.GetBytes(line, "message.content.0.text").Str, sid)
+				f.Close()
 			}
 		}
 		stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
@@ -251,6 +271,7 @@ func init() {
 			}
 			switch gjson.GetBytes(line, "type").Str {
 			case "user":
+				save(line)
 				text := gjson.GetBytes(line, "message.content.0.text").Str
 				fmt.Printf(`{"type":"system","subtype":"init","session_id":%q,"model":"m","cwd":"/"}`+"\n", sid)
 				switch {
