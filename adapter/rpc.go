@@ -387,11 +387,7 @@ func (l *rpcLoop) probeTurn(limit int64) {
 func (l *rpcLoop) ChildExited(p *Proc, exit session.Exit) {
 	defer l.emit()
 	msg := "the CLI exited: " + exit.String()
-	l.failControls(p.Gen, msg)
-	l.tr.ChildExited(msg, l.now(), &l.out)
-	l.drainUntil = time.Time{}
-	clear(l.out.CLI)
-	l.out.CLI = l.out.CLI[:0]
+	l.childGone(p.Gen, msg, true)
 	if l.loop.Ending() {
 		return
 	}
@@ -411,6 +407,22 @@ func (l *rpcLoop) ChildExited(p *Proc, exit session.Exit) {
 	}
 }
 
+// childGone settles what depended on child gen, which exited (or is
+// being retired): its control requests fail with why, the runs in flight
+// end with error (and, when it exited, the open UI requests are settled),
+// and nothing more is written to it.
+func (l *rpcLoop) childGone(gen int, why string, exited bool) {
+	l.failControls(gen, why)
+	if exited {
+		l.tr.ChildExited(why, l.now(), &l.out)
+	} else {
+		l.tr.DropTurns(why, l.now(), &l.out)
+	}
+	l.drainUntil = time.Time{}
+	clear(l.out.CLI)
+	l.out.CLI = l.out.CLI[:0]
+}
+
 // retire takes the live child out of service (killed, or stopped within
 // InterruptTimeout): what waited on it fails with why, and the runs in
 // flight end.
@@ -419,11 +431,7 @@ func (l *rpcLoop) retire(why string, kill bool) {
 	if p == nil {
 		return
 	}
-	l.failControls(p.Gen, why)
-	l.tr.DropTurns(why, l.now(), &l.out)
-	l.drainUntil = time.Time{}
-	clear(l.out.CLI)
-	l.out.CLI = l.out.CLI[:0]
+	l.childGone(p.Gen, why, false)
 	if kill {
 		l.sup.Retire(why, 0, true)
 	} else {
