@@ -244,8 +244,12 @@ func init() {
 	// session: a small CLI for the dialect loops. It appends its argv to
 	// FAKE_LOG (one line a start) and every stdin line after it. A user
 	// message answers with init + text + result, unless its text holds
-	// HANG (stream one delta, then ignore everything, interrupts too) or
-	// DIE (init, then exit 3 with a last word on stderr).
+	// HANG (stream one delta, then ignore everything, interrupts too), DIE
+	// (init, then exit 3 with a last word on stderr) or BIG (an assistant
+	// line and a result line of 300 KiB each). A control request gets a
+	// success; initialize's carries session_state "idle". With
+	// FAKE_SAVE=1 every prompt is saved in the session's file, where the
+	// CLI keeps it, so that the session can be resumed.
 	registerFake("session", func() {
 		logf, _ := os.OpenFile(os.Getenv("FAKE_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		fmt.Fprintf(logf, "argv %s\n", strings.Join(os.Args[1:], " "))
@@ -255,6 +259,9 @@ func init() {
 				sid = os.Args[i+1]
 			}
 			if v, ok := strings.CutPrefix(a, "--session-id="); ok {
+				sid = v
+			}
+			if v, ok := strings.CutPrefix(a, "--resume="); ok {
 				sid = v
 			}
 		}
@@ -286,12 +293,20 @@ func init() {
 				case strings.Contains(text, "DIE"):
 					fmt.Fprintln(os.Stderr, "fatal: the fake CLI fell over")
 					os.Exit(3)
+				case strings.Contains(text, "BIG"):
+					big := strings.Repeat("0123456789", 30<<10)
+					fmt.Printf(`{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":%q}]},"session_id":%q,"parent_tool_use_id":null}`+"\n", big, sid)
+					fmt.Printf(`{"result":%q,"subtype":"success","is_error":false,"session_id":%q,"total_cost_usd":0.1,"terminal_reason":"completed","type":"result"}`+"\n", big, sid)
 				default:
 					fmt.Printf(`{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":%q,"total_cost_usd":0.1,"terminal_reason":"completed"}`+"\n", sid)
 				}
 			case "control_request":
-				fmt.Printf(`{"type":"control_response","response":{"subtype":"success","request_id":%q,"response":{}}}`+"\n",
-					gjson.GetBytes(line, "request_id").Str)
+				resp := `{}`
+				if gjson.GetBytes(line, "request.subtype").Str == "initialize" {
+					resp = `{"session_state":"idle"}`
+				}
+				fmt.Printf(`{"type":"control_response","response":{"subtype":"success","request_id":%q,"response":%s}}`+"\n",
+					gjson.GetBytes(line, "request_id").Str, resp)
 			}
 		}
 	})

@@ -13,7 +13,9 @@ import (
 )
 
 // startIPC runs an ipc session against the fake "session" CLI, whose log
-// (argv of each start, stdin lines) is returned by the second result.
+// (argv of each start, stdin lines) is returned by the second result. The
+// fake saves its prompts under a HOME of its own, so that a new child can
+// resume the session.
 func startIPC(t *testing.T, opts session.Options) (*host, func() string) {
 	t.Helper()
 	logFile := filepath.Join(t.TempDir(), "log")

@@ -15,7 +15,3 @@ func preview[T string | []byte](line T) string {
 	}
 	return strings.ToValidUTF8(string(line), "?")
 }
-
-// previewString is preview for a string, under the name rpc_methods.go
-// still calls it by.
-var previewString = preview[string]

@@ -21,8 +21,5 @@ func TestPreview(t *testing.T) {
 		if got := preview([]byte(in)); got != want {
 			t.Errorf("preview([]byte(%q)) = %q, want %q", in, got, want)
 		}
-		if got := previewString(in); got != want {
-			t.Errorf("previewString(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

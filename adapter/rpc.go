@@ -4,19 +4,20 @@ import (
 	"cmp"
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
@@ -50,13 +51,12 @@ func (s *RPC) Runner(c DialectConfig) (Runner, error) {
 // RPC runs one session in the rpc dialect (docs/protocol/rpc.md): JSON-RPC
 // 2.0 over NDJSON, the UI protocol of seed 002, on top of one CLI child.
 //
-// One goroutine, the event loop in Run, owns every piece of state: the
-// translator (runs, their sequence numbers, the UI requests waiting for
-// answers), the child, the control requests awaiting the CLI's answer,
-// the dedupe store, the requests in flight. The UI reader, the child's
-// reader and the background work (shell commands, session files) hand
-// their results to the loop over channels, so an answer or a cancel never
-// waits behind ordinary work.
+// It runs on the session core: a Loop whose goroutine owns every piece of
+// state (the translator with its runs, sequence numbers and UI requests
+// waiting for answers; the control requests awaiting the CLI's answer;
+// the dedupe store; the requests in flight), and one Supervisor for the
+// CLI child. Shell commands and session files are read off the loop
+// (Loop.Go), so an answer or a cancel never waits behind them.
 type RPC struct {
 	// Child says how to start the CLI; its Args are built from RPCArgs
 	// and Options.
@@ -65,11 +65,12 @@ type RPC struct {
 	// without a SessionID gets a fresh one, so its id is known at once.
 	Options session.Options
 	// MaxLine caps a UI line held whole (--max-line); a longer one is
-	// refused with -32600. Default framing.DefaultMaxLine. CLI lines are
-	// capped at framing.DefaultMaxLine (or MaxLine, if larger): the CLI's
-	// own answers must never be dropped.
+	// refused with -32600. Default framing.DefaultMaxLine.
 	MaxLine int
-	// CLIMaxLine, when set, caps a CLI line instead.
+	// CLIMaxLine caps a CLI line held whole (--max-cli-line); a longer one
+	// is dropped and reported (runtime.error). Default
+	// max(MaxLine, framing.DefaultMaxLine): the CLI's own answers should
+	// not be dropped.
 	CLIMaxLine int
 	// InterruptTimeout bounds the wait for a cancelled run's turn to end
 	// after the in-band interrupt; then the CLI is killed and resumed in a
@@ -91,6 +92,9 @@ type RPC struct {
 	// os.Getenv, after the Child's own Env entries.
 	Getenv func(string) string
 
+	// Clock is the session's time; nil means the real one.
+	Clock Clock
+
 	Logger *slog.Logger
 }
 
@@ -108,22 +112,17 @@ type rpcInflight struct {
 	cancel func() // stops the work, if it can be stopped
 }
 
-// rpcLoop is the state of one rpc connection, owned by Run's goroutine.
+// rpcLoop is the rpc dialect's handler: the state of one rpc connection,
+// owned by the loop's goroutine.
 type rpcLoop struct {
-	cfg *RPC
-	log *slog.Logger
-	tr  *rpc.Translator
-	out rpc.Output
-	ui  *framing.Writer
+	cfg  *RPC
+	log  *slog.Logger
+	loop *Loop
+	sup  *Supervisor
+	tr   *rpc.Translator
+	out  rpc.Output // lines for the UI (moved to the loop by emit) and the CLI
 
-	gen        int
-	proc       *cliProc
-	respawning int              // gen of a child killed for a respawn, or 0
-	respawn    *session.Options // started once that child has exited
-	waiters    []func(*rpc.Error)
-	baseOpts   session.Options // the options the connection started with (model updated by model.set)
-	liveOpts   session.Options // the options of the live child
-	persisted  bool            // the session has a file the CLI can resume
+	baseOpts session.Options // the options the connection started with (model updated by model.set)
 
 	ctl     map[string]*rpcCtl
 	nextCtl int
@@ -137,6 +136,9 @@ type rpcLoop struct {
 	resolved    string             // the model id it resolves to, "" if not known
 
 	heldPrompt  []byte    // the held run's user line
+	prompts     int       // prompts written to the CLI, for probeTurn
+	probing     bool      // probeTurn's request is out
+	probeAgain  bool      // a line was dropped while it was out
 	drainUntil  time.Time // a cancelled run's turn must end by then
 	sessionRuns map[string]string
 
@@ -148,21 +150,6 @@ type rpcLoop struct {
 
 	cwd  string // the CLI's working directory, absolute, links resolved
 	home string // the CLI's config directory (~/.claude)
-
-	lastInt  time.Time
-	uiEOF    bool
-	stopping bool
-	exitCode int
-	timer    *time.Timer
-	bg       sync.WaitGroup
-	bgCount  int
-
-	cliCh   chan cliBlock
-	uiCh    chan uiLine
-	asyncCh chan func()
-	stop    chan struct{}
-	ctx     context.Context
-	cancel  context.CancelFunc
 }
 
 // Run serves the connection until the UI's input ends (or a shutdown
@@ -180,91 +167,31 @@ func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	if _, err := session.BuildArgs(RPCArgs, opts); err != nil {
 		return 2, err
 	}
+	l := s.newLoop(opts)
+	// A fork has no session file of its own until its first turn.
+	if _, err := l.sup.Start(opts, (opts.Resume != "" || opts.Continue) && !opts.ForkSession); err != nil {
+		return 1, err
+	}
+	return l.loop.Run(ctx, l, uiIn, uiOut, signals)
+}
 
-	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+func (s *RPC) newLoop(opts session.Options) *rpcLoop {
 	l := &rpcLoop{
-		cfg:         s,
-		log:         s.Logger,
+		cfg: s,
+		log: s.Logger,
+		loop: NewLoop(LoopConfig{MaxLine: s.MaxLine, CLIMaxLine: cmp.Or(s.CLIMaxLine, max(s.MaxLine, framing.DefaultMaxLine)),
+			Clock: s.Clock, Logger: s.Logger}),
 		tr:          rpc.New(rpc.Options{Diagnostics: s.Diagnostics}),
-		ui:          framing.NewWriter(uiOut),
 		baseOpts:    opts,
 		ctl:         make(map[string]*rpcCtl),
 		sessionRuns: make(map[string]string),
 		dedupe:      newRPCDedupe(s.DedupeWindow),
 		inflight:    make(map[string]*rpcInflight),
-		model:       "default",
-		timer:       time.NewTimer(time.Hour),
-		cliCh:       make(chan cliBlock, cliQueue),
-		uiCh:        make(chan uiLine, uiQueue),
-		asyncCh:     make(chan func(), 16),
-		stop:        make(chan struct{}),
-		ctx:         lctx,
-		cancel:      cancel,
+		model:       cmp.Or(opts.Model, "default"),
 	}
-	if opts.Model != "" {
-		l.model = opts.Model
-	}
-	l.timer.Stop()
-	l.resolveDirs()
-	defer func() {
-		cancel()
-		close(l.stop)
-		l.bg.Wait()
-	}()
-	if err := l.start(opts, opts.Resume != "" || opts.Continue); err != nil {
-		return 1, err
-	}
-	go readUI(uiIn, s.MaxLine, l.log, l.uiCh, l.stop)
-
-	done := ctx.Done()
-	for !l.finished() {
-		select {
-		case <-done:
-			done = nil
-			l.shutdown("context cancelled")
-		case m := <-l.uiCh:
-			l.fromUI(m)
-		case m := <-l.cliCh:
-			l.fromCLI(m)
-		case fn := <-l.asyncCh:
-			fn()
-		case <-l.timer.C:
-			l.expire()
-		case sig := <-signals:
-			l.signal(sig)
-		}
-		l.armTimer()
-		if len(l.cliCh) == 0 && len(l.uiCh) == 0 && len(l.asyncCh) == 0 {
-			if err := l.flush(); err != nil {
-				l.log.Warn("writing to the UI; shutting down", "err", err)
-				l.shutdown("the UI's output is gone")
-			}
-		}
-	}
-	return l.exitCode, l.flush()
-}
-
-// finished reports whether the connection is over: no child, none coming,
-// no background work, and no more input expected.
-func (l *rpcLoop) finished() bool {
-	return l.proc == nil && l.respawning == 0 && l.bgCount == 0 && (l.uiEOF || l.stopping)
-}
-
-// resolveDirs finds the CLI's working directory and config directory, for
-// the session files and the shell.
-func (l *rpcLoop) resolveDirs() {
-	dir := l.cfg.Child.Dir
-	if dir == "" {
-		dir, _ = os.Getwd()
-	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	l.cwd = dir
-	l.home = clifiles.ConfigDir(l.getenv)
+	l.sup = l.loop.NewSupervisor(SupervisorConfig{Child: s.Child, BaseArgs: RPCArgs, Getenv: s.Getenv, Started: l.started})
+	l.cwd, l.home = l.sup.Dirs()
+	return l
 }
 
 // getenv reads the child's environment: its Config.Env entries win over
@@ -273,40 +200,14 @@ func (l *rpcLoop) getenv(key string) string {
 	return clifiles.Getenv(l.cfg.Child.Env, l.cfg.Getenv, key)
 }
 
-// goBG runs work in the background; the function it returns then runs on
-// the loop.
-func (l *rpcLoop) goBG(work func() func()) {
-	l.bgCount++
-	l.bg.Add(1)
-	go func() {
-		defer l.bg.Done()
-		fn := work()
-		select {
-		case l.asyncCh <- func() { l.bgCount--; fn() }:
-		case <-l.stop:
-		}
-	}()
-}
-
-// start spawns a child with opts. resumed says whether the session already
-// has a file.
-func (l *rpcLoop) start(opts session.Options, resumed bool) error {
-	child, err := startCLI(l.cfg.Child, RPCArgs, opts)
-	if err != nil {
-		return err
-	}
-	l.gen++
-	l.proc = newCLIProc(l.gen, child, l.log)
-	l.liveOpts = opts
-	l.persisted = resumed
-	l.log.Info("claude started", "pid", child.Pid(), "gen", l.gen, "resume", opts.Resume,
-		"continue", opts.Continue, "fork", opts.ForkSession, "session_id", opts.SessionID)
-	go readCLI(l.proc, cmp.Or(l.cfg.CLIMaxLine, max(l.cfg.MaxLine, framing.DefaultMaxLine)), nil, l.cliCh, l.stop)
-	switch {
-	case opts.SessionID != "":
-		l.tr.SetSessionID(opts.SessionID)
-	case opts.Resume != "" && !opts.ForkSession:
-		l.tr.SetSessionID(opts.Resume)
+// started tells the translator the session id of a new child and asks the
+// CLI who it is (initialize), before anything else is written to it.
+func (l *rpcLoop) started(p *Proc) {
+	switch o := p.Opts; {
+	case o.SessionID != "":
+		l.tr.SetSessionID(o.SessionID)
+	case o.Resume != "" && !o.ForkSession:
+		l.tr.SetSessionID(o.Resume)
 	}
 	l.initWaiting = true
 	l.control("initialize", func(id string) []byte { return mapping.AppendInitialize(nil, id) }, func(resp gjson.Result, err *rpc.Error) {
@@ -321,47 +222,11 @@ func (l *rpcLoop) start(opts session.Options, resumed bool) error {
 		}
 		wake(&l.initWaiters, err)
 	})
-	wake(&l.waiters, nil)
-	return nil
 }
 
-func (l *rpcLoop) fromCLI(m cliBlock) {
-	live := l.proc != nil && m.gen == l.proc.gen
-	if m.exit != nil {
-		l.exitCode = m.exit.Code
-		switch {
-		case m.gen == l.respawning:
-			l.respawning = 0
-			l.log.Info("claude stopped", "gen", m.gen, "code", m.exit.Code)
-			if next := l.respawn; next != nil && !l.stopping && !l.uiEOF {
-				l.respawn = nil
-				if err := l.start(*next, true); err != nil {
-					l.spawnFailed(err)
-				}
-				l.sendHeld()
-			}
-		case live:
-			l.childExited(*m.exit)
-		}
-		return
-	}
-	if !live {
-		return // a retired child's last words
-	}
-	if m.tooLong != nil {
-		l.log.Warn("a CLI line over --max-line was dropped", "size", m.tooLong.Size, "max", m.tooLong.Max)
-		return
-	}
-	for line := range blockLines(m.lines) {
-		if l.proc == nil || l.proc.gen != m.gen {
-			return // the child was retired by an earlier line
-		}
-		l.fromCLILine(line)
-	}
-}
-
-// fromCLILine handles one line of the live child.
-func (l *rpcLoop) fromCLILine(line string) {
+// CLILine handles one line of the live child.
+func (l *rpcLoop) CLILine(p *Proc, line string) {
+	defer l.emit()
 	if !gjson.Valid(line) {
 		l.log.Warn("the CLI wrote a line that is not JSON", "preview", preview(line))
 		return
@@ -369,7 +234,7 @@ func (l *rpcLoop) fromCLILine(line string) {
 	ev := mapping.RouteString(line)
 	if ev.Kind.ControlRequest() {
 		if reply, ok := mapping.AppendAutoReply(nil, &ev); ok {
-			l.proc.write(reply)
+			p.Write(reply)
 		}
 	}
 	if ev.Kind == mapping.KindControlResponse {
@@ -377,7 +242,7 @@ func (l *rpcLoop) fromCLILine(line string) {
 		return
 	}
 	if ev.Kind == mapping.KindSystemInit {
-		l.persisted = true
+		l.sup.Persisted(ev.SessionID)
 		if sid := ev.SessionID; sid != "" {
 			if r := l.tr.LastRun(); r != "" {
 				l.sessionRuns[strings.Clone(sid)] = r
@@ -387,7 +252,7 @@ func (l *rpcLoop) fromCLILine(line string) {
 			l.resolved = strings.Clone(m.Str)
 		}
 	}
-	l.tr.FromCLI(ev, time.Now().UnixMilli(), &l.out)
+	l.tr.FromCLI(ev, l.now(), &l.out)
 	l.writeCLI()
 	if ev.Kind == mapping.KindResult && !l.tr.Draining() {
 		l.drainUntil = time.Time{}
@@ -395,11 +260,14 @@ func (l *rpcLoop) fromCLILine(line string) {
 	}
 }
 
+// now is the loop's time in Unix milliseconds, the translator's clock.
+func (l *rpcLoop) now() int64 { return l.loop.Now().UnixMilli() }
+
 // writeCLI writes the translator's lines for the CLI.
 func (l *rpcLoop) writeCLI() {
-	for _, line := range l.out.CLI {
-		if l.proc != nil {
-			l.proc.write(line)
+	if p := l.sup.Live(); p != nil {
+		for _, line := range l.out.CLI {
+			p.Write(line)
 		}
 	}
 	clear(l.out.CLI)
@@ -409,7 +277,8 @@ func (l *rpcLoop) writeCLI() {
 // control writes a control request; done gets the answer, a timeout or the
 // child's exit.
 func (l *rpcLoop) control(subtype string, build func(reqID string) []byte, done func(gjson.Result, *rpc.Error)) {
-	if l.proc == nil {
+	p := l.sup.Live()
+	if p == nil {
 		if done != nil {
 			done(gjson.Result{}, rpc.Internal("the CLI is not running"))
 		}
@@ -417,8 +286,8 @@ func (l *rpcLoop) control(subtype string, build func(reqID string) []byte, done 
 	}
 	l.nextCtl++
 	id := "ccbridge-" + strconv.Itoa(l.nextCtl)
-	l.ctl[id] = &rpcCtl{subtype: subtype, gen: l.proc.gen, deadline: time.Now().Add(l.cfg.ControlTimeout), done: done}
-	l.proc.write(build(id))
+	l.ctl[id] = &rpcCtl{subtype: subtype, gen: p.Gen, deadline: l.loop.Now().Add(l.cfg.ControlTimeout), done: done}
+	p.Write(build(id))
 }
 
 // simpleControl builds a control request with only a subtype.
@@ -461,21 +330,65 @@ func (l *rpcLoop) failControls(gen int, why string) {
 	}
 }
 
-// childExited reports a child that exited without being asked to: runs in
+// CLITooLong reports a CLI line over the limit (--max-cli-line), which was
+// dropped, with runtime.error; the session goes on. While a turn is in
+// flight the line may have been the turn's result, and nothing else would
+// end its run: the CLI is asked for its state (see probeTurn).
+func (l *rpcLoop) CLITooLong(_ *Proc, e *framing.LineTooLongError) {
+	defer l.emit()
+	l.log.Warn("a CLI line over --max-cli-line was dropped", "size", e.Size, "max", e.Max)
+	run := ""
+	if l.tr.Busy() && l.tr.Held() == "" {
+		run = l.tr.ActiveRun()
+	}
+	msg := fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-cli-line); it was dropped", e.Size, e.Max)
+	l.out.UI = append(l.out.UI, appendRuntimeError(run, l.tr.SessionID(), rpc.CodeRuntimeInternal, msg, "cli_line_too_long", e.Size, e.Max))
+	if l.tr.Busy() {
+		l.probeTurn(e.Max)
+	}
+}
+
+// probeTurn asks the CLI whether the turn in flight is still running,
+// after a dropped line: a second initialize, which the CLI answers with
+// its session_state. "idle" with no result seen means the result was the
+// line dropped: the turn is over, its run ends with error and a held run
+// goes. One probe is out at a time; a line dropped meanwhile asks again
+// once it is answered.
+func (l *rpcLoop) probeTurn(limit int64) {
+	if l.probing {
+		l.probeAgain = true
+		return
+	}
+	l.probing = true
+	sent := l.prompts
+	l.control("initialize", func(id string) []byte { return mapping.AppendInitialize(nil, id) }, func(resp gjson.Result, err *rpc.Error) {
+		l.probing = false
+		again := l.probeAgain
+		l.probeAgain = false
+		switch {
+		case err != nil || l.prompts != sent || !l.tr.Busy():
+			// The CLI went, or the turn ended, or another one began.
+		case resp.Get("session_state").Str == "idle":
+			l.log.Warn("the CLI is idle: the line it dropped was the turn's result")
+			l.tr.DropTurns("the CLI's result for this run was over the "+strconv.FormatInt(limit, 10)+
+				"-byte limit (--max-cli-line) and was dropped", l.now(), &l.out)
+			l.drainUntil = time.Time{}
+			l.sendHeld()
+		case again:
+			l.probeTurn(limit)
+		}
+	})
+}
+
+// ChildExited reports a child that exited without being asked to: runs in
 // flight end with error, open requests are settled, and the UI hears
 // runtime.child_exited. The next run.start (or a method that needs the
 // CLI) resumes the session in a new child.
-func (l *rpcLoop) childExited(exit session.Exit) {
-	gen := l.proc.gen
-	l.proc = nil
-	l.log.Info("claude exited", "code", exit.Code, "signal", exit.Signal)
+func (l *rpcLoop) ChildExited(p *Proc, exit session.Exit) {
+	defer l.emit()
 	msg := "the CLI exited: " + exit.String()
-	l.failControls(gen, msg)
-	l.tr.ChildExited(msg, time.Now().UnixMilli(), &l.out)
-	l.drainUntil = time.Time{}
-	clear(l.out.CLI)
-	l.out.CLI = l.out.CLI[:0]
-	if l.uiEOF || l.stopping {
+	l.childGone(p.Gen, msg, true)
+	if l.loop.Ending() {
 		return
 	}
 	sig := ""
@@ -489,92 +402,104 @@ func (l *rpcLoop) childExited(exit session.Exit) {
 		msg+"; the next run.start resumes the session"))
 	if l.tr.Held() != "" {
 		// A run waits for the CLI: bring it back now.
-		if err := l.respawnNow(); err != nil {
-			l.spawnFailed(err)
+		opts, resumed := l.sup.ResumeOpts()
+		l.respawn("", opts, resumed, false)
+	}
+}
+
+// childGone settles what depended on child gen, which exited (or is
+// being retired): its control requests fail with why, the runs in flight
+// end with error (and, when it exited, the open UI requests are settled),
+// and nothing more is written to it.
+func (l *rpcLoop) childGone(gen int, why string, exited bool) {
+	l.failControls(gen, why)
+	if exited {
+		l.tr.ChildExited(why, l.now(), &l.out)
+	} else {
+		l.tr.DropTurns(why, l.now(), &l.out)
+	}
+	l.drainUntil = time.Time{}
+	clear(l.out.CLI)
+	l.out.CLI = l.out.CLI[:0]
+}
+
+// retire takes the live child out of service (killed, or stopped within
+// InterruptTimeout): what waited on it fails with why, and the runs in
+// flight end.
+func (l *rpcLoop) retire(why string, kill bool) {
+	p := l.sup.Live()
+	if p == nil {
+		return
+	}
+	l.childGone(p.Gen, why, false)
+	if kill {
+		l.sup.Retire(why, 0, true)
+	} else {
+		l.sup.Retire(why, l.cfg.InterruptTimeout, false)
+	}
+}
+
+// respawn retires the live child, if any (see retire), and starts one with
+// opts once it has exited; the held run then goes to the new child.
+func (l *rpcLoop) respawn(why string, opts session.Options, resumed, kill bool) {
+	l.retire(why, kill)
+	if l.loop.Ending() {
+		return // nothing more will come to run in a new one
+	}
+	l.sup.Wait(func(err error) {
+		defer l.emit()
+		if err != nil {
+			if err != errShuttingDown {
+				l.spawnFailed(err)
+			}
+			return
 		}
 		l.sendHeld()
-	}
+	})
+	l.sup.Respawn(opts, resumed)
 }
 
-// resumeOpts are the options of a new child for the same conversation:
-// --resume when the session has a file, else the options it started with.
-//
-// A CLI killed early may not have written its session file yet (it writes
-// it lazily); --resume would then fail at once with "No conversation
-// found". In that case the session starts afresh under the same id.
-func (l *rpcLoop) resumeOpts() (session.Options, bool) {
-	opts := l.liveOpts
-	opts.Model = l.baseOpts.Model
-	sid := l.tr.SessionID()
-	switch {
-	case sid == "":
-		return opts, false
-	case l.persisted && clifiles.Resumable(l.sessionFile(sid)):
-		return opts.ResumeFrom(sid), true
-	case rpc.ValidSessionID(sid):
-		if l.persisted {
-			l.log.Warn("the CLI saved nothing of the session; starting it afresh under the same id", "session_id", sid)
-		}
-		opts.Resume, opts.Continue, opts.ForkSession, opts.SessionID = "", false, false, sid
-	}
-	return opts, false
-}
-
-// respawnNow starts a child for the session when none runs.
-func (l *rpcLoop) respawnNow() error {
-	if l.proc != nil {
-		return nil
-	}
-	opts, resumed := l.resumeOpts()
-	return l.start(opts, resumed)
-}
-
-// spawnFailed ends what waited for a child that could not be started.
+// spawnFailed ends the held run, which waited for a child that could not
+// be started.
 func (l *rpcLoop) spawnFailed(err error) {
 	l.log.Error("starting claude", "err", err)
 	if id := l.tr.Held(); id != "" {
-		l.tr.CancelRun(id, "", &l.out) // the run never reached a CLI
+		l.tr.CancelRun(id, "the CLI could not be started: "+err.Error(), &l.out) // the run never reached a CLI
+		l.heldPrompt = nil
 	}
-	wake(&l.waiters, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: err.Error()})
 }
 
-// withChild runs fn once a child runs: at once, after the respawn under
-// way, or after starting one now.
-func (l *rpcLoop) withChild(fn func(*rpc.Error)) {
+// rpcErr is the error of work that waited for a child that did not come.
+func (l *rpcLoop) rpcErr(err error) *rpc.Error {
 	switch {
-	case l.proc != nil:
-		fn(nil)
-	case l.respawning != 0:
-		l.waiters = append(l.waiters, fn)
-	case l.stopping:
-		fn(rpc.Internal("ccbridge is shutting down"))
-	default:
-		if err := l.respawnNow(); err != nil {
-			fn(&rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: err.Error()})
-			return
-		}
-		fn(nil)
+	case err != errShuttingDown:
+		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: err.Error()}
+	case l.loop.UIEnded() && !l.loop.Stopping():
+		return rpc.Internal("the UI's input ended")
 	}
+	return rpc.Internal(err.Error())
 }
 
 // sendHeld writes the held run's prompt once the CLI can take it: a child
 // runs and no cancelled turn is still draining.
 func (l *rpcLoop) sendHeld() {
 	id := l.tr.Held()
-	if id == "" || l.proc == nil || l.respawning != 0 || l.tr.Draining() {
+	p := l.sup.Live()
+	if id == "" || p == nil || l.sup.Respawning() || l.tr.Draining() {
 		return
 	}
-	l.proc.write(l.heldPrompt)
+	p.Write(l.heldPrompt)
 	l.heldPrompt = nil
+	l.prompts++
 	l.tr.SentPrompt(id)
 	if sid := l.tr.SessionID(); sid != "" {
 		l.sessionRuns[sid] = id
 	}
 }
 
-// expire handles deadlines that have passed.
-func (l *rpcLoop) expire() {
-	now := time.Now()
+// Expire handles deadlines that have passed.
+func (l *rpcLoop) Expire(now time.Time) {
+	defer l.emit()
 	for id, c := range l.ctl {
 		if now.Before(c.deadline) {
 			continue
@@ -587,81 +512,39 @@ func (l *rpcLoop) expire() {
 	}
 	if !l.drainUntil.IsZero() && !now.Before(l.drainUntil) {
 		l.drainUntil = time.Time{}
-		if l.tr.Draining() && l.proc != nil {
-			l.restartAfterInterrupt()
+		if l.tr.Draining() && l.sup.Live() != nil {
+			// The cancelled turn did not end in time: stop the CLI and
+			// resume the session in a new one.
+			l.log.Warn("the CLI did not end the cancelled turn in time; restarting it", "timeout", l.cfg.InterruptTimeout)
+			opts, resumed := l.sup.ResumeOpts()
+			l.respawn("the CLI was restarted after an interrupt", opts, resumed, true)
 		}
 	}
 	l.dedupe.expire(now)
 }
 
-// restartAfterInterrupt stops a CLI whose cancelled turn did not end in
-// time and resumes the session in a new one.
-func (l *rpcLoop) restartAfterInterrupt() {
-	l.log.Warn("the CLI did not end the cancelled turn in time; restarting it", "timeout", l.cfg.InterruptTimeout)
-	p := l.proc
-	opts, resumed := l.resumeOpts()
-	l.proc = nil
-	l.failControls(p.gen, "the CLI was restarted")
-	l.tr.DropTurns("the CLI was restarted after an interrupt", time.Now().UnixMilli(), &l.out)
-	if err := p.child.Kill(); err != nil {
-		l.log.Debug("killing claude", "err", err)
-	}
-	l.respawning = p.gen
-	if l.uiEOF || l.stopping {
-		return // nothing more will come to run in a new one
-	}
-	if !resumed {
-		// Nothing saved to resume: start afresh with the same options.
-		l.respawning = 0
-		if err := l.start(opts, false); err != nil {
-			l.spawnFailed(err)
-		}
-		l.sendHeld()
-		return
-	}
-	l.respawn = &opts
-}
-
-func (l *rpcLoop) armTimer() {
+func (l *rpcLoop) NextDeadline() time.Time {
 	next := earliest(l.drainUntil, l.dedupe.nextExpiry())
 	for _, c := range l.ctl {
 		next = earliest(next, c.deadline)
 	}
-	armTimer(l.timer, next)
+	return next
 }
 
-func (l *rpcLoop) signal(sig os.Signal) {
-	if why := shutdownReason(sig, &l.lastInt); why != "" {
-		l.shutdown(why)
-		return
-	}
+// Interrupt handles SIGINT: the active run is cancelled, as run.cancel
+// does.
+func (l *rpcLoop) Interrupt() {
+	defer l.emit()
 	if id := l.tr.ActiveRun(); id != "" {
 		l.cancelRun(id, "interrupted (SIGINT)")
 	}
 }
 
-// shutdown ends the connection: no more input is taken, background work
-// is cancelled, the child is stopped in stages.
-func (l *rpcLoop) shutdown(why string) {
-	if l.stopping {
-		return
-	}
-	l.stopping = true
-	l.respawn = nil
-	l.cancel()
-	l.log.Info("shutting down", "reason", why)
-	if p := l.proc; p != nil {
-		p.stop()
-	}
-	wake(&l.waiters, rpc.Internal("ccbridge is shutting down"))
-}
+// Shutdown: the loop stops the child and fails what waits for one.
+func (l *rpcLoop) Shutdown(string) {}
 
-// flush writes the pending UI lines.
-func (l *rpcLoop) flush() error {
-	var err error
-	l.out.UI, err = flushLines(l.ui, l.out.UI)
-	return err
-}
+// emit hands the lines for the UI to the loop.
+func (l *rpcLoop) emit() { l.out.UI = l.loop.EmitAll(l.out.UI) }
 
 // respond sends the response to a request and remembers it for retries.
 func (l *rpcLoop) respond(id string, line []byte) {
@@ -681,4 +564,27 @@ func wake(list *[]func(*rpc.Error), err *rpc.Error) {
 	for _, w := range ws {
 		w(err)
 	}
+}
+
+// methodRuntimeError is the notification of an error that belongs to no
+// request (docs/protocol/rpc.md, "runtime.error").
+const methodRuntimeError = "runtime.error"
+
+// appendRuntimeError builds runtime.error {run_id, session_id, error:
+// {code, message, data: {reason, size, limit}}}: run_id is the run whose
+// turn was in flight, null when none.
+func appendRuntimeError(runID, sessionID string, code int, message, reason string, size, limit int64) []byte {
+	params := []byte(`{"run_id":null,"session_id":null,"error":{"code":0,"message":"","data":{"reason":"","size":0,"limit":0}}}`)
+	if runID != "" {
+		params, _ = sjson.SetBytes(params, "run_id", runID)
+	}
+	if sessionID != "" {
+		params, _ = sjson.SetBytes(params, "session_id", sessionID)
+	}
+	params, _ = sjson.SetBytes(params, "error.code", code)
+	params, _ = sjson.SetBytes(params, "error.message", message)
+	params, _ = sjson.SetBytes(params, "error.data.reason", reason)
+	params, _ = sjson.SetBytes(params, "error.data.size", size)
+	params, _ = sjson.SetBytes(params, "error.data.limit", limit)
+	return jsonrpc.AppendNotification(nil, methodRuntimeError, string(params))
 }

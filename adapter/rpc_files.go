@@ -1,6 +1,8 @@
 package adapter
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -15,7 +17,8 @@ import (
 
 // Reading the CLI's files: session files for session.list and
 // session.history, SKILL.md files for skills.list. All of it runs in the
-// background (goBG), never on the loop.
+// background (goRequest), never on the loop, and stops when the request is
+// cancelled or the UI's input ends.
 
 // projectDir is where the CLI keeps this working directory's sessions.
 func (l *rpcLoop) projectDir() string {
@@ -28,9 +31,13 @@ func (l *rpcLoop) sessionFile(sid string) string {
 }
 
 // eachLine calls fn with every line of the file at path, skipping lines
-// over clifiles.MaxLine.
-func eachLine(path string, fn func([]byte)) error {
-	return clifiles.EachLine(path, clifiles.MaxLine, func(line []byte) bool { fn(line); return true })
+// over clifiles.MaxLine, until ctx ends (then it returns ctx's error).
+func eachLine(ctx context.Context, path string, fn func([]byte)) error {
+	err := clifiles.EachLine(path, clifiles.MaxLine, func(line []byte) bool {
+		fn(line)
+		return ctx.Err() == nil
+	})
+	return cmp.Or(err, ctx.Err())
 }
 
 func (l *rpcLoop) sessionList(id string, p gjson.Result) {
@@ -44,9 +51,8 @@ func (l *rpcLoop) sessionList(id string, p gjson.Result) {
 	for k, v := range l.sessionRuns {
 		runs[k] = v
 	}
-	l.begin(id, rpc.MethodSessionList, nil)
-	l.goBG(func() func() {
-		sessions, e := listSessions(home, cwd, limit, runs)
+	l.goRequest(id, rpc.MethodSessionList, func(ctx context.Context) func() {
+		sessions, e := listSessions(ctx, home, cwd, limit, runs)
 		return func() {
 			if !l.finish(id) {
 				return
@@ -62,7 +68,7 @@ func (l *rpcLoop) sessionList(id string, p gjson.Result) {
 
 // listSessions reads the newest limit session files of cwd. A missing
 // folder is an empty list; one that cannot be read is -32006.
-func listSessions(configDir, cwd string, limit int, runs map[string]string) ([]rpc.SessionInfo, *rpc.Error) {
+func listSessions(ctx context.Context, configDir, cwd string, limit int, runs map[string]string) ([]rpc.SessionInfo, *rpc.Error) {
 	all, err := clifiles.List(configDir, cwd)
 	if err != nil {
 		return nil, &rpc.Error{Code: rpc.CodeSessionListFailed, Message: "reading the session folder: " + err.Error()}
@@ -79,7 +85,9 @@ func listSessions(configDir, cwd string, limit int, runs map[string]string) ([]r
 	sessions := make([]rpc.SessionInfo, 0, len(files))
 	for _, f := range files {
 		var s rpc.SessionSummary
-		if err := eachLine(f.Path, s.Line); err != nil {
+		if err := eachLine(ctx, f.Path, s.Line); ctx.Err() != nil {
+			return nil, stopped(ctx)
+		} else if err != nil {
 			continue // removed or unreadable meanwhile: not listed
 		}
 		sessions = append(sessions, rpc.SessionInfo{
@@ -101,9 +109,8 @@ func (l *rpcLoop) sessionHistory(id string, p gjson.Result) {
 		return
 	}
 	path := l.sessionFile(hp.SessionID)
-	l.begin(id, rpc.MethodSessionHistory, nil)
-	l.goBG(func() func() {
-		lines, runs, truncated, e := readHistory(path, hp)
+	l.goRequest(id, rpc.MethodSessionHistory, func(ctx context.Context) func() {
+		lines, runs, truncated, e := readHistory(ctx, path, hp)
 		return func() {
 			if !l.finish(id) {
 				return
@@ -120,7 +127,7 @@ func (l *rpcLoop) sessionHistory(id string, p gjson.Result) {
 
 // readHistory replays a session file: -32004 when it does not exist,
 // -32005 when it cannot be read or holds no JSON at all.
-func readHistory(path string, hp rpc.SessionHistoryParams) ([][]byte, int, bool, *rpc.Error) {
+func readHistory(ctx context.Context, path string, hp rpc.SessionHistoryParams) ([][]byte, int, bool, *rpc.Error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -131,7 +138,9 @@ func readHistory(path string, hp rpc.SessionHistoryParams) ([][]byte, int, bool,
 		return nil, 0, false, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: path + " is not a regular file"}
 	}
 	h := rpc.History{SessionID: hp.SessionID, MaxRuns: hp.MaxRuns}
-	if err := eachLine(path, h.Line); err != nil {
+	if err := eachLine(ctx, path, h.Line); ctx.Err() != nil {
+		return nil, 0, false, stopped(ctx)
+	} else if err != nil {
 		return nil, 0, false, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: "reading " + path + ": " + err.Error()}
 	}
 	if h.Valid() == 0 && fi.Size() > 0 {
@@ -139,6 +148,12 @@ func readHistory(path string, hp rpc.SessionHistoryParams) ([][]byte, int, bool,
 	}
 	lines, runs, truncated := h.Result(hp.MaxEvents)
 	return lines, runs, truncated, nil
+}
+
+// stopped is the error of file work cut short: by request.cancel (whose
+// answer went out already), or by the end of the session.
+func stopped(ctx context.Context) *rpc.Error {
+	return rpc.Internal("stopped: " + context.Cause(ctx).Error())
 }
 
 // maxSkillFile caps how much of a SKILL.md is read.

@@ -1,15 +1,17 @@
 package adapter
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
@@ -18,25 +20,26 @@ import (
 // maxShells bounds the shell.exec commands running at once.
 const maxShells = 4
 
-func (l *rpcLoop) fromUI(m uiLine) {
-	switch {
-	case m.eof:
-		l.uiEnded()
-		return
-	case m.tooLong != nil:
-		e := &rpc.Error{Code: rpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("a line of %d bytes or more is over the %d-byte limit (--max-line); it was dropped", m.tooLong.Size, m.tooLong.Max)}
-		l.out.UI = append(l.out.UI, e.AppendResponse(nil, ""))
-		return
-	}
-	msg := jsonrpc.Parse(m.line)
+// UITooLong refuses a UI line over --max-line with -32600 (id null).
+func (l *rpcLoop) UITooLong(e *framing.LineTooLongError) {
+	defer l.emit()
+	err := &rpc.Error{Code: rpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("a line of %d bytes or more is over the %d-byte limit (--max-line); it was dropped", e.Size, e.Max)}
+	l.out.UI = append(l.out.UI, err.AppendResponse(nil, ""))
+}
+
+// UILine handles one line of the UI: a request, a notification, or the
+// answer to one of ccbridge's requests.
+func (l *rpcLoop) UILine(line []byte) {
+	defer l.emit()
+	msg := jsonrpc.Parse(line)
 	switch msg.Kind {
 	case jsonrpc.KindInvalid:
 		code := rpc.CodeInvalidRequest
 		if msg.Problem == "parse error" {
 			code = rpc.CodeParseError
 		}
-		l.log.Warn("bad line from the UI", "problem", msg.Problem, "preview", previewString(string(m.line)))
+		l.log.Warn("bad line from the UI", "problem", msg.Problem, "preview", preview(line))
 		e := &rpc.Error{Code: code, Message: msg.Problem}
 		l.out.UI = append(l.out.UI, e.AppendResponse(nil, msg.ID))
 	case jsonrpc.KindRequest:
@@ -49,7 +52,7 @@ func (l *rpcLoop) fromUI(m uiLine) {
 	case jsonrpc.KindNotification:
 		l.notification(msg)
 	case jsonrpc.KindResponse, jsonrpc.KindErrorResponse:
-		l.tr.FromUI(msg, time.Now().UnixMilli(), &l.out)
+		l.tr.FromUI(msg, l.now(), &l.out)
 		if n := len(l.out.UI); n > 0 && gjson.GetBytes(l.out.UI[n-1], "method").Str == rpc.MethodUIResponseReject {
 			l.log.Warn("a response from the UI was not applied", "id", msg.ID,
 				"why", gjson.GetBytes(l.out.UI[n-1], "params.error.message").Str)
@@ -58,21 +61,18 @@ func (l *rpcLoop) fromUI(m uiLine) {
 	}
 }
 
-// uiEnded: the UI's input is over. The CLI's stdin is closed, so the turn
-// in progress finishes and the child exits; background work is cancelled.
-func (l *rpcLoop) uiEnded() {
-	l.uiEOF = true
-	l.log.Debug("UI input ended")
+// UIEnd: the UI's input is over. The held run is cancelled and the CLI's
+// stdin closed, so the turn in progress finishes and the child exits; the
+// loop has cancelled the background work.
+func (l *rpcLoop) UIEnd() {
+	defer l.emit()
 	if id := l.tr.Held(); id != "" {
 		l.tr.CancelRun(id, "the UI's input ended", &l.out)
 		l.heldPrompt = nil
 	}
-	l.respawn = nil
-	l.cancel()
-	if p := l.proc; p != nil {
-		p.closeStdin()
+	if p := l.sup.Live(); p != nil {
+		p.CloseStdin()
 	}
-	wake(&l.waiters, rpc.Internal("the UI's input ended"))
 }
 
 // dedupedMethods have side effects: a retry with the same id gets the
@@ -83,7 +83,7 @@ var dedupedMethods = map[string]bool{
 
 func (l *rpcLoop) request(m jsonrpc.Message) {
 	id := m.ID
-	switch replay, state := l.dedupe.begin(id, m.Method, m.Params.Raw, dedupedMethods[m.Method], time.Now()); state {
+	switch replay, state := l.dedupe.begin(id, m.Method, m.Params.Raw, dedupedMethods[m.Method], l.loop.Now()); state {
 	case dedupeReplay:
 		l.log.Info("a retried request gets its first answer again", "id", id, "method", m.Method)
 		l.out.UI = append(l.out.UI, replay)
@@ -172,6 +172,27 @@ func (l *rpcLoop) notification(m jsonrpc.Message) {
 // stops its work when request.cancel names it.
 func (l *rpcLoop) begin(id, method string, cancel func()) {
 	l.inflight[id] = &rpcInflight{method: method, cancel: cancel}
+}
+
+// goRequest begins request id (see begin) and runs its work off the loop
+// (Loop.Go); the function the work returns runs on the loop. The work's
+// ctx ends when request.cancel names id, when the UI's input ends, or at
+// shutdown.
+func (l *rpcLoop) goRequest(id, method string, work func(ctx context.Context) func()) {
+	stop, cancel := context.WithCancel(context.Background())
+	l.begin(id, method, cancel)
+	l.loop.Go(func(ctx context.Context) func() {
+		ctx, done := context.WithCancel(ctx)
+		unhook := context.AfterFunc(stop, done)
+		fn := work(ctx)
+		unhook()
+		done()
+		cancel()
+		return func() {
+			fn()
+			l.emit()
+		}
+	})
 }
 
 // finish ends a request begun with begin and reports whether it still
@@ -263,7 +284,7 @@ func (l *rpcLoop) runStart(id string, p gjson.Result) {
 			Message: "run " + active + " is still active: wait for its run.status or cancel it"})
 		return
 	}
-	if l.stopping || l.uiEOF {
+	if l.loop.Ending() {
 		l.respondErr(id, rpc.Internal("ccbridge is shutting down"))
 		return
 	}
@@ -272,8 +293,8 @@ func (l *rpcLoop) runStart(id string, p gjson.Result) {
 			l.respondErr(id, e)
 			return
 		}
-	} else if l.proc == nil && l.respawning == 0 {
-		if err := l.respawnNow(); err != nil {
+	} else if !l.sup.Busy() {
+		if _, err := l.sup.Start(l.sup.ResumeOpts()); err != nil {
 			l.respondErr(id, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: "resuming the session: " + err.Error()})
 			return
 		}
@@ -296,32 +317,41 @@ func (l *rpcLoop) runStart(id string, p gjson.Result) {
 	l.sendHeld()
 }
 
-// switchSession replaces the child with one that resumes session sid.
+// switchSession replaces the child with one that resumes session sid. A
+// session the CLI cannot resume is refused before any child is stopped
+// or started.
 func (l *rpcLoop) switchSession(sid string) *rpc.Error {
-	path := l.sessionFile(sid)
-	fi, err := os.Stat(path)
+	if e := l.checkResume(sid); e != nil {
+		return e
+	}
+	opts := l.baseOpts.ResumeFrom(sid)
+	if !l.sup.Busy() {
+		if _, err := l.sup.Start(opts, true); err != nil {
+			return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: "resuming session " + sid + ": " + err.Error()}
+		}
+		return nil
+	}
+	l.log.Info("replacing claude to resume another session", "session_id", sid)
+	l.respawn("the CLI was replaced to resume another session", opts, true, false)
+	return nil
+}
+
+// checkResume tells whether the CLI can resume session sid: -32004 when
+// it has no file for it, -32005 when the file is not one or holds no
+// conversation.
+func (l *rpcLoop) checkResume(sid string) *rpc.Error {
+	err := l.sup.CheckResume(sid)
 	switch {
-	case os.IsNotExist(err):
-		return &rpc.Error{Code: rpc.CodeSessionNotFound, Message: "no session " + sid + " in " + l.projectDir()}
-	case err != nil:
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotResumable):
 		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: err.Error()}
-	case !fi.Mode().IsRegular():
+	}
+	path := l.sessionFile(sid)
+	if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
 		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: path + " is not a session file"}
 	}
-	if p := l.proc; p != nil {
-		l.proc = nil
-		l.failControls(p.gen, "the CLI was replaced to resume another session")
-		l.tr.DropTurns("the CLI was replaced to resume another session", time.Now().UnixMilli(), &l.out)
-		l.drainUntil = time.Time{}
-		l.log.Info("stopping claude to resume another session", "gen", p.gen, "session_id", sid)
-		p.stopWithin(l.cfg.InterruptTimeout)
-	}
-	l.respawn = nil
-	opts := l.baseOpts.ResumeFrom(sid)
-	if err := l.start(opts, true); err != nil {
-		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: "resuming session " + sid + ": " + err.Error()}
-	}
-	return nil
+	return &rpc.Error{Code: rpc.CodeSessionNotFound, Message: err.Error()}
 }
 
 // cancelRun cancels a run: run.status cancelled at once, and an in-band
@@ -333,11 +363,11 @@ func (l *rpcLoop) cancelRun(runID, reason string) rpc.CancelResult {
 	if held && res.OK {
 		l.heldPrompt = nil
 	}
-	if res.Interrupt && l.proc != nil {
+	if res.Interrupt && l.sup.Live() != nil {
 		l.log.Info("interrupting the CLI", "run_id", runID)
 		l.control("interrupt", func(reqID string) []byte { return mapping.AppendInterrupt(nil, reqID, false) }, nil)
 		if l.drainUntil.IsZero() {
-			l.drainUntil = time.Now().Add(l.cfg.InterruptTimeout)
+			l.drainUntil = l.loop.Now().Add(l.cfg.InterruptTimeout)
 		}
 	}
 	return res
@@ -348,9 +378,11 @@ func (l *rpcLoop) cancelRun(runID, reason string) rpc.CancelResult {
 // request.cancel came first.
 func (l *rpcLoop) cliQuery(id, method, subtype string, build func(reqID string) []byte, reply func(gjson.Result)) {
 	l.begin(id, method, nil)
-	l.withChild(func(e *rpc.Error) {
-		if e != nil {
+	l.sup.WhenLive(func(err error) {
+		defer l.emit()
+		if err != nil {
 			if l.finish(id) {
+				e := l.rpcErr(err)
 				e.Code = rpc.CodeRuntimeInternal
 				l.respondErr(id, e)
 			}
@@ -406,6 +438,7 @@ func (l *rpcLoop) modelSet(id string, p gjson.Result) {
 			} else {
 				l.baseOpts.Model = name
 			}
+			l.sup.Opts.Model = l.baseOpts.Model // a new CLI keeps the model
 			l.resolved = strings.Clone(resp.Get("model").Str)
 			l.respond(id, rpc.AppendModelSetResult(nil, id, name, l.resolved))
 		})
@@ -470,8 +503,7 @@ func (l *rpcLoop) skillsList(id string, p gjson.Result) {
 	userDir := filepath.Join(l.home, "skills")
 	scan := func() {
 		cli := gjson.Parse(l.skills).Get("skills")
-		l.begin(id, rpc.MethodSkillsList, nil)
-		l.goBG(func() func() {
+		l.goRequest(id, rpc.MethodSkillsList, func(context.Context) func() {
 			skills, errs, truncated := scanSkills(cli, filepath.Join(dir, ".claude", "skills"), userDir)
 			return func() {
 				if l.finish(id) {

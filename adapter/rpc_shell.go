@@ -56,14 +56,11 @@ func (l *rpcLoop) shellExec(id string, p gjson.Result) {
 	if sp.Command == "" {
 		preview = rpc.CommandPreview(quoteArgv(sp.Argv))
 	}
-	ctx, cancel := context.WithCancel(l.ctx)
-	l.begin(id, rpc.MethodShellExec, cancel)
 	l.shells++
 	timeout := time.Duration(sp.TimeoutSeconds * float64(time.Second))
 	l.log.Info("shell.exec", "origin", "ui_bang", "cwd", dir, "timeout", timeout, "command", preview)
-	l.goBG(func() func() {
+	l.goRequest(id, rpc.MethodShellExec, func(ctx context.Context) func() {
 		res, err := runShell(ctx, argv, dir, timeout)
-		cancel()
 		return func() {
 			l.shells--
 			if !l.finish(id) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/mapping/rpc"
@@ -26,20 +27,23 @@ func startRPCFake(t *testing.T) (*host, func() string) {
 
 // startRPCFakeHome is startRPCFake that also returns a function writing a
 // session file for the fake (which writes none), so that a respawn can
-// resume it.
-func startRPCFakeHome(t *testing.T) (*host, func() string, func(sid string)) {
+// resume it: entries are its lines, by default one user message.
+func startRPCFakeHome(t *testing.T) (*host, func() string, func(sid string, entries ...string)) {
 	t.Helper()
 	logFile := filepath.Join(t.TempDir(), "log")
 	home := t.TempDir()
-	save := func(sid string) {
+	save := func(sid string, entries ...string) {
 		wd, _ := os.Getwd()
 		wd, _ = filepath.EvalSymlinks(wd)
 		dir := filepath.Join(home, ".claude", "projects", clifiles.ProjectDirName(wd))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		entry := `{"type":"user","message":{"role":"user","content":"HANG"},"sessionId":"` + sid + `"}` + "\n"
-		if err := os.WriteFile(filepath.Join(dir, sid+".jsonl"), []byte(entry), 0o644); err != nil {
+		if len(entries) == 0 {
+			entries = []string{`{"type":"user","message":{"role":"user","content":"HANG"},"sessionId":"` + sid + `"}`}
+		}
+		data := strings.Join(entries, "\n") + "\n"
+		if err := os.WriteFile(filepath.Join(dir, sid+".jsonl"), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,6 +153,72 @@ func TestRPCChildDeathBeforeSavingKeepsTheID(t *testing.T) {
 	h.until(status(run, rpc.StatusCompleted))
 	if l := log(); strings.Contains(l, "--resume=") || strings.Count(l, "--session-id="+sid) != 2 {
 		t.Errorf("the second CLI should start session %s afresh:\n%s", sid, l)
+	}
+}
+
+// run.start into a session the CLI cannot resume is refused before any
+// child is stopped or started: -32004 without a file, -32005 for a file
+// with no user or assistant message.
+func TestRPCResumeRefusedBeforeAnyChild(t *testing.T) {
+	h, log, save := startRPCFakeHome(t)
+	run := h.runStart("a", "fine")
+	h.until(status(run, rpc.StatusCompleted))
+	empty, missing := uuid.NewString(), uuid.NewString()
+	save(empty, `{"type":"summary","summary":"no conversation","leafUuid":"x"}`)
+	for id, c := range map[string]struct {
+		sid  string
+		code int64
+	}{"r1": {empty, rpc.CodeSessionLoadFailed}, "r2": {missing, rpc.CodeSessionNotFound}} {
+		h.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"run.start","params":{"input":{"type":"text","text":"x"},"session_id":"` + c.sid + `"}}`)
+		if r := h.until(reply(`"` + id + `"`)); gjson.GetBytes(r, "error.code").Int() != c.code {
+			t.Errorf("run.start into session %s: %s", c.sid, r)
+		}
+	}
+	run = h.runStart("b", "fine")
+	h.until(status(run, rpc.StatusCompleted))
+	if n := strings.Count(log(), "argv "); n != 1 {
+		t.Errorf("%d CLIs started, want the first one only:\n%s", n, log())
+	}
+}
+
+// A CLI line over CLIMaxLine is reported with runtime.error and the
+// session goes on. Here the dropped lines are an assistant frame and the
+// turn's result: the CLI, asked, says it is idle, so the run ends with
+// error, and the next run works in the same CLI.
+func TestRPCCLILineTooLong(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "log")
+	s := &RPC{
+		Logger:     testLogger(t),
+		Child:      fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
+		CLIMaxLine: 100000,
+	}
+	h := startRunner(t, s.Run)
+	run := h.runStart("a", "BIG")
+	var dropped [][]byte
+	st := h.until(func(l []byte) bool {
+		if gjson.GetBytes(l, "method").Str == "runtime.error" {
+			dropped = append(dropped, l)
+		}
+		return status(run, rpc.StatusError)(l)
+	})
+	if !strings.Contains(gjson.GetBytes(st, "params.message").Str, "--max-cli-line") {
+		t.Errorf("the run's end: %s", st)
+	}
+	if len(dropped) != 2 {
+		t.Fatalf("%d runtime.error notifications, want 2 (assistant and result)", len(dropped))
+	}
+	for _, l := range dropped {
+		p := gjson.GetBytes(l, "params")
+		if p.Get("run_id").Str != run || p.Get("error.code").Int() != rpc.CodeRuntimeInternal ||
+			p.Get("error.data.reason").Str != "cli_line_too_long" || p.Get("error.data.limit").Int() != 100000 || p.Get("error.data.size").Int() < 300<<10 {
+			t.Errorf("runtime.error: %s", l)
+		}
+	}
+	run = h.runStart("b", "fine")
+	h.until(status(run, rpc.StatusCompleted))
+	b, _ := os.ReadFile(logFile)
+	if n := strings.Count(string(b), "argv "); n != 1 {
+		t.Errorf("%d CLIs started, want one", n)
 	}
 }
 
