@@ -23,6 +23,7 @@ import (
 )
 
 func TestACPInitializeNewPrompt(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "basic")
 	init := r.response("initialize", 0).Get("result")
 	if init.Get("protocolVersion").Int() != 1 || !init.Get("agentCapabilities.loadSession").Bool() ||
@@ -58,6 +59,7 @@ func TestACPInitializeNewPrompt(t *testing.T) {
 }
 
 func TestACPPermissionAllowed(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "write_allow")
 	reqs := r.requests("session/request_permission")
 	if len(reqs) != 1 {
@@ -99,6 +101,7 @@ func TestACPPermissionAllowed(t *testing.T) {
 }
 
 func TestACPPermissionRejected(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "write_reject")
 	if _, err := os.Stat(filepath.Join(r.workdir, "written.txt")); err == nil {
 		t.Errorf("the rejected Write created the file")
@@ -115,7 +118,9 @@ func TestACPPermissionRejected(t *testing.T) {
 }
 
 func TestACPCancel(t *testing.T) {
+	t.Parallel()
 	t.Run("midstream", func(t *testing.T) {
+		t.Parallel()
 		r := acpClient(t, "cancel")
 		if res := r.response("session/prompt", 0); res.Get("result.stopReason").Str != "cancelled" {
 			t.Errorf("cancelled prompt answered %s", res.Raw)
@@ -135,6 +140,7 @@ func TestACPCancel(t *testing.T) {
 		}
 	})
 	t.Run("pending_permission", func(t *testing.T) {
+		t.Parallel()
 		r := acpClient(t, "cancel_permission")
 		if res := r.response("session/prompt", 0); res.Get("result.stopReason").Str != "cancelled" {
 			t.Errorf("cancelled prompt answered %s", res.Raw)
@@ -149,6 +155,7 @@ func TestACPCancel(t *testing.T) {
 }
 
 func TestACPLoadListResume(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "load")
 	sid := r.response("session/new", 0).Get("result.sessionId").Str
 	for i := range 2 {
@@ -214,6 +221,7 @@ func TestACPLoadListResume(t *testing.T) {
 }
 
 func TestACPModesAndModels(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "modes")
 	if res := r.response("session/set_mode", 0); res.Get("error").Exists() {
 		t.Errorf("set_mode acceptEdits: %s", res.Raw)
@@ -257,6 +265,7 @@ func TestACPModesAndModels(t *testing.T) {
 }
 
 func TestACPQuestion(t *testing.T) {
+	t.Parallel()
 	answered := func(r *acpRun) {
 		t.Helper()
 		var found bool
@@ -273,6 +282,7 @@ func TestACPQuestion(t *testing.T) {
 		}
 	}
 	t.Run("elicitation", func(t *testing.T) {
+		t.Parallel()
 		r := acpClient(t, "question_elicitation")
 		reqs := r.requests("elicitation/create")
 		if len(reqs) != 1 {
@@ -288,6 +298,7 @@ func TestACPQuestion(t *testing.T) {
 		answered(r)
 	})
 	t.Run("permission", func(t *testing.T) {
+		t.Parallel()
 		r := acpClient(t, "question_permission")
 		reqs := r.requests("session/request_permission")
 		if len(reqs) != 1 {
@@ -305,6 +316,7 @@ func TestACPQuestion(t *testing.T) {
 }
 
 func TestACPTwoSessions(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "two_sessions")
 	ids := r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "sessions" })[0].Get("ids").Array()
 	a, b := ids[0].Str, ids[1].Str
@@ -329,6 +341,7 @@ func TestACPTwoSessions(t *testing.T) {
 }
 
 func TestACPChildKilledMidPrompt(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "child_killed")
 	res := r.response("session/prompt", 0)
 	if res.Get("error.code").Int() != -32603 || !strings.Contains(res.Get("error.message").Str, "exited during the turn") ||
@@ -352,6 +365,7 @@ func TestACPChildKilledMidPrompt(t *testing.T) {
 }
 
 func TestACPPermissionWithdrawnWhenTheCLIDies(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "withdrawn")
 	if n := len(r.requests("session/request_permission")); n != 1 {
 		t.Fatalf("%d permission requests", n)
@@ -375,6 +389,7 @@ func TestACPPermissionWithdrawnWhenTheCLIDies(t *testing.T) {
 }
 
 func TestACPSubagent(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "subagent")
 	var agentID string
 	for _, c := range r.updates("tool_call") {
@@ -403,6 +418,7 @@ func TestACPSubagent(t *testing.T) {
 }
 
 func TestACPMCPServers(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "mcp")
 	var done bool
 	for _, u := range r.updates("tool_call_update") {
@@ -422,6 +438,7 @@ func TestACPMCPServers(t *testing.T) {
 // TestACPBadInput writes raw JSON-RPC lines: each bad one gets its
 // error, and the connection goes on to a normal turn.
 func TestACPBadInput(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t, []string{"--ui", "acp"})
 	expect := func(line string, check func(resp []byte) bool) {
 		t.Helper()
@@ -501,6 +518,7 @@ func TestACPBadInput(t *testing.T) {
 // acp translation of every recorded transcript and session file) against
 // the ACP client library's own schemas.
 func TestACPGoldenSchema(t *testing.T) {
+	t.Parallel()
 	node, zod := nodeModule(t, "@agentclientprotocol/sdk/dist/v1/schema/zod.gen.js", "the ACP client library")
 	cmd := exec.Command(node, clientScript("acp_validate.mjs"))
 	cmd.Env = append(os.Environ(), "ACP_ZOD="+zod, "GOLDEN_DIR="+filepath.Join(repoRoot, "testdata", "acp"))

@@ -16,6 +16,7 @@ import (
 )
 
 func TestDropInTextTurn(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t, cliFlags)
 	b.prompt("hello there")
 	lines := b.until("the result", isType("result"))
@@ -42,8 +43,10 @@ func TestDropInTextTurn(t *testing.T) {
 }
 
 func TestDropInPermission(t *testing.T) {
+	t.Parallel()
 	for _, allow := range []bool{true, false} {
 		t.Run(map[bool]string{true: "allow", false: "deny"}[allow], func(t *testing.T) {
+			t.Parallel()
 			b := startBridge(t, cliFlags)
 			b.prompt("Please WRITEFILE now")
 			lines := b.until("the permission request", isCanUseTool)
@@ -87,6 +90,7 @@ func TestDropInPermission(t *testing.T) {
 }
 
 func TestDropInHostInterrupt(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t, cliFlags)
 	b.prompt("SLOW please")
 	b.until("streaming text", func(l []byte) bool {
@@ -111,6 +115,7 @@ func TestDropInHostInterrupt(t *testing.T) {
 }
 
 func TestDropInSIGINT(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t, cliFlags)
 	b.prompt("SLOW please")
 	b.until("streaming text", func(l []byte) bool {
@@ -139,6 +144,7 @@ func TestDropInSIGINT(t *testing.T) {
 }
 
 func TestDropInDoubleSIGINTShutsDown(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t, cliFlags)
 	b.prompt("SLOW please")
 	b.until("streaming text", func(l []byte) bool {
@@ -146,7 +152,9 @@ func TestDropInDoubleSIGINTShutsDown(t *testing.T) {
 	})
 	pid := b.childPID()
 	b.cmd.Process.Signal(syscall.SIGINT)
-	time.Sleep(100 * time.Millisecond)
+	// The second SIGINT once the first has been taken (within the 2 s
+	// window), so that the two are not merged into one.
+	b.waitStderr("SIGINT: interrupting the current turn")
 	b.cmd.Process.Signal(syscall.SIGINT)
 	lines := b.rest()
 	if n := count(lines, isType("result")); n != 1 {
@@ -157,6 +165,7 @@ func TestDropInDoubleSIGINTShutsDown(t *testing.T) {
 }
 
 func TestDropInSIGTERMShutsDown(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t, cliFlags)
 	b.prompt("hello")
 	b.until("the result", isType("result"))
@@ -172,6 +181,7 @@ func TestDropInSIGTERMShutsDown(t *testing.T) {
 }
 
 func TestDropInChildKilledMidTurn(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t, cliFlags)
 	b.prompt("SLOW please")
 	lines := b.until("streaming text", func(l []byte) bool {
@@ -215,6 +225,7 @@ func TestDropInChildKilledMidTurn(t *testing.T) {
 }
 
 func TestDropInStdinEOFMidTurn(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t, cliFlags)
 	b.prompt("SLOW please")
 	b.until("streaming text", func(l []byte) bool {
@@ -240,6 +251,7 @@ func TestDropInStdinEOFMidTurn(t *testing.T) {
 }
 
 func TestDropInNonJSONLineDropped(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t, cliFlags)
 	b.send("{this is not json")
 	b.send("\xff\xfe not utf-8")
@@ -259,6 +271,7 @@ func TestDropInNonJSONLineDropped(t *testing.T) {
 }
 
 func TestDropInTenMiBLines(t *testing.T) {
+	t.Parallel()
 	const size = 10 << 20
 	b := startBridge(t, cliFlags)
 	// Host → CLI: a 10 MiB prompt comes back whole in the replay.
@@ -287,6 +300,7 @@ func TestDropInTenMiBLines(t *testing.T) {
 }
 
 func TestDropInAgentSDKWriteAllowed(t *testing.T) {
+	t.Parallel()
 	events := agentSDK(t, "write")
 	var asked, path string
 	var result gjson.Result
@@ -310,6 +324,7 @@ func TestDropInAgentSDKWriteAllowed(t *testing.T) {
 }
 
 func TestDropInAgentSDKInterrupt(t *testing.T) {
+	t.Parallel()
 	events := agentSDK(t, "interrupt")
 	acked, results := false, 0
 	for _, e := range events {

@@ -3,8 +3,8 @@ package e2e
 // The harness of the end-to-end tests. TestMain builds ccbridge once into a
 // temporary folder (with -race when this test binary has it, so that the
 // race detector covers ccbridge too); every test runs that binary in front
-// of the real Claude Code CLI, which talks to the fake Messages API
-// (session/fakemodel, scenario default). The tests need
+// of the real Claude Code CLI, which talks to a fake Messages API
+// (session/fakemodel, scenario default) of the test's own. The tests need
 // the real CLI: scripts/install-tools.sh puts it in the repository's
 // .tools/, or CCBRIDGE_TEST_CLAUDE names it; the Agent SDK and ACP tests
 // need node and the npm packages in .tools/ too. Without them the tests are
@@ -41,6 +41,12 @@ import (
 	"github.com/ccbridge/ccbridge/session/fakemodel"
 )
 
+// defaultParallel is how many tests of this package run at once when
+// -parallel is not given. The tests spend most of their time waiting (for
+// the CLI to start, for the fake model's paced streams), so more than the
+// GOMAXPROCS that go test's default would give.
+const defaultParallel = 4
+
 var (
 	// repoRoot is the module's root folder, the parent of e2e/.
 	repoRoot string
@@ -61,6 +67,11 @@ func TestMain(m *testing.M) {
 
 func runTests(m *testing.M) int {
 	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		flag.Set("test.parallel", strconv.Itoa(defaultParallel))
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -179,27 +190,37 @@ func nodeModule(t testing.TB, rel, what string) (node, module string) {
 }
 
 var (
-	fakeOnce sync.Once
-	fakeSrv  *fakemodel.Server
-	fakeErr  error
+	fakeMu   sync.Mutex
+	fakeAPIs = map[testing.TB]*fakemodel.Server{}
 )
 
-// fakeAPI is one fake Messages API shared by the tests; its answers depend
-// only on each request.
+// fakeAPI is the fake Messages API of test t (a test or a subtest), started
+// on first use and closed when t ends. Each test has its own so that what
+// the server keeps (the bodies of its 16 latest requests, which
+// seenByModel reads) is that test's alone while others run in parallel.
 func fakeAPI(t testing.TB) *fakemodel.Server {
 	t.Helper()
-	fakeOnce.Do(func() {
-		sc, err := fakemodel.Load("default")
-		if err != nil {
-			fakeErr = err
-			return
-		}
-		fakeSrv, fakeErr = fakemodel.Start(sc, slog.New(slog.DiscardHandler))
-	})
-	if fakeErr != nil {
-		t.Fatalf("fake model: %v", fakeErr)
+	fakeMu.Lock()
+	defer fakeMu.Unlock()
+	if s := fakeAPIs[t]; s != nil {
+		return s
 	}
-	return fakeSrv
+	sc, err := fakemodel.Load("default")
+	if err != nil {
+		t.Fatalf("fake model: %v", err)
+	}
+	s, err := fakemodel.Start(sc, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("fake model: %v", err)
+	}
+	fakeAPIs[t] = s
+	t.Cleanup(func() {
+		fakeMu.Lock()
+		delete(fakeAPIs, t)
+		fakeMu.Unlock()
+		s.Close()
+	})
+	return s
 }
 
 // bridge is one ccbridge process under test.
@@ -346,6 +367,16 @@ func (b *bridge) wait() int {
 	}
 }
 
+// waitStderr waits until ccbridge's stderr (its log) holds s.
+func (b *bridge) waitStderr(s string) {
+	b.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.stderr.String(), s); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("ccbridge did not log %q within 30 s", s)
+		}
+	}
+}
+
 func isType(typ string) func([]byte) bool {
 	return func(line []byte) bool { return gjson.GetBytes(line, "type").Str == typ }
 }
@@ -409,6 +440,20 @@ func (b *bridge) childPID() int {
 	return 0
 }
 
+// execed waits until process pid runs another program than ccbridge: a
+// child ccbridge forked has run exec.
+func execed(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe != ccbridgeBin {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not exec within 10 s", pid)
+		}
+	}
+}
+
 // groupGone waits until no process is left in the process group pgid.
 func groupGone(t *testing.T, pgid int) {
 	t.Helper()
@@ -420,6 +465,28 @@ func groupGone(t *testing.T, pgid int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Errorf("processes are left in the CLI's process group %d", pgid)
+}
+
+// sessionFile is where the CLI keeps session id of a CLI run with HOME
+// home in the folder dir.
+func sessionFile(t *testing.T, home, dir, id string) string {
+	t.Helper()
+	return filepath.Join(home, ".claude", "projects", rpc.ProjectDirName(mustReal(t, dir)), id+".jsonl")
+}
+
+// waitSessionFile waits until the session file holds n lines for which
+// pred holds.
+func waitSessionFile(t *testing.T, file, what string, n int, pred func(line []byte) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		data, _ := os.ReadFile(file)
+		if count(bytes.Split(data, []byte("\n")), pred) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the CLI did not save %s in %s within 30 s", what, file)
+		}
+	}
 }
 
 func mustReal(t *testing.T, dir string) string {
@@ -462,8 +529,8 @@ func token(tag string) string {
 	return tag + strconv.FormatInt(time.Now().UnixNano()%1e9, 36) + "x" + strconv.FormatInt(tokenN.Add(1), 10)
 }
 
-// modelRequest returns the latest /v1/messages request the fake model got
-// whose prompt contains tok (not the session-title call).
+// modelRequest returns the latest /v1/messages request the fake model of
+// test t got whose prompt contains tok (not the session-title call).
 func modelRequest(t *testing.T, tok string) fakemodel.Request {
 	t.Helper()
 	reqs := fakeAPI(t).Requests()
@@ -1248,4 +1315,30 @@ func chunkText(us []gjson.Result) string {
 		sb.WriteString(u.Get("update.content.text").Str)
 	}
 	return sb.String()
+}
+
+// isEnqueue reports a line of a session file that records a prompt the
+// CLI has read into its queue.
+func isEnqueue(line []byte) bool {
+	return gjson.GetBytes(line, "type").Str == "queue-operation" && gjson.GetBytes(line, "operation").Str == "enqueue"
+}
+
+// waitDescendant waits until a process below pid runs a command line
+// holding s.
+func waitDescendant(t *testing.T, pid int, s string) {
+	t.Helper()
+	var found func(p int) bool
+	found = func(p int) bool {
+		for _, c := range children(p) {
+			if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c)); strings.Contains(string(cmdline), s) || found(c) {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(30 * time.Second); !found(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no process runs %q below ccbridge within 30 s", s)
+		}
+	}
 }

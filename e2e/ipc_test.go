@@ -21,6 +21,7 @@ import (
 // streams thinking_text and assistant_text partials then completes, then
 // cost_update and one turn_complete.
 func TestIPCTextWithThinking(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	sid := expectSessionInit(t, b)
 	if extra := quiet(t, b, 300*time.Millisecond); len(extra) > 0 {
@@ -135,8 +136,10 @@ func TestIPCTextWithThinking(t *testing.T) {
 // type create) and denied (no file; the model is told the message); a
 // second answer to the same request is refused with unknown_request.
 func TestIPCWrite(t *testing.T) {
+	t.Parallel()
 	for _, allow := range []bool{true, false} {
 		t.Run(map[bool]string{true: "allowed", false: "denied"}[allow], func(t *testing.T) {
+			t.Parallel()
 			b := startIPC(t)
 			expectSessionInit(t, b)
 			var req []byte
@@ -228,6 +231,7 @@ func TestIPCWrite(t *testing.T) {
 // TestIPCEditPatch: Read (auto-allowed) then Edit (allowed): the Edit's
 // tool_use_structured carries the structuredPatch hunk.
 func TestIPCEditPatch(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	target := filepath.Join(b.dir, "edit_target.txt")
 	if err := os.WriteFile(target, []byte("line one\nline two\nline three\n"), 0o644); err != nil {
@@ -277,6 +281,7 @@ func TestIPCEditPatch(t *testing.T) {
 // TestIPCAskUserQuestion: a single-select and a multi-select question,
 // answered with question_answer (labels comma-joined for multi-select).
 func TestIPCAskUserQuestion(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, prompt, question, answer, want string
 	}{
@@ -285,6 +290,7 @@ func TestIPCAskUserQuestion(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			b := startIPC(t)
 			expectSessionInit(t, b)
 			b.send(userMessage(c.prompt))
@@ -328,6 +334,7 @@ func TestIPCAskUserQuestion(t *testing.T) {
 // TestIPCFailingTool: a Read of a missing file gives tool_result is_error
 // true, without the <tool_use_error> wrapping, and the turn completes.
 func TestIPCFailingTool(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	lines := turn(t, b, "READMISSING please")
@@ -352,6 +359,7 @@ func TestIPCFailingTool(t *testing.T) {
 // TestIPCParallelTools: one assistant message with a Read and two Bash
 // calls; both Bash prompts allowed; three results.
 func TestIPCParallelTools(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	if err := os.WriteFile(filepath.Join(b.dir, "hello.txt"), []byte("hello world\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -408,6 +416,7 @@ func TestIPCParallelTools(t *testing.T) {
 // TestIPCSubagent: the subagent's tool calls and results carry
 // parent_tool_use_id = the Agent tool_use id; the main thread's null.
 func TestIPCSubagent(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	if err := os.WriteFile(filepath.Join(b.dir, "hello.txt"), []byte("hello world\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -462,6 +471,7 @@ func TestIPCSubagent(t *testing.T) {
 // TestIPCInterruptMidStream: interrupt while text streams ends the turn with
 // turn_cancelled (aborted_streaming); the session goes on.
 func TestIPCInterruptMidStream(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	sid := expectSessionInit(t, b)
 	b.send(userMessage("SLOW please"))
@@ -502,6 +512,7 @@ func TestIPCInterruptMidStream(t *testing.T) {
 // open: control_request_cancelled for it, then turn_cancelled; an answer to
 // the withdrawn request is refused; the session goes on.
 func TestIPCInterruptPendingPermission(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	b.send(userMessage("BASH please"))
@@ -543,6 +554,7 @@ func TestIPCInterruptPendingPermission(t *testing.T) {
 // TestIPCSlashCost: /cost gives an assistant_text with source
 // slash_command and a turn_complete.
 func TestIPCSlashCost(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	complete(t, turn(t, b, "hello there"))
@@ -567,6 +579,7 @@ func TestIPCSlashCost(t *testing.T) {
 // TestIPCAPIError: an HTTP 400 from the API ends the turn with
 // turn_complete, is_error true and api_error set; the session goes on.
 func TestIPCAPIError(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	lines := turn(t, b, "APIERR400 now")
@@ -588,6 +601,7 @@ func TestIPCAPIError(t *testing.T) {
 
 // TestIPCImageAttachment: a PNG attachment reaches the model as one image.
 func TestIPCImageAttachment(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	lines := turn(t, b, userMessage("IMAGECHECK what is in this image?", imageAttachment("image/png", pngB64)))
@@ -601,6 +615,7 @@ func TestIPCImageAttachment(t *testing.T) {
 // TestIPCModelChange: model_change answers with "Set model to" and a
 // system_metadata with the new model, and the next turn uses it.
 func TestIPCModelChange(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	lines := turn(t, b, "hello there")
@@ -654,6 +669,7 @@ func TestIPCModelChange(t *testing.T) {
 // system_metadata with it, and a Write runs without a prompt; an invalid
 // mode is a control_request_failed error; back to default.
 func TestIPCPermissionMode(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	complete(t, turn(t, b, "hello there"))
@@ -710,6 +726,7 @@ func TestIPCPermissionMode(t *testing.T) {
 // session_init carries the resulting id, and the model sees the history of
 // the resumed or forked session (the fake model's request bodies).
 func TestIPCSessionCommands(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	s1 := expectSessionInit(t, b)
 	tokA := token("alpha")
@@ -786,6 +803,7 @@ func TestIPCSessionCommands(t *testing.T) {
 // and --resume (also with --fork-session) are announced at once; --continue
 // only when the first turn reveals the id.
 func TestIPCStartFlags(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	cwd := t.TempDir()
 	start := func(args ...string) *bridge {
@@ -865,6 +883,7 @@ func TestIPCStartFlags(t *testing.T) {
 // child_exited (recoverable false); the next user_message resumes the same
 // session in a new CLI.
 func TestIPCChildKilledMidTurn(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	sid := expectSessionInit(t, b)
 	tokA := token("alpha")
@@ -944,7 +963,9 @@ func killChild(t *testing.T, b *bridge) int {
 // recoverable true, not a terminal message); either way the next
 // user_message continues the same session.
 func TestIPCChildKilledOtherTimes(t *testing.T) {
+	t.Parallel()
 	t.Run("first turn streaming", func(t *testing.T) {
+		t.Parallel()
 		b := startIPC(t)
 		sid := expectSessionInit(t, b)
 		tokA := token("alpha")
@@ -973,10 +994,11 @@ func TestIPCChildKilledOtherTimes(t *testing.T) {
 		}
 	})
 	t.Run("with a queued prompt", func(t *testing.T) {
+		t.Parallel()
 		// Two prompts are outstanding when the CLI dies: each must still
 		// end with exactly one terminal message.
 		b := startIPC(t)
-		expectSessionInit(t, b)
+		sid := expectSessionInit(t, b)
 		b.send(userMessage("SLOW please"))
 		ipcUntil(t, b, "streaming text", func(l []byte) bool {
 			if isTerminal(l) {
@@ -985,7 +1007,8 @@ func TestIPCChildKilledOtherTimes(t *testing.T) {
 			return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
 		})
 		b.send(userMessage("hello queued"))
-		time.Sleep(300 * time.Millisecond) // the CLI has read it
+		// The CLI has read it once it has saved its second enqueue.
+		waitSessionFile(t, sessionFile(t, b.home, b.dir, sid), "the queued prompt", 2, isEnqueue)
 		killChild(t, b)
 		lines := ipcUntil(t, b, "the first terminal message", isTerminal)
 		lines = append(lines, quiet(t, b, 2*time.Second)...)
@@ -1001,6 +1024,7 @@ func TestIPCChildKilledOtherTimes(t *testing.T) {
 		complete(t, turn(t, b, "hello after"))
 	})
 	t.Run("between turns", func(t *testing.T) {
+		t.Parallel()
 		b := startIPC(t)
 		sid := expectSessionInit(t, b)
 		tokA := token("alpha")
@@ -1028,6 +1052,7 @@ func TestIPCChildKilledOtherTimes(t *testing.T) {
 // first turn; the next user_message goes on in the fork, with the resumed
 // history.
 func TestIPCForkKilledBeforeFirstTurn(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	start := func(args ...string) *bridge {
 		t.Helper()
@@ -1046,7 +1071,7 @@ func TestIPCForkKilledBeforeFirstTurn(t *testing.T) {
 	if fork == s1 {
 		t.Fatalf("the fork was announced with the resumed id")
 	}
-	time.Sleep(500 * time.Millisecond) // let the CLI start up
+	execed(t, b.childPID()) // the CLI has started
 	killChild(t, b)
 	l, err := recv(t, b, ipcWait)
 	if err != nil || typeOf(l) != "error" || get(l, "code").Str != "child_exited" || get(l, "recoverable").Type != gjson.True {
@@ -1065,6 +1090,7 @@ func TestIPCForkKilledBeforeFirstTurn(t *testing.T) {
 // is open cancels the prompt and the turn (one turn_cancelled, reason
 // session_command); the resumed session goes on.
 func TestIPCSessionCommandMidTurn(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	sid := expectSessionInit(t, b)
 	tokA := token("alpha")
@@ -1105,6 +1131,7 @@ func TestIPCSessionCommandMidTurn(t *testing.T) {
 // TestIPCQueuedAndIdle: two prompts sent at once get one turn_complete
 // each; an interrupt while idle does nothing.
 func TestIPCQueuedAndIdle(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	sid := expectSessionInit(t, b)
 	b.send(userMessage("hello one"))
@@ -1125,6 +1152,7 @@ func TestIPCQueuedAndIdle(t *testing.T) {
 // TestIPCBadInput: every malformed inbound line gives one recoverable error
 // naming the problem, nothing reaches the CLI, and the session goes on.
 func TestIPCBadInput(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	refused := token("refused")

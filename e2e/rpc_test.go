@@ -200,7 +200,7 @@ func TestRPCShellExec(t *testing.T) {
 	// request.cancel stops a running command: -32003 for it, ok for the cancel.
 	marker := filepath.Join(dir, "late.txt")
 	sleeper := c.call("shell.exec", `{"command":"sleep 20 && touch late.txt"}`)
-	time.Sleep(200 * time.Millisecond)
+	waitDescendant(t, c.b.cmd.Process.Pid, "sleep 20")
 	cancel := c.call("request.cancel", `{"id":`+sleeper+`}`)
 	c.rpcError(sleeper, rpc.CodeUserCancelled)
 	if !c.result(cancel).Get("ok").Bool() {
