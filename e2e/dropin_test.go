@@ -1,8 +1,9 @@
 package e2e
 
-// End-to-end tests of drop-in mode: the test as the host, writing
-// stream-json lines, and the official Agent SDK through
-// pathToClaudeCodeExecutable. See harness_test.go.
+// End-to-end tests of drop-in mode (the test as the host, writing
+// stream-json lines; the official Agent SDK through
+// pathToClaudeCodeExecutable) and of `ccbridge --ui stream`. See
+// harness_test.go.
 
 import (
 	"os"
@@ -296,6 +297,48 @@ func TestDropInTenMiBLines(t *testing.T) {
 	}
 	if len(text) != size {
 		t.Errorf("assistant text of %d bytes, want %d", len(text), size)
+	}
+}
+
+// TestDropInUIStream: `ccbridge --ui stream` gives the CLI the stream
+// dialect's arguments itself (stream-json both ways, permission prompts
+// over stdio, partial messages), and otherwise behaves as drop-in mode: a
+// Write asked for and allowed, the turn's result, exit 0 at EOF.
+func TestDropInUIStream(t *testing.T) {
+	t.Parallel()
+	b := startBridge(t, []string{"--ui", "stream"})
+	b.prompt("Please WRITEFILE now")
+	lines := b.until("the permission request", isCanUseTool)
+	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(b.childPID()) + "/cmdline")
+	for _, want := range []string{"--output-format\x00stream-json", "--input-format\x00stream-json", "--verbose",
+		"--permission-prompt-tool\x00stdio", "--include-partial-messages"} {
+		if !strings.Contains(string(cmdline), want) {
+			t.Errorf("the CLI's arguments lack %q: %q", want, cmdline)
+		}
+	}
+	req := lines[len(lines)-1]
+	if tool := gjson.GetBytes(req, "request.tool_name").Str; tool != "Write" {
+		t.Fatalf("permission asked for %q, want Write", tool)
+	}
+	path := gjson.GetBytes(req, "request.input.file_path").Str
+	b.send(allowLine(gjson.GetBytes(req, "request_id").Str))
+	lines = append(lines, b.until("the result", isType("result"))...)
+	res := lines[len(lines)-1]
+	if gjson.GetBytes(res, "subtype").Str != "success" || gjson.GetBytes(res, "is_error").Bool() {
+		t.Fatalf("result: %s", res)
+	}
+	if count(lines, isTypeSub("system", "init")) != 1 || count(lines, isType("stream_event")) == 0 {
+		t.Errorf("want one system/init and stream_event lines before the result")
+	}
+	if data, err := os.ReadFile(path); err != nil || string(data) != "hello world\n" || !fileIn(path, b.dir, "written.txt") {
+		t.Errorf("the allowed Write left %q (%v) at %s, want it in %s", data, err, path, b.dir)
+	}
+	b.stdin.Close()
+	if rest := b.rest(); len(rest) != 0 {
+		t.Errorf("lines after the last result and EOF: %d", len(rest))
+	}
+	if code := b.wait(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
 	}
 }
 
