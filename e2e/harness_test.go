@@ -182,7 +182,7 @@ func nodeModule(t testing.TB, rel, what string) (node, module string) {
 	node, err := exec.LookPath("node")
 	if err != nil || module == "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("node or %s is missing (run scripts/install-tools.sh): node: %v; %s: %q", what, err, rel, module)
+			t.Fatalf("node or %s is missing (run scripts/install-tools.sh): node: %v; %s in .tools/node_modules: %v", what, err, rel, module != "")
 		}
 		t.Skipf("node or %s is not installed; run scripts/install-tools.sh", what)
 	}
