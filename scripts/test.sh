@@ -2,12 +2,12 @@
 # Runs every test: format and vet checks, the unit tests and the end-to-end
 # tests (./e2e) against the real Claude Code CLI (installed into .tools/
 # when missing), all under the race detector, then each fuzz target for
-# FUZZTIME (default 6s: 14 targets stay within 2 minutes; FUZZTIME=5m
+# FUZZTIME (default 5s: 14 targets stay within 2 minutes; FUZZTIME=5m
 # ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FUZZTIME=${FUZZTIME:-6s}
+FUZZTIME=${FUZZTIME:-5s}
 
 # step prints how long the previous step took.
 step_start=$SECONDS
