@@ -3,7 +3,7 @@
 # drop-in hot path and routing, then the end-to-end harness (a fake CLI
 # behind nothing, a plain byte relay and ccbridge in drop-in mode).
 # CCBRIDGE_PERF_NOASSERT=1 reports without failing on a missed target; see
-# perf_test.go for the other CCBRIDGE_PERF_* knobs.
+# e2e/perf_test.go for the other CCBRIDGE_PERF_* knobs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,4 +30,4 @@ fi
 
 echo
 echo "== end-to-end harness"
-CCBRIDGE_PERF=1 go test -run TestPerfHarness -v -count=1 -timeout 10m .
+CCBRIDGE_PERF=1 go test -run TestPerfHarness -v -count=1 -timeout 10m ./e2e

@@ -1,7 +1,8 @@
 // A real ACP client: the official ACP TypeScript library
 // (@agentclientprotocol/sdk, pinned in scripts/install-tools.sh) driving
-// `ccbridge --ui acp` over its stdio. Run by e2e_acp_test.go, which sets
-// ACP_SDK (the library's entry file), CCBRIDGE_BIN, WORKDIR and SCENARIO.
+// `ccbridge --ui acp` over its stdio. Run by the e2e tests (acpClient in
+// e2e/harness_test.go), which set ACP_SDK (the library's entry file),
+// CCBRIDGE_BIN, WORKDIR and SCENARIO.
 // Prints one JSON object a line for the test to check; the last is
 // {"event":"done"} when the scenario ran to its end.
 import { pathToFileURL } from 'node:url';

@@ -1,6 +1,6 @@
 // Checks ccbridge's ACP output against the ACP client library's own
 // schemas (the zod validators @agentclientprotocol/sdk parses every
-// message with). Run by e2e_acp_test.go (TestE2EACPGoldenSchema) with
+// message with). Run by e2e/acp_test.go (TestACPGoldenSchema) with
 // ACP_ZOD (the library's zod.gen.js) and GOLDEN_DIR (testdata/acp). Prints
 // one JSON object a line per message that fails, then {"event":"done",...}.
 import { pathToFileURL } from 'node:url';

@@ -1,6 +1,6 @@
 // A real drop-in host: the official Agent SDK, with ccbridge as its
-// pathToClaudeCodeExecutable. Run by e2e_test.go (TestE2EAgentSDK*), which
-// sets SDK_MODULE, CCBRIDGE_BIN, WORKDIR and SCENARIO. Prints one JSON
+// pathToClaudeCodeExecutable. Run by e2e/dropin_test.go (TestDropInAgentSDK*,
+// through agentSDK in e2e/harness_test.go), which sets SDK_MODULE, CCBRIDGE_BIN, WORKDIR and SCENARIO. Prints one JSON
 // object a line for the test to check.
 import { pathToFileURL } from 'node:url';
 

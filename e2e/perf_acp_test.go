@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // The acp performance comparison (docs/performance.md, "acp dialect vs the
 // Node adapter"): ccbridge --ui acp against the Node ACP adapter
@@ -10,7 +10,7 @@ package main
 // per-chunk latency (in that burst, and paced), and each adapter's peak
 // RSS.
 //
-//	CCBRIDGE_PERF=1 go test -run TestPerfACP -v -count=1 .
+//	CCBRIDGE_PERF=1 go test -run TestPerfACP -v -count=1 ./e2e
 //
 // Knobs: CCBRIDGE_PERF_RUNS (3), CCBRIDGE_PERF_ACP_CHUNKS (20000),
 // CCBRIDGE_PERF_ACP_PACED (1000 chunks at CCBRIDGE_PERF_ACP_RATE, 500/s),
@@ -37,13 +37,12 @@ import (
 )
 
 // perfACPFakeEnv makes this test binary act as the fake CLI of the
-// comparison. It is checked in an init function, before TestMain, and
-// only when the arguments are a CLI's (stream-json), so that a ccbridge
-// started with --ui acp never takes the role.
+// comparison. It is checked in an init function, before TestMain (which
+// would build ccbridge), and only when the arguments are a CLI's.
 const perfACPFakeEnv = "CCBRIDGE_PERF_ACP_FAKE"
 
 func init() {
-	if os.Getenv(perfACPFakeEnv) != "1" || os.Getenv(runAsCCBridge) == "1" {
+	if os.Getenv(perfACPFakeEnv) != "1" {
 		return
 	}
 	switch {
@@ -189,17 +188,17 @@ func TestPerfACP(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the comparison reads peak RSS from /proc")
 	}
-	wd, _ := os.Getwd()
-	nodeAdapter := filepath.Join(wd, ".tools/node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js")
+	const adapterRel = "node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js"
+	nodeAdapter := toolsFile(adapterRel)
 	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(nodeAdapter); err != nil || serr != nil {
-		t.Fatalf("node or the Node ACP adapter is missing (run scripts/install-tools.sh): %v %v", err, serr)
+	if err != nil || nodeAdapter == "" {
+		t.Fatalf("node or the Node ACP adapter is missing (run scripts/install-tools.sh): node: %v; .tools/%s: %q", err, adapterRel, nodeAdapter)
 	}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ccbridge := buildCCBridge(t)
+	ccbridge := ccbridgeBin
 	runs := int(envIntDefault("CCBRIDGE_PERF_RUNS", 3))
 	chunks := envIntDefault("CCBRIDGE_PERF_ACP_CHUNKS", 20000)
 	paced := envIntDefault("CCBRIDGE_PERF_ACP_PACED", 1000)

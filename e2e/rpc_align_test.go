@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // End-to-end tests of the behaviours every dialect shares, in the rpc
 // dialect (docs/protocol/rpc.md), against the real CLI: a CLI line over

@@ -1,12 +1,13 @@
-package main
+package e2e
 
 // End-to-end tests of the acp dialect: the official ACP client library
 // (@agentclientprotocol/sdk, pinned in scripts/install-tools.sh) drives
-// `ccbridge --ui acp` (this test binary, acting as ccbridge) in front of the
-// real Claude Code CLI and the fake Messages API, through
-// testdata/clients/acp_client.mjs; and raw JSON-RPC lines check the errors
-// for bad input. Without node, the library or the CLI the tests are
-// skipped, except under CI=true, where they fail.
+// `ccbridge --ui acp` in front of the real Claude Code CLI and the fake
+// Messages API, through testdata/clients/acp_client.mjs (acpClient in
+// harness_test.go); raw JSON-RPC lines check the errors for bad input; and
+// every golden of mapping/acp is checked against the library's schemas.
+// Without node, the library or the CLI the tests are skipped, except under
+// CI=true, where they fail.
 
 import (
 	"bytes"
@@ -17,136 +18,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
 )
 
-// acpSDKModule is the ACP client library's entry file.
-const acpSDKModule = ".tools/node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js"
-
-// acpRun is what one run of acp_client.mjs printed.
-type acpRun struct {
-	t       *testing.T
-	events  []gjson.Result
-	workdir string
-	stderr  string
-}
-
-// acpClient runs one scenario of testdata/clients/acp_client.mjs.
-func acpClient(t *testing.T, scenario string) *acpRun {
-	t.Helper()
-	cli := realCLI(t)
-	wd, _ := os.Getwd()
-	module := filepath.Join(wd, acpSDKModule)
-	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(module); err != nil || serr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node or the ACP client library is missing (run scripts/install-tools.sh): %v %v", err, serr)
-		}
-		t.Skip("node or the ACP client library is not installed; run scripts/install-tools.sh")
-	}
-	r := &acpRun{t: t, workdir: t.TempDir()}
-	cmd := exec.Command(node, "testdata/clients/acp_client.mjs")
-	cmd.Env = append(os.Environ(), runAsCCBridge+"=1", "HOME="+t.TempDir(), "CCBRIDGE_CLAUDE="+cli,
-		"CCBRIDGE_LOG_LEVEL=debug", "ACP_SDK="+module, "CCBRIDGE_BIN="+os.Args[0], "WORKDIR="+r.workdir, "SCENARIO="+scenario)
-	cmd.Env = append(cmd.Env, fakeAPI(t).Env()...)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	timer := time.AfterFunc(90*time.Second, func() { cmd.Process.Kill() })
-	out, err := cmd.Output()
-	timer.Stop()
-	r.stderr = stderr.String()
-	for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
-		if len(l) > 0 {
-			r.events = append(r.events, gjson.ParseBytes(l))
-		}
-	}
-	if err != nil || len(r.events) == 0 || r.events[len(r.events)-1].Get("event").Str != "done" {
-		t.Fatalf("the ACP client did not finish (%v):\n%s\nstderr:\n%s", err, tail(string(out), 6000), tail(r.stderr, 6000))
-	}
-	for _, e := range r.events {
-		if e.Get("event").Str == "sdk_error" {
-			t.Errorf("the ACP client library reported: %s", e.Get("message").Str)
-		}
-		if e.Get("event").Str == "exit" && (e.Get("code").Int() != 0 || e.Get("signal").Type != gjson.Null) {
-			t.Errorf("ccbridge (%s) exited with %s", e.Get("conn").Str, e.Raw)
-		}
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("client events:\n%s\nstderr (tail):\n%s", tail(string(out), 8000), tail(r.stderr, 4000))
-		}
-	})
-	return r
-}
-
-// filter returns the events for which pred holds.
-func (r *acpRun) filter(pred func(e gjson.Result) bool) []gjson.Result {
-	var es []gjson.Result
-	for _, e := range r.events {
-		if pred(e) {
-			es = append(es, e)
-		}
-	}
-	return es
-}
-
-// responses returns the responses to method, in order.
-func (r *acpRun) responses(method string) []gjson.Result {
-	return r.filter(func(e gjson.Result) bool {
-		return e.Get("event").Str == "response" && e.Get("method").Str == method
-	})
-}
-
-// response returns the i-th response to method.
-func (r *acpRun) response(method string, i int) gjson.Result {
-	r.t.Helper()
-	rs := r.responses(method)
-	if i >= len(rs) {
-		r.t.Fatalf("no response %d to %s (%d responses)", i, method, len(rs))
-	}
-	return rs[i]
-}
-
-// updates returns the session/update payloads of one kind.
-func (r *acpRun) updates(kind string) []gjson.Result {
-	return r.filter(func(e gjson.Result) bool {
-		return e.Get("event").Str == "update" && e.Get("update.sessionUpdate").Str == kind
-	})
-}
-
-// requests returns the agent → client requests of one method.
-func (r *acpRun) requests(method string) []gjson.Result {
-	return r.filter(func(e gjson.Result) bool {
-		return e.Get("event").Str == "request" && e.Get("method").Str == method
-	})
-}
-
-// index returns the position of the first event for which pred holds, or -1.
-func (r *acpRun) index(pred func(e gjson.Result) bool) int {
-	for i, e := range r.events {
-		if pred(e) {
-			return i
-		}
-	}
-	return -1
-}
-
-func (r *acpRun) stopReason(i int) string {
-	r.t.Helper()
-	return r.response("session/prompt", i).Get("result.stopReason").Str
-}
-
-func chunkText(us []gjson.Result) string {
-	var sb strings.Builder
-	for _, u := range us {
-		sb.WriteString(u.Get("update.content.text").Str)
-	}
-	return sb.String()
-}
-
-func TestE2EACPInitializeNewPrompt(t *testing.T) {
+func TestACPInitializeNewPrompt(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "basic")
 	init := r.response("initialize", 0).Get("result")
 	if init.Get("protocolVersion").Int() != 1 || !init.Get("agentCapabilities.loadSession").Bool() ||
@@ -181,7 +58,8 @@ func TestE2EACPInitializeNewPrompt(t *testing.T) {
 	}
 }
 
-func TestE2EACPPermissionAllowed(t *testing.T) {
+func TestACPPermissionAllowed(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "write_allow")
 	reqs := r.requests("session/request_permission")
 	if len(reqs) != 1 {
@@ -222,7 +100,8 @@ func TestE2EACPPermissionAllowed(t *testing.T) {
 	}
 }
 
-func TestE2EACPPermissionRejected(t *testing.T) {
+func TestACPPermissionRejected(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "write_reject")
 	if _, err := os.Stat(filepath.Join(r.workdir, "written.txt")); err == nil {
 		t.Errorf("the rejected Write created the file")
@@ -238,8 +117,10 @@ func TestE2EACPPermissionRejected(t *testing.T) {
 	}
 }
 
-func TestE2EACPCancel(t *testing.T) {
+func TestACPCancel(t *testing.T) {
+	t.Parallel()
 	t.Run("midstream", func(t *testing.T) {
+		t.Parallel()
 		r := acpClient(t, "cancel")
 		if res := r.response("session/prompt", 0); res.Get("result.stopReason").Str != "cancelled" {
 			t.Errorf("cancelled prompt answered %s", res.Raw)
@@ -259,6 +140,7 @@ func TestE2EACPCancel(t *testing.T) {
 		}
 	})
 	t.Run("pending_permission", func(t *testing.T) {
+		t.Parallel()
 		r := acpClient(t, "cancel_permission")
 		if res := r.response("session/prompt", 0); res.Get("result.stopReason").Str != "cancelled" {
 			t.Errorf("cancelled prompt answered %s", res.Raw)
@@ -272,7 +154,8 @@ func TestE2EACPCancel(t *testing.T) {
 	})
 }
 
-func TestE2EACPLoadListResume(t *testing.T) {
+func TestACPLoadListResume(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "load")
 	sid := r.response("session/new", 0).Get("result.sessionId").Str
 	for i := range 2 {
@@ -337,7 +220,8 @@ func TestE2EACPLoadListResume(t *testing.T) {
 	}
 }
 
-func TestE2EACPModesAndModels(t *testing.T) {
+func TestACPModesAndModels(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "modes")
 	if res := r.response("session/set_mode", 0); res.Get("error").Exists() {
 		t.Errorf("set_mode acceptEdits: %s", res.Raw)
@@ -380,7 +264,8 @@ func TestE2EACPModesAndModels(t *testing.T) {
 	}
 }
 
-func TestE2EACPQuestion(t *testing.T) {
+func TestACPQuestion(t *testing.T) {
+	t.Parallel()
 	answered := func(r *acpRun) {
 		t.Helper()
 		var found bool
@@ -397,6 +282,7 @@ func TestE2EACPQuestion(t *testing.T) {
 		}
 	}
 	t.Run("elicitation", func(t *testing.T) {
+		t.Parallel()
 		r := acpClient(t, "question_elicitation")
 		reqs := r.requests("elicitation/create")
 		if len(reqs) != 1 {
@@ -412,6 +298,7 @@ func TestE2EACPQuestion(t *testing.T) {
 		answered(r)
 	})
 	t.Run("permission", func(t *testing.T) {
+		t.Parallel()
 		r := acpClient(t, "question_permission")
 		reqs := r.requests("session/request_permission")
 		if len(reqs) != 1 {
@@ -428,7 +315,8 @@ func TestE2EACPQuestion(t *testing.T) {
 	})
 }
 
-func TestE2EACPTwoSessions(t *testing.T) {
+func TestACPTwoSessions(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "two_sessions")
 	ids := r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "sessions" })[0].Get("ids").Array()
 	a, b := ids[0].Str, ids[1].Str
@@ -452,7 +340,8 @@ func TestE2EACPTwoSessions(t *testing.T) {
 	}
 }
 
-func TestE2EACPChildKilledMidPrompt(t *testing.T) {
+func TestACPChildKilledMidPrompt(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "child_killed")
 	res := r.response("session/prompt", 0)
 	if res.Get("error.code").Int() != -32603 || !strings.Contains(res.Get("error.message").Str, "exited during the turn") ||
@@ -475,7 +364,8 @@ func TestE2EACPChildKilledMidPrompt(t *testing.T) {
 	}
 }
 
-func TestE2EACPPermissionWithdrawnWhenTheCLIDies(t *testing.T) {
+func TestACPPermissionWithdrawnWhenTheCLIDies(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "withdrawn")
 	if n := len(r.requests("session/request_permission")); n != 1 {
 		t.Fatalf("%d permission requests", n)
@@ -498,7 +388,8 @@ func TestE2EACPPermissionWithdrawnWhenTheCLIDies(t *testing.T) {
 	}
 }
 
-func TestE2EACPSubagent(t *testing.T) {
+func TestACPSubagent(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "subagent")
 	var agentID string
 	for _, c := range r.updates("tool_call") {
@@ -526,7 +417,8 @@ func TestE2EACPSubagent(t *testing.T) {
 	}
 }
 
-func TestE2EACPMCPServers(t *testing.T) {
+func TestACPMCPServers(t *testing.T) {
+	t.Parallel()
 	r := acpClient(t, "mcp")
 	var done bool
 	for _, u := range r.updates("tool_call_update") {
@@ -543,9 +435,10 @@ func TestE2EACPMCPServers(t *testing.T) {
 	}
 }
 
-// TestE2EACPBadInput writes raw JSON-RPC lines: each bad one gets its
+// TestACPBadInput writes raw JSON-RPC lines: each bad one gets its
 // error, and the connection goes on to a normal turn.
-func TestE2EACPBadInput(t *testing.T) {
+func TestACPBadInput(t *testing.T) {
+	t.Parallel()
 	b := startBridge(t, []string{"--ui", "acp"})
 	expect := func(line string, check func(resp []byte) bool) {
 		t.Helper()
@@ -621,21 +514,14 @@ func TestE2EACPBadInput(t *testing.T) {
 	groupGone(t, pid)
 }
 
-// TestE2EACPGoldenSchema checks every line of testdata/acp/*.golden (the
+// TestACPGoldenSchema checks every line of testdata/acp/*.golden (the
 // acp translation of every recorded transcript and session file) against
 // the ACP client library's own schemas.
-func TestE2EACPGoldenSchema(t *testing.T) {
-	wd, _ := os.Getwd()
-	zod := filepath.Join(wd, ".tools/node_modules/@agentclientprotocol/sdk/dist/v1/schema/zod.gen.js")
-	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(zod); err != nil || serr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node or the ACP client library is missing (run scripts/install-tools.sh): %v %v", err, serr)
-		}
-		t.Skip("node or the ACP client library is not installed; run scripts/install-tools.sh")
-	}
-	cmd := exec.Command(node, "testdata/clients/acp_validate.mjs")
-	cmd.Env = append(os.Environ(), "ACP_ZOD="+zod, "GOLDEN_DIR=testdata/acp")
+func TestACPGoldenSchema(t *testing.T) {
+	t.Parallel()
+	node, zod := nodeModule(t, "@agentclientprotocol/sdk/dist/v1/schema/zod.gen.js", "the ACP client library")
+	cmd := exec.Command(node, clientScript("acp_validate.mjs"))
+	cmd.Env = append(os.Environ(), "ACP_ZOD="+zod, "GOLDEN_DIR="+filepath.Join(repoRoot, "testdata", "acp"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("acp_validate.mjs: %v\n%s", err, tail(string(out), 4000))

@@ -1,19 +1,14 @@
-package main
+package e2e
 
-// End-to-end tests of the rpc dialect (docs/protocol/rpc.md): the test
-// binary runs as `ccbridge --ui rpc` (see TestMain and startBridge in
-// e2e_test.go) in front of the real Claude Code CLI, which talks to the
-// fake Messages API (session/fakemodel, scenario default.json). Like the
-// other end-to-end tests they skip when the real CLI is not installed.
+// End-to-end tests of the rpc dialect (docs/protocol/rpc.md): `ccbridge
+// --ui rpc` in front of the real Claude Code CLI and the fake Messages API;
+// the client helpers (rpcConn) are in harness_test.go.
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,270 +19,6 @@ import (
 
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 )
-
-const rpcWait = 30 * time.Second // the longest wait for one expected line
-
-// rpcConn is a UI speaking the rpc dialect to one ccbridge.
-type rpcConn struct {
-	t    *testing.T
-	b    *bridge
-	n    int
-	seen [][]byte // every line read, for the invariant checks
-}
-
-// startRPC runs `ccbridge --ui rpc args…`.
-func startRPC(t *testing.T, args []string, env ...string) *rpcConn {
-	t.Helper()
-	return &rpcConn{t: t, b: startBridge(t, append([]string{"--ui", "rpc"}, args...), env...)}
-}
-
-func (c *rpcConn) send(line string) {
-	c.t.Helper()
-	c.b.send(line)
-}
-
-// call sends a request with a fresh id and returns the id's raw JSON.
-func (c *rpcConn) call(method, params string) string {
-	c.t.Helper()
-	c.n++
-	id := `"t` + strconv.Itoa(c.n) + `"`
-	c.callID(id, method, params)
-	return id
-}
-
-func (c *rpcConn) callID(id, method, params string) {
-	c.t.Helper()
-	line := `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `"`
-	if params != "" {
-		line += `,"params":` + params
-	}
-	c.send(line + "}")
-}
-
-var errNoLine = errors.New("no line")
-
-// read returns the next line within d: errNoLine when none came, io.EOF
-// when the output ended. Every line must be a JSON-RPC 2.0 object.
-func (c *rpcConn) read(d time.Duration) ([]byte, error) {
-	c.t.Helper()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case l, ok := <-c.b.lines:
-		if !ok {
-			return nil, io.EOF
-		}
-		if !gjson.ValidBytes(l) || gjson.GetBytes(l, "jsonrpc").Str != "2.0" {
-			c.t.Errorf("ccbridge wrote a line that is not JSON-RPC 2.0: %.300s", l)
-		}
-		c.seen = append(c.seen, l)
-		return l, nil
-	case <-timer.C:
-		return nil, errNoLine
-	}
-}
-
-// until reads lines until pred holds for one and returns every line read.
-func (c *rpcConn) until(what string, pred func([]byte) bool) [][]byte {
-	c.t.Helper()
-	var got [][]byte
-	for {
-		l, err := c.read(rpcWait)
-		if err != nil {
-			c.t.Fatalf("waiting for %s: %v after %d lines; the last ones:\n%s", what, err, len(got), lastLines(got, 8))
-		}
-		got = append(got, l)
-		if pred(l) {
-			return got
-		}
-	}
-}
-
-// quiet reads whatever comes within d.
-func (c *rpcConn) quiet(d time.Duration) [][]byte {
-	c.t.Helper()
-	var got [][]byte
-	deadline := time.Now().Add(d)
-	for {
-		l, err := c.read(time.Until(deadline))
-		if err != nil {
-			return got
-		}
-		got = append(got, l)
-	}
-}
-
-func isReply(id string) func([]byte) bool {
-	return func(l []byte) bool {
-		return gjson.GetBytes(l, "id").Raw == id && !gjson.GetBytes(l, "method").Exists()
-	}
-}
-
-func isMethod(method string) func([]byte) bool {
-	return func(l []byte) bool { return gjson.GetBytes(l, "method").Str == method }
-}
-
-func isRunStatus(runID, status string) func([]byte) bool {
-	return func(l []byte) bool {
-		return gjson.GetBytes(l, "method").Str == rpc.MethodRunStatus &&
-			gjson.GetBytes(l, "params.run_id").Str == runID && gjson.GetBytes(l, "params.status").Str == status
-	}
-}
-
-func isTerminalStatus(runID string) func([]byte) bool {
-	return func(l []byte) bool {
-		return gjson.GetBytes(l, "method").Str == rpc.MethodRunStatus &&
-			gjson.GetBytes(l, "params.run_id").Str == runID && rpc.Terminal(gjson.GetBytes(l, "params.status").Str)
-	}
-}
-
-func isEvent(runID, typ string) func([]byte) bool {
-	return func(l []byte) bool {
-		return gjson.GetBytes(l, "method").Str == rpc.MethodAgentEvent &&
-			gjson.GetBytes(l, "params.run_id").Str == runID && gjson.GetBytes(l, "params.event.type").Str == typ
-	}
-}
-
-// result waits for the success response to id.
-func (c *rpcConn) result(id string) gjson.Result {
-	c.t.Helper()
-	lines := c.until("the response to "+id, isReply(id))
-	l := lines[len(lines)-1]
-	if e := gjson.GetBytes(l, "error"); e.Exists() {
-		c.t.Fatalf("request %s failed: %s", id, l)
-	}
-	return gjson.GetBytes(l, "result")
-}
-
-// rpcError waits for the error response to id and checks its code.
-func (c *rpcConn) rpcError(id string, code int) gjson.Result {
-	c.t.Helper()
-	lines := c.until("the error response to "+id, isReply(id))
-	l := lines[len(lines)-1]
-	if got := gjson.GetBytes(l, "error.code"); !got.Exists() || int(got.Int()) != code {
-		c.t.Fatalf("response to %s: want error %d, got %s", id, code, l)
-	}
-	if gjson.GetBytes(l, "error.message").Str == "" {
-		c.t.Errorf("error without a message: %s", l)
-	}
-	return gjson.GetBytes(l, "error")
-}
-
-func (c *rpcConn) initialize(caps string) gjson.Result {
-	c.t.Helper()
-	params := `{"protocol_version":"0","client":{"name":"e2e","version":"1.0"}`
-	if caps != "" {
-		params += `,"ui_capabilities":` + caps
-	}
-	return c.result(c.call("initialize", params+"}"))
-}
-
-// start sends run.start with text and returns the run id.
-func (c *rpcConn) start(text string) string {
-	c.t.Helper()
-	return c.start0(`{"input":{"type":"text","text":` + jsonStr(text) + `}}`)
-}
-
-// start0 sends run.start with params and returns the run id.
-func (c *rpcConn) start0(params string) string {
-	c.t.Helper()
-	res := c.result(c.call("run.start", params))
-	id := res.Get("run_id").Str
-	if id == "" {
-		c.t.Fatalf("run.start gave no run_id: %s", res.Raw)
-	}
-	return id
-}
-
-// finishRun reads to the run's terminal run.status and returns the lines
-// and the status.
-func (c *rpcConn) finishRun(runID string) ([][]byte, string) {
-	c.t.Helper()
-	lines := c.until("the end of "+runID, isTerminalStatus(runID))
-	return lines, gjson.GetBytes(lines[len(lines)-1], "params.status").Str
-}
-
-// runText starts a run and reads it to the end.
-func (c *rpcConn) runText(text string) (string, [][]byte, string) {
-	c.t.Helper()
-	id := c.start(text)
-	lines, status := c.finishRun(id)
-	return id, lines, status
-}
-
-// close ends the UI's input, reads the rest and checks the dialect's
-// rules on everything this connection saw.
-func (c *rpcConn) close() {
-	c.t.Helper()
-	c.b.stdin.Close()
-	for {
-		if _, err := c.read(rpcWait); err != nil {
-			if !errors.Is(err, io.EOF) {
-				c.t.Errorf("ccbridge's output did not end after its input did: %v", err)
-			}
-			break
-		}
-	}
-	c.b.wait()
-	c.checkRules()
-}
-
-// checkRules: per run, seq counts from 0 without gaps; exactly one
-// terminal run.status; no agent.event after it; every request of the UI
-// answered at most once (retries aside).
-func (c *rpcConn) checkRules() {
-	c.t.Helper()
-	seq := map[string]int64{}
-	terminal := map[string]string{}
-	for _, l := range c.seen {
-		run := gjson.GetBytes(l, "params.run_id").Str
-		switch gjson.GetBytes(l, "method").Str {
-		case rpc.MethodAgentEvent:
-			if strings.Contains(run, ":") {
-				continue // session.history replays
-			}
-			if st, done := terminal[run]; done {
-				c.t.Errorf("agent.event for %s after its run.status %s: %.300s", run, st, l)
-			}
-			if got := gjson.GetBytes(l, "params.seq").Int(); got != seq[run] {
-				c.t.Errorf("%s: seq %d, want %d", run, got, seq[run])
-			}
-			seq[run]++
-		case rpc.MethodRunStatus:
-			st := gjson.GetBytes(l, "params.status").Str
-			if prev, done := terminal[run]; done {
-				c.t.Errorf("run.status %s for %s after its terminal %s", st, run, prev)
-			}
-			if rpc.Terminal(st) {
-				terminal[run] = st
-			}
-		}
-	}
-	for run := range seq {
-		if _, ok := terminal[run]; !ok {
-			c.t.Errorf("%s never ended", run)
-		}
-	}
-}
-
-func eventTypes(lines [][]byte, runID string) []string {
-	var types []string
-	for _, l := range lines {
-		if isMethod(rpc.MethodAgentEvent)(l) && gjson.GetBytes(l, "params.run_id").Str == runID {
-			types = append(types, gjson.GetBytes(l, "params.event.type").Str)
-		}
-	}
-	return types
-}
-
-func findLine(lines [][]byte, pred func([]byte) bool) []byte {
-	for _, l := range lines {
-		if pred(l) {
-			return l
-		}
-	}
-	return nil
-}
 
 // TestRPCRunLifecycle: initialize, a run with its events, bad input of
 // every kind, a busy runtime, run.cancel mid-stream (idempotent, retried,
@@ -469,7 +200,7 @@ func TestRPCShellExec(t *testing.T) {
 	// request.cancel stops a running command: -32003 for it, ok for the cancel.
 	marker := filepath.Join(dir, "late.txt")
 	sleeper := c.call("shell.exec", `{"command":"sleep 20 && touch late.txt"}`)
-	time.Sleep(200 * time.Millisecond)
+	waitDescendant(t, c.b.cmd.Process.Pid, "sleep 20")
 	cancel := c.call("request.cancel", `{"id":`+sleeper+`}`)
 	c.rpcError(sleeper, rpc.CodeUserCancelled)
 	if !c.result(cancel).Get("ok").Bool() {
@@ -880,13 +611,4 @@ func TestRPCSessions(t *testing.T) {
 	c = startRPC(t, []string{"--cwd", dir2}, "HOME="+home2)
 	c.rpcError(c.call("session.list", `{}`), rpc.CodeSessionListFailed)
 	c.close()
-}
-
-func mustReal(t *testing.T, dir string) string {
-	t.Helper()
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return real
 }

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // The end-to-end performance harness (docs/performance.md). A fast fake CLI
 // (this test binary, re-run as a helper) streams stream-json lines to the
@@ -6,7 +6,7 @@ package main
 // relay, ccbridge in drop-in mode. The harness measures throughput,
 // per-message latency and the peak memory of the process in the middle.
 //
-//	CCBRIDGE_PERF=1 go test -run TestPerfHarness -v -count=1 .
+//	CCBRIDGE_PERF=1 go test -run TestPerfHarness -v -count=1 ./e2e
 //
 // Knobs (environment): CCBRIDGE_PERF_NOASSERT=1 only reports;
 // CCBRIDGE_PERF_RUNS (3), CCBRIDGE_PERF_MESSAGES (1000000),
@@ -24,7 +24,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,7 +70,7 @@ func isStreamJSONResult(line []byte) bool {
 // perfEnv is what the configurations are built from.
 type perfEnv struct {
 	self     string // this test binary: the fake CLI and the relay
-	ccbridge string // the ccbridge binary built for the run
+	ccbridge string // the ccbridge binary TestMain built
 }
 
 // perfConfig is one row of the harness: what sits between the harness (the
@@ -233,30 +232,6 @@ func formatValues(format string, v []float64) string {
 	return strings.Join(s, ", ")
 }
 
-// raceEnabled reports whether the test binary was built with -race; the
-// harnesses, whose fakes are this binary, then skip themselves.
-func raceEnabled() bool {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" && s.Value == "true" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// buildCCBridge builds ccbridge from this folder into a temporary folder
-// and returns its path.
-func buildCCBridge(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "ccbridge")
-	if out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return path
-}
-
 // pipePerfProcess prepares cmd to be started by a harness: in a process
 // group of its own that dies with the harness, its stderr kept in stderr,
 // pipes to its stdin and from its stdout.
@@ -334,7 +309,7 @@ func TestPerfHarness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &perfEnv{self: self, ccbridge: buildCCBridge(t)}
+	e := &perfEnv{self: self, ccbridge: ccbridgeBin}
 
 	workloads := []perfWorkload{
 		{key: "burst", name: fmt.Sprintf("burst: %d messages, one write per line", nBurst),

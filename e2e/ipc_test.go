@@ -1,381 +1,27 @@
-package main
+package e2e
 
-// End-to-end tests of the ipc dialect (docs/protocol/ipc.md): the test
-// binary runs as `ccbridge --ui ipc` (see TestMain and startBridge in
-// e2e_test.go) in front of the real Claude Code CLI, which talks to the fake
-// Messages API (session/fakemodel, scenario default.json). Like the other
-// end-to-end tests they skip when the real CLI is not installed.
+// End-to-end tests of the ipc dialect (docs/protocol/ipc.md): `ccbridge
+// --ui ipc` in front of the real Claude Code CLI and the fake Messages API;
+// the client helpers are in harness_test.go.
 
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
-
-	"github.com/ccbridge/ccbridge/session/fakemodel"
 )
-
-const (
-	ipcWait  = 30 * time.Second       // the longest wait for one expected line
-	ipcQuiet = 400 * time.Millisecond // how long nothing more may follow a terminal message
-)
-
-// pngB64 is a valid 1×1 PNG, the one of docs/protocol/ipc.md.
-const pngB64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
-
-// startIPC runs `ccbridge --ui ipc args…` in a fresh working directory and
-// HOME.
-func startIPC(t *testing.T, args ...string) *bridge {
-	t.Helper()
-	return startBridge(t, append([]string{"--ui", "ipc"}, args...))
-}
-
-var errQuiet = errors.New("no line")
-
-// recv returns ccbridge's next line within d: errQuiet when none came,
-// io.EOF when its output ended. Every line must be an ipc v2 message.
-func recv(t *testing.T, b *bridge, d time.Duration) ([]byte, error) {
-	t.Helper()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case l, ok := <-b.lines:
-		if !ok {
-			return nil, io.EOF
-		}
-		checkIPCLine(t, l)
-		return l, nil
-	case <-timer.C:
-		return nil, errQuiet
-	}
-}
-
-// checkIPCLine checks the envelope every outbound message has: a JSON
-// object with "type" first and "ipc_version": 2.
-func checkIPCLine(t *testing.T, l []byte) {
-	t.Helper()
-	if !gjson.ValidBytes(l) {
-		t.Errorf("ccbridge wrote a line that is not JSON: %.300s", l)
-		return
-	}
-	if !bytes.HasPrefix(l, []byte(`{"type":"`)) {
-		t.Errorf("ipc line does not start with \"type\": %.300s", l)
-	}
-	if v := gjson.GetBytes(l, "ipc_version"); v.Type != gjson.Number || v.Int() != 2 {
-		t.Errorf("ipc line without ipc_version 2: %.300s", l)
-	}
-}
-
-// ipcUntil reads lines until pred holds for one, returning every line read;
-// it fails the test when none does within ipcWait of the previous line.
-func ipcUntil(t *testing.T, b *bridge, what string, pred func([]byte) bool) [][]byte {
-	t.Helper()
-	var seen [][]byte
-	for {
-		l, err := recv(t, b, ipcWait)
-		if err != nil {
-			t.Fatalf("waiting for %s: %v after %d lines; the last ones:\n%s", what, err, len(seen), lastLines(seen, 8))
-		}
-		seen = append(seen, l)
-		if pred(l) {
-			return seen
-		}
-	}
-}
-
-// quiet reads whatever ccbridge writes within d.
-func quiet(t *testing.T, b *bridge, d time.Duration) [][]byte {
-	t.Helper()
-	var seen [][]byte
-	deadline := time.Now().Add(d)
-	for {
-		l, err := recv(t, b, time.Until(deadline))
-		if err != nil {
-			return seen
-		}
-		seen = append(seen, l)
-	}
-}
-
-func lastLines(lines [][]byte, n int) string {
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	var sb strings.Builder
-	for _, l := range lines {
-		sb.WriteString("  ")
-		sb.WriteString(tail(string(l), 400))
-		sb.WriteByte('\n')
-	}
-	return sb.String()
-}
-
-func typeOf(l []byte) string { return gjson.GetBytes(l, "type").Str }
-
-func get(l []byte, path string) gjson.Result { return gjson.GetBytes(l, path) }
-
-// isTerminal reports whether l ends a turn: turn_complete, turn_cancelled,
-// or an error with recoverable false.
-func isTerminal(l []byte) bool {
-	switch typeOf(l) {
-	case "turn_complete", "turn_cancelled":
-		return true
-	case "error":
-		r := get(l, "recoverable")
-		return r.Type == gjson.False
-	}
-	return false
-}
-
-func ofType(lines [][]byte, typ string) [][]byte {
-	var out [][]byte
-	for _, l := range lines {
-		if typeOf(l) == typ {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func first(lines [][]byte, pred func([]byte) bool) []byte {
-	for _, l := range lines {
-		if pred(l) {
-			return l
-		}
-	}
-	return nil
-}
-
-func indexOf(lines [][]byte, pred func([]byte) bool) int {
-	for i, l := range lines {
-		if pred(l) {
-			return i
-		}
-	}
-	return -1
-}
-
-func jsonStr(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-// userMessage is a user_message line; each attachment is a JSON object.
-func userMessage(text string, attachments ...string) string {
-	s := `{"type":"user_message","text":` + jsonStr(text)
-	if len(attachments) > 0 {
-		s += `,"attachments":[` + strings.Join(attachments, ",") + `]`
-	}
-	return s + "}"
-}
-
-func imageAttachment(mediaType, content string) string {
-	return `{"kind":"image","media_type":` + jsonStr(mediaType) + `,"content":` + jsonStr(content) + `}`
-}
-
-func allowAnswer(requestID string) string {
-	return `{"type":"tool_approval","request_id":` + jsonStr(requestID) + `,"decision":"allow"}`
-}
-
-func denyAnswer(requestID, message string) string {
-	return `{"type":"tool_approval","request_id":` + jsonStr(requestID) + `,"decision":"deny","message":` + jsonStr(message) + `}`
-}
-
-// allowAll answers every permission request with allow.
-func allowAll(req []byte) string { return allowAnswer(get(req, "request_id").Str) }
-
-// turn sends a user_message (msg is its text, or a whole line starting with
-// "{") and reads its lines up to the terminal message. A permission request
-// fails the test; use turnAnswering for those.
-func turn(t *testing.T, b *bridge, msg string) [][]byte {
-	t.Helper()
-	return turnAnswering(t, b, msg, nil)
-}
-
-// turnAnswering is turn with answer called for every
-// control_request_forward; the line it returns (if any) is sent.
-func turnAnswering(t *testing.T, b *bridge, msg string, answer func(req []byte) string) [][]byte {
-	t.Helper()
-	if !strings.HasPrefix(msg, "{") {
-		msg = userMessage(msg)
-	}
-	b.send(msg)
-	return finishTurn(t, b, answer)
-}
-
-// finishTurn reads up to the turn's terminal message and checks that
-// exactly one terminal message ends the turn: none follows within ipcQuiet.
-// A turn_complete, and a turn_cancelled from the CLI's result, must come
-// right after a cost_update.
-func finishTurn(t *testing.T, b *bridge, answer func(req []byte) string) [][]byte {
-	t.Helper()
-	lines := ipcUntil(t, b, "the end of the turn", func(l []byte) bool {
-		if typeOf(l) == "control_request_forward" {
-			if answer == nil {
-				t.Fatalf("unexpected permission request: %.400s", l)
-			}
-			if reply := answer(l); reply != "" {
-				b.send(reply)
-			}
-		}
-		return isTerminal(l)
-	})
-	checkTurnEnd(t, b, lines)
-	return lines
-}
-
-func checkTurnEnd(t *testing.T, b *bridge, lines [][]byte) {
-	t.Helper()
-	last := lines[len(lines)-1]
-	fromResult := typeOf(last) == "turn_complete" ||
-		(typeOf(last) == "turn_cancelled" && strings.HasPrefix(get(last, "reason").Str, "aborted_"))
-	if fromResult && (len(lines) < 2 || typeOf(lines[len(lines)-2]) != "cost_update") {
-		t.Errorf("%s is not preceded by a cost_update; the last lines:\n%s", typeOf(last), lastLines(lines, 4))
-	}
-	for _, l := range quiet(t, b, ipcQuiet) {
-		if isTerminal(l) {
-			t.Errorf("a second terminal message after %s: %.400s", typeOf(last), l)
-		} else {
-			t.Logf("line after the terminal message: %.300s", l)
-		}
-	}
-}
-
-// expectSessionInit reads the first line, which must be session_init with
-// a UUID, without any input from the UI.
-func expectSessionInit(t *testing.T, b *bridge) string {
-	t.Helper()
-	l, err := recv(t, b, ipcWait)
-	if err != nil {
-		t.Fatalf("no session_init before any input: %v", err)
-	}
-	if typeOf(l) != "session_init" {
-		t.Fatalf("first line is not session_init: %.400s", l)
-	}
-	id := get(l, "session_id").Str
-	if _, err := uuid.Parse(id); err != nil {
-		t.Fatalf("session_init session_id %q is not a UUID: %v", id, err)
-	}
-	return id
-}
-
-// expectError reads the next line, which must be one recoverable error of
-// code (and field, when not ""), with nothing after it within ipcQuiet.
-func expectError(t *testing.T, b *bridge, code, field string) []byte {
-	t.Helper()
-	l, err := recv(t, b, ipcWait)
-	if err != nil {
-		t.Fatalf("no error line for %s: %v", code, err)
-	}
-	if typeOf(l) != "error" || get(l, "code").Str != code {
-		t.Fatalf("want an error with code %s, got %.400s", code, l)
-	}
-	if r := get(l, "recoverable"); r.Type != gjson.True {
-		t.Errorf("error %s is not recoverable: %.400s", code, l)
-	}
-	if field != "" && get(l, "field").Str != field {
-		t.Errorf("error %s names field %q, want %q: %.400s", code, get(l, "field").Str, field, l)
-	}
-	if get(l, "message").Str == "" {
-		t.Errorf("error %s has no message: %.400s", code, l)
-	}
-	for _, x := range quiet(t, b, 200*time.Millisecond) {
-		t.Errorf("another line after the %s error: %.400s", code, x)
-	}
-	return l
-}
-
-// fileIn reports whether path is the file name in dir (symlinks resolved).
-func fileIn(path, dir, name string) bool {
-	d, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return false
-	}
-	p, err := filepath.EvalSymlinks(filepath.Dir(path))
-	return err == nil && p == d && filepath.Base(path) == name
-}
-
-var tokenN atomic.Int64
-
-// token returns a word no other prompt of this run contains.
-func token(tag string) string {
-	return tag + strconv.FormatInt(time.Now().UnixNano()%1e9, 36) + "x" + strconv.FormatInt(tokenN.Add(1), 10)
-}
-
-// modelRequest returns the latest /v1/messages request the fake model got
-// whose prompt contains tok (not the session-title call).
-func modelRequest(t *testing.T, tok string) fakemodel.Request {
-	t.Helper()
-	reqs := fakeAPI(t).Requests()
-	for i := len(reqs) - 1; i >= 0; i-- {
-		r := reqs[i]
-		if r.Path == "/v1/messages" && r.Rule != "session-title" && strings.Contains(r.Prompt, tok) {
-			return r
-		}
-	}
-	t.Fatalf("the fake model got no request for the prompt with %q", tok)
-	return fakemodel.Request{}
-}
-
-// seenByModel reports whether the fake model's request for the prompt
-// holding tok also holds the word want (earlier history).
-func seenByModel(t *testing.T, tok, want string) bool {
-	t.Helper()
-	r := modelRequest(t, tok)
-	if r.Body == nil {
-		t.Fatalf("the fake model kept no body for the request with %q", tok)
-	}
-	return bytes.Contains(r.Body, []byte(want))
-}
-
-func complete(t *testing.T, lines [][]byte) []byte {
-	t.Helper()
-	last := lines[len(lines)-1]
-	if typeOf(last) != "turn_complete" || get(last, "subtype").Str != "success" || get(last, "is_error").Bool() {
-		t.Fatalf("the turn did not complete successfully: %.600s\n%s", last, lastLines(lines, 8))
-	}
-	return last
-}
-
-// noSessionChange checks that lines announce no other session than id:
-// no session_init with another id, and system_metadata of id only.
-func noSessionChange(t *testing.T, lines [][]byte, id string) {
-	t.Helper()
-	for _, l := range lines {
-		switch typeOf(l) {
-		case "session_init", "system_metadata":
-			if got := get(l, "session_id").Str; got != id {
-				t.Errorf("%s with session %s, want %s", typeOf(l), got, id)
-			}
-		}
-	}
-}
-
-// sessionInits returns the session ids announced in lines.
-func sessionInits(lines [][]byte) []string {
-	var ids []string
-	for _, l := range ofType(lines, "session_init") {
-		ids = append(ids, get(l, "session_id").Str)
-	}
-	return ids
-}
 
 // TestIPCTextWithThinking: session_init before any input; a plain prompt
 // streams thinking_text and assistant_text partials then completes, then
 // cost_update and one turn_complete.
 func TestIPCTextWithThinking(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	sid := expectSessionInit(t, b)
 	if extra := quiet(t, b, 300*time.Millisecond); len(extra) > 0 {
@@ -490,8 +136,10 @@ func TestIPCTextWithThinking(t *testing.T) {
 // type create) and denied (no file; the model is told the message); a
 // second answer to the same request is refused with unknown_request.
 func TestIPCWrite(t *testing.T) {
+	t.Parallel()
 	for _, allow := range []bool{true, false} {
 		t.Run(map[bool]string{true: "allowed", false: "denied"}[allow], func(t *testing.T) {
+			t.Parallel()
 			b := startIPC(t)
 			expectSessionInit(t, b)
 			var req []byte
@@ -583,6 +231,7 @@ func TestIPCWrite(t *testing.T) {
 // TestIPCEditPatch: Read (auto-allowed) then Edit (allowed): the Edit's
 // tool_use_structured carries the structuredPatch hunk.
 func TestIPCEditPatch(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	target := filepath.Join(b.dir, "edit_target.txt")
 	if err := os.WriteFile(target, []byte("line one\nline two\nline three\n"), 0o644); err != nil {
@@ -632,6 +281,7 @@ func TestIPCEditPatch(t *testing.T) {
 // TestIPCAskUserQuestion: a single-select and a multi-select question,
 // answered with question_answer (labels comma-joined for multi-select).
 func TestIPCAskUserQuestion(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, prompt, question, answer, want string
 	}{
@@ -640,6 +290,7 @@ func TestIPCAskUserQuestion(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			b := startIPC(t)
 			expectSessionInit(t, b)
 			b.send(userMessage(c.prompt))
@@ -683,6 +334,7 @@ func TestIPCAskUserQuestion(t *testing.T) {
 // TestIPCFailingTool: a Read of a missing file gives tool_result is_error
 // true, without the <tool_use_error> wrapping, and the turn completes.
 func TestIPCFailingTool(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	lines := turn(t, b, "READMISSING please")
@@ -707,6 +359,7 @@ func TestIPCFailingTool(t *testing.T) {
 // TestIPCParallelTools: one assistant message with a Read and two Bash
 // calls; both Bash prompts allowed; three results.
 func TestIPCParallelTools(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	if err := os.WriteFile(filepath.Join(b.dir, "hello.txt"), []byte("hello world\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -763,6 +416,7 @@ func TestIPCParallelTools(t *testing.T) {
 // TestIPCSubagent: the subagent's tool calls and results carry
 // parent_tool_use_id = the Agent tool_use id; the main thread's null.
 func TestIPCSubagent(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	if err := os.WriteFile(filepath.Join(b.dir, "hello.txt"), []byte("hello world\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -817,6 +471,7 @@ func TestIPCSubagent(t *testing.T) {
 // TestIPCInterruptMidStream: interrupt while text streams ends the turn with
 // turn_cancelled (aborted_streaming); the session goes on.
 func TestIPCInterruptMidStream(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	sid := expectSessionInit(t, b)
 	b.send(userMessage("SLOW please"))
@@ -857,6 +512,7 @@ func TestIPCInterruptMidStream(t *testing.T) {
 // open: control_request_cancelled for it, then turn_cancelled; an answer to
 // the withdrawn request is refused; the session goes on.
 func TestIPCInterruptPendingPermission(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	b.send(userMessage("BASH please"))
@@ -898,6 +554,7 @@ func TestIPCInterruptPendingPermission(t *testing.T) {
 // TestIPCSlashCost: /cost gives an assistant_text with source
 // slash_command and a turn_complete.
 func TestIPCSlashCost(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	complete(t, turn(t, b, "hello there"))
@@ -922,6 +579,7 @@ func TestIPCSlashCost(t *testing.T) {
 // TestIPCAPIError: an HTTP 400 from the API ends the turn with
 // turn_complete, is_error true and api_error set; the session goes on.
 func TestIPCAPIError(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	lines := turn(t, b, "APIERR400 now")
@@ -943,6 +601,7 @@ func TestIPCAPIError(t *testing.T) {
 
 // TestIPCImageAttachment: a PNG attachment reaches the model as one image.
 func TestIPCImageAttachment(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	lines := turn(t, b, userMessage("IMAGECHECK what is in this image?", imageAttachment("image/png", pngB64)))
@@ -956,6 +615,7 @@ func TestIPCImageAttachment(t *testing.T) {
 // TestIPCModelChange: model_change answers with "Set model to" and a
 // system_metadata with the new model, and the next turn uses it.
 func TestIPCModelChange(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	lines := turn(t, b, "hello there")
@@ -1009,6 +669,7 @@ func TestIPCModelChange(t *testing.T) {
 // system_metadata with it, and a Write runs without a prompt; an invalid
 // mode is a control_request_failed error; back to default.
 func TestIPCPermissionMode(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	complete(t, turn(t, b, "hello there"))
@@ -1065,6 +726,7 @@ func TestIPCPermissionMode(t *testing.T) {
 // session_init carries the resulting id, and the model sees the history of
 // the resumed or forked session (the fake model's request bodies).
 func TestIPCSessionCommands(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	s1 := expectSessionInit(t, b)
 	tokA := token("alpha")
@@ -1141,6 +803,7 @@ func TestIPCSessionCommands(t *testing.T) {
 // and --resume (also with --fork-session) are announced at once; --continue
 // only when the first turn reveals the id.
 func TestIPCStartFlags(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	cwd := t.TempDir()
 	start := func(args ...string) *bridge {
@@ -1220,6 +883,7 @@ func TestIPCStartFlags(t *testing.T) {
 // child_exited (recoverable false); the next user_message resumes the same
 // session in a new CLI.
 func TestIPCChildKilledMidTurn(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	sid := expectSessionInit(t, b)
 	tokA := token("alpha")
@@ -1299,7 +963,9 @@ func killChild(t *testing.T, b *bridge) int {
 // recoverable true, not a terminal message); either way the next
 // user_message continues the same session.
 func TestIPCChildKilledOtherTimes(t *testing.T) {
+	t.Parallel()
 	t.Run("first turn streaming", func(t *testing.T) {
+		t.Parallel()
 		b := startIPC(t)
 		sid := expectSessionInit(t, b)
 		tokA := token("alpha")
@@ -1328,10 +994,11 @@ func TestIPCChildKilledOtherTimes(t *testing.T) {
 		}
 	})
 	t.Run("with a queued prompt", func(t *testing.T) {
+		t.Parallel()
 		// Two prompts are outstanding when the CLI dies: each must still
 		// end with exactly one terminal message.
 		b := startIPC(t)
-		expectSessionInit(t, b)
+		sid := expectSessionInit(t, b)
 		b.send(userMessage("SLOW please"))
 		ipcUntil(t, b, "streaming text", func(l []byte) bool {
 			if isTerminal(l) {
@@ -1340,7 +1007,8 @@ func TestIPCChildKilledOtherTimes(t *testing.T) {
 			return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
 		})
 		b.send(userMessage("hello queued"))
-		time.Sleep(300 * time.Millisecond) // the CLI has read it
+		// The CLI has read it once it has saved its second enqueue.
+		waitSessionFile(t, sessionFile(t, b.home, b.dir, sid), "the queued prompt", 2, isEnqueue)
 		killChild(t, b)
 		lines := ipcUntil(t, b, "the first terminal message", isTerminal)
 		lines = append(lines, quiet(t, b, 2*time.Second)...)
@@ -1356,6 +1024,7 @@ func TestIPCChildKilledOtherTimes(t *testing.T) {
 		complete(t, turn(t, b, "hello after"))
 	})
 	t.Run("between turns", func(t *testing.T) {
+		t.Parallel()
 		b := startIPC(t)
 		sid := expectSessionInit(t, b)
 		tokA := token("alpha")
@@ -1383,6 +1052,7 @@ func TestIPCChildKilledOtherTimes(t *testing.T) {
 // first turn; the next user_message goes on in the fork, with the resumed
 // history.
 func TestIPCForkKilledBeforeFirstTurn(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	start := func(args ...string) *bridge {
 		t.Helper()
@@ -1401,7 +1071,7 @@ func TestIPCForkKilledBeforeFirstTurn(t *testing.T) {
 	if fork == s1 {
 		t.Fatalf("the fork was announced with the resumed id")
 	}
-	time.Sleep(500 * time.Millisecond) // let the CLI start up
+	execed(t, b.childPID()) // the CLI has started
 	killChild(t, b)
 	l, err := recv(t, b, ipcWait)
 	if err != nil || typeOf(l) != "error" || get(l, "code").Str != "child_exited" || get(l, "recoverable").Type != gjson.True {
@@ -1420,6 +1090,7 @@ func TestIPCForkKilledBeforeFirstTurn(t *testing.T) {
 // is open cancels the prompt and the turn (one turn_cancelled, reason
 // session_command); the resumed session goes on.
 func TestIPCSessionCommandMidTurn(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	sid := expectSessionInit(t, b)
 	tokA := token("alpha")
@@ -1460,6 +1131,7 @@ func TestIPCSessionCommandMidTurn(t *testing.T) {
 // TestIPCQueuedAndIdle: two prompts sent at once get one turn_complete
 // each; an interrupt while idle does nothing.
 func TestIPCQueuedAndIdle(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	sid := expectSessionInit(t, b)
 	b.send(userMessage("hello one"))
@@ -1480,6 +1152,7 @@ func TestIPCQueuedAndIdle(t *testing.T) {
 // TestIPCBadInput: every malformed inbound line gives one recoverable error
 // naming the problem, nothing reaches the CLI, and the session goes on.
 func TestIPCBadInput(t *testing.T) {
+	t.Parallel()
 	b := startIPC(t)
 	expectSessionInit(t, b)
 	refused := token("refused")

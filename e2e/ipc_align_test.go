@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"os"
@@ -9,10 +9,11 @@ import (
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
-// TestIPCCLILineOverTheLimit: a CLI line over --max-cli-line (here the
+// TestIPCAlignCLILineTooLong: a CLI line over --max-cli-line (here the
 // assistant message and the result of a 300 kB text) is dropped and
 // reported as error line_too_long, and the session goes on.
-func TestIPCCLILineOverTheLimit(t *testing.T) {
+func TestIPCAlignCLILineTooLong(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	b := startBridge(t, []string{"--ui", "ipc", "--cwd", cwd, "--max-cli-line", "100000"}, "HOME="+home)
 	expectSessionInit(t, b)
@@ -30,11 +31,12 @@ func TestIPCCLILineOverTheLimit(t *testing.T) {
 	complete(t, turn(t, b, "hello "+token("after")))
 }
 
-// TestIPCResumeOfAnUnresumableSession: a session_command resume of a
+// TestIPCAlignResumeRefusedBeforeAnyChild: a session_command resume of a
 // session whose file holds no conversation is refused with
 // session_not_found before the CLI is stopped, and the session goes on in
 // the same CLI.
-func TestIPCResumeOfAnUnresumableSession(t *testing.T) {
+func TestIPCAlignResumeRefusedBeforeAnyChild(t *testing.T) {
+	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	b := startBridge(t, []string{"--ui", "ipc", "--cwd", cwd}, "HOME="+home)
 	sid := expectSessionInit(t, b)
