@@ -38,6 +38,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/mapping/rpc"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 	"github.com/ccbridge/ccbridge/session/fakemodel"
 )
 
@@ -471,7 +472,7 @@ func groupGone(t *testing.T, pgid int) {
 // home in the folder dir.
 func sessionFile(t *testing.T, home, dir, id string) string {
 	t.Helper()
-	return filepath.Join(home, ".claude", "projects", rpc.ProjectDirName(mustReal(t, dir)), id+".jsonl")
+	return filepath.Join(home, ".claude", "projects", clifiles.ProjectDirName(mustReal(t, dir)), id+".jsonl")
 }
 
 // waitSessionFile waits until the session file holds n lines for which

@@ -18,6 +18,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/mapping/rpc"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 // TestRPCRunLifecycle: initialize, a run with its events, bad input of
@@ -463,7 +464,7 @@ func TestRPCChildDies(t *testing.T) {
 	uiID := gjson.GetBytes(lines[len(lines)-1], "id").Raw
 	// The CLI writes its session file lazily: kill it once the prompt is
 	// saved, so that there is something to resume.
-	file := filepath.Join(home, ".claude", "projects", rpc.ProjectDirName(mustReal(t, dir)), sid+".jsonl")
+	file := filepath.Join(home, ".claude", "projects", clifiles.ProjectDirName(mustReal(t, dir)), sid+".jsonl")
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if data, _ := os.ReadFile(file); bytes.Contains(data, []byte(before)) {
 			break
@@ -577,7 +578,7 @@ func TestRPCSessions(t *testing.T) {
 	c.rpcError(c.call("run.start", `{"input":{"type":"text","text":"x"},"session_id":"`+missing+`"}`), rpc.CodeSessionNotFound)
 	c.rpcError(c.call("session.history", `{"session_id":"not-a-session"}`), rpc.CodeInvalidParams)
 	broken := uuid.NewString()
-	projects := filepath.Join(home, ".claude", "projects", rpc.ProjectDirName(mustReal(t, dir)))
+	projects := filepath.Join(home, ".claude", "projects", clifiles.ProjectDirName(mustReal(t, dir)))
 	if err := os.Mkdir(filepath.Join(projects, broken+".jsonl"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +606,7 @@ func TestRPCSessions(t *testing.T) {
 	if err := os.MkdirAll(bad, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bad, rpc.ProjectDirName(mustReal(t, dir2))), []byte("not a folder"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(bad, clifiles.ProjectDirName(mustReal(t, dir2))), []byte("not a folder"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c = startRPC(t, []string{"--cwd", dir2}, "HOME="+home2)

@@ -4,61 +4,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/tidwall/gjson"
 )
-
-// maxProjectDirName is where the CLI cuts a long project directory name
-// and appends a hash.
-const maxProjectDirName = 200
-
-// ProjectDirName returns the folder under ~/.claude/projects where the CLI
-// keeps the session files of the working directory cwd (an absolute path
-// with symbolic links resolved, as the CLI sees its cwd): every character
-// other than an ASCII letter or digit becomes "-" (one per UTF-16 code
-// unit, as the CLI's JavaScript counts), and a name longer than 200 is
-// cut to 200 and followed by "-" and the base-36 absolute value of the
-// Java-style 32-bit hash of cwd. Checked against the real CLI 2.1.330
-// (docs/protocol/rpc.md, "Session files").
-//
-// Deprecated: use clifiles.ProjectDirName (package session/clifiles),
-// which ccbridge itself uses. This copy remains only for the end-to-end
-// tests of package main until they switch; then it goes.
-func ProjectDirName(cwd string) string {
-	var b strings.Builder
-	units := 0
-	for i := 0; i < len(cwd); {
-		r, size := utf8.DecodeRuneInString(cwd[i:])
-		i += size
-		switch {
-		case r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
-			b.WriteByte(byte(r))
-			units++
-		case r > 0xFFFF:
-			b.WriteString("--")
-			units += 2
-		default:
-			b.WriteByte('-')
-			units++
-		}
-	}
-	s := b.String()
-	if units <= maxProjectDirName {
-		return s
-	}
-	var h int32
-	for _, u := range utf16.Encode([]rune(cwd)) {
-		h = 31*h + int32(u)
-	}
-	abs := int64(h)
-	if abs < 0 {
-		abs = -abs
-	}
-	return s[:maxProjectDirName] + "-" + strconv.FormatInt(abs, 36)
-}
 
 // SessionSummary reads a session file line by line for session.list.
 type SessionSummary struct {
