@@ -449,14 +449,7 @@ func (s *Supervisor) exited(p *Proc, exit session.Exit) {
 // of whole lines (see readBlocks); its last message is the child's exit.
 // It returns early when stop is closed.
 func readChild(gen int, c Child, maxLine int, pool blockPool, log *slog.Logger, out chan<- cliBlock, stop <-chan struct{}) {
-	send := func(m cliBlock) bool {
-		select {
-		case out <- m:
-			return true
-		case <-stop:
-			return false
-		}
-	}
+	send := sender(out, stop)
 	if !readBlocks(gen, c.Stdout(), maxLine, pool, log, send) {
 		return
 	}
@@ -465,10 +458,10 @@ func readChild(gen int, c Child, maxLine int, pool blockPool, log *slog.Logger, 
 	send(cliBlock{gen: gen, exit: &exit})
 }
 
-// readRaw reads a pty child's output and hands it to a loop as it comes;
-// its last message is the child's exit.
-func readRaw(gen int, c Child, out chan<- cliBlock, stop <-chan struct{}) {
-	send := func(m cliBlock) bool {
+// sender hands blocks to a loop on out; it reports false once the loop
+// is gone (stop closed).
+func sender(out chan<- cliBlock, stop <-chan struct{}) func(cliBlock) bool {
+	return func(m cliBlock) bool {
 		select {
 		case out <- m:
 			return true
@@ -476,6 +469,12 @@ func readRaw(gen int, c Child, out chan<- cliBlock, stop <-chan struct{}) {
 			return false
 		}
 	}
+}
+
+// readRaw reads a pty child's output and hands it to a loop as it comes;
+// its last message is the child's exit.
+func readRaw(gen int, c Child, out chan<- cliBlock, stop <-chan struct{}) {
+	send := sender(out, stop)
 	buf := make([]byte, 32<<10)
 	r := c.Stdout()
 	for {
