@@ -387,3 +387,66 @@ func TestACPLongCwd(t *testing.T) {
 		t.Errorf("the CLI was not started with --resume:\n%s", log)
 	}
 }
+
+// writeSessionFile writes the session file of sid for h.dir, with lines.
+func (h *acpHost) writeSessionFile(sid string, lines []string) {
+	h.t.Helper()
+	dir := filepath.Join(h.claude, "projects", clifiles.ProjectDirName(h.dir))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, sid+".jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestACPLoadReplaysInBatches: a history read in many batches (off the
+// loop) reaches the client whole and in order, and the load answer (which
+// waits for the CLI's initialize answer, held meanwhile) comes after it.
+// A session/cancel sent during the replay is answered in between.
+func TestACPLoadReplaysInBatches(t *testing.T) {
+	h := startACP(t)
+	live := h.newSession()
+	hang := h.prompt(live, "HANG")
+	h.until(func(l gjson.Result) bool { return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" })
+	queued := h.prompt(live, "queued")
+
+	const sid, n = "5b0d2c43-0000-4000-8000-000000000003", 3000
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = fmt.Sprintf(`{"type":"user","cwd":%q,"uuid":"u%d","message":{"role":"user","content":"line %d"}}`, h.dir, i, i)
+	}
+	h.writeSessionFile(sid, lines)
+	load := h.call("session/load", `{"sessionId":"`+sid+`","cwd":"`+h.dir+`","mcpServers":[]}`)
+	h.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + live + `"}}`)
+	got, cancelledAt := 0, -1
+	for {
+		l := gjson.ParseBytes(h.next())
+		switch {
+		case l.Get("id").Raw == queued:
+			if l.Get("result.stopReason").Str != "cancelled" {
+				t.Fatalf("queued prompt: %s", l.Raw)
+			}
+			cancelledAt = got
+		case l.Get("params.sessionId").Str == sid:
+			if want := fmt.Sprintf("line %d", got); l.Get("params.update.content.text").Str != want {
+				t.Fatalf("replayed update %d: %s", got, l.Raw)
+			}
+			got++
+		case l.Get("id").Raw == load:
+			if got != n || !l.Get("result.configOptions").IsArray() {
+				t.Fatalf("load answered after %d of %d updates: %s", got, n, l.Raw)
+			}
+			if cancelledAt < 0 {
+				t.Fatalf("the load was answered before the cancel")
+			}
+			if r := h.answer(hang); r.Get("result.stopReason").Str != "cancelled" {
+				t.Fatalf("hung prompt: %s", r.Raw)
+			}
+			if r := h.answer(h.prompt(sid, "after the load")); r.Get("result.stopReason").Str != "end_turn" {
+				t.Fatalf("prompt after the load: %s", r.Raw)
+			}
+			return
+		}
+	}
+}
