@@ -72,7 +72,8 @@ type ACP struct {
 	MaxLine int
 
 	// CLIMaxLine caps a CLI line held whole (--max-cli-line); default
-	// MaxLine.
+	// MaxLine. A longer line is dropped and reported to the client with
+	// the _ccbridge/error notification; the session goes on.
 	CLIMaxLine int
 
 	// InterruptTimeout bounds the wait for a cancelled turn's result after
@@ -378,9 +379,35 @@ func (l *acpLoop) settle(s *acpSession, withdraw bool) {
 	}
 }
 
-// CLITooLong logs a CLI line over the limit, which was dropped.
+// CLITooLong reports a CLI line over the limit, which was dropped, to the
+// client (_ccbridge/error); the session goes on. The line may have been
+// the turn's result (it holds the final text): the turn then ends when
+// the CLI says it is idle (see cliLine).
 func (l *acpLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
-	l.log.Warn("a CLI line over the limit was dropped", "session", l.bySup[p.Supervisor()].id, "size", e.Size, "max", e.Max)
+	s := l.bySup[p.Supervisor()]
+	l.log.Warn("a CLI line over the limit was dropped", "session", s.id, "size", e.Size, "max", e.Max)
+	if t := s.running; t != nil {
+		t.dropped = true
+	}
+	l.out = append(l.out, appendACPError(nil, s.id, "line_too_long",
+		fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-cli-line); it was dropped", e.Size, e.Max)))
+	l.emit()
+}
+
+// acpErrorMethod is ccbridge's extension notification for what ACP has no
+// message of its own for (docs/protocol/acp.md, "_ccbridge/error").
+const acpErrorMethod = "_ccbridge/error"
+
+// appendACPError appends a _ccbridge/error notification.
+func appendACPError(dst []byte, sessionID, code, msg string) []byte {
+	params := []byte(`{"sessionId":`)
+	params = gjson.AppendJSONString(params, sessionID)
+	params = append(params, `,"code":`...)
+	params = gjson.AppendJSONString(params, code)
+	params = append(params, `,"message":`...)
+	params = gjson.AppendJSONString(params, msg)
+	params = append(params, '}')
+	return jsonrpc.AppendNotification(dst, acpErrorMethod, string(params))
 }
 
 // CLILine handles one line of a session's live child.
@@ -423,6 +450,16 @@ func (l *acpLoop) cliLine(s *acpSession, p *Proc, line string) {
 		}
 	case mapping.KindResult:
 		l.turnEnded(s, &ev)
+	case mapping.KindMessageDelta:
+		if t := s.running; t != nil && ev.ParentToolUseID == "" {
+			t.stopReason = ev.Get("event.delta.stop_reason").Str
+		}
+	case mapping.KindSessionStateChanged:
+		// The CLI says "idle" after a turn's result. A turn still running
+		// then lost its result to the line limit.
+		if t := s.running; t != nil && t.dropped && ev.Get("state").Str == "idle" {
+			l.resultLost(s)
+		}
 	case mapping.KindStatus:
 		// The CLI switched modes itself (a plan exit, a setMode permission
 		// update): a respawn keeps the new mode.

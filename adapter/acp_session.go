@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +60,9 @@ type acpTurn struct {
 	id        string // the session/prompt request id (raw JSON)
 	cancelled bool
 	deadline  time.Time // after an interrupt: when the child is killed
+
+	dropped    bool   // a CLI line of the turn was over the limit
+	stopReason string // of the model's last message (message_delta)
 }
 
 type acpQueued struct {
@@ -141,6 +145,11 @@ func (l *acpLoop) setup(id, method string, params gjson.Result) {
 	})
 }
 
+// sessionStateEnv makes the CLI report system/session_state_changed
+// (running, requires_action, idle after each result), as the Agent SDK
+// has it do.
+const sessionStateEnv = "CLAUDE_CODE_SDK_READS_SESSION_STATE"
+
 // newSession makes session st and its Supervisor, and adds it to the
 // connection.
 func (l *acpLoop) newSession(st acp.SessionSetup) *acpSession {
@@ -153,6 +162,11 @@ func (l *acpLoop) newSession(st acp.SessionSetup) *acpSession {
 	child := l.cfg.Child
 	child.Dir = st.CWD
 	child.Logger = l.log.With("session", s.id)
+	if l.cfg.childEnv(sessionStateEnv) == "" {
+		// The CLI then says when it is idle: the end of a turn whose
+		// result line was over the limit.
+		child.Env = append(slices.Clip(child.Env), sessionStateEnv+"=1")
+	}
 	s.sup = l.loop.NewSupervisor(SupervisorConfig{
 		Child:    child,
 		BaseArgs: ACPArgs,
@@ -385,6 +399,16 @@ func (l *acpLoop) turnEnded(s *acpSession, ev *mapping.Event) {
 		l.reply(t.id, acp.AppendStopResult(nil, reason))
 	}
 	l.next(s)
+}
+
+// resultLost ends the running turn whose result never came (a line over
+// the limit) once the CLI is idle: the prompt is answered from the stop
+// reason of the model's last message, as the result would have been.
+func (l *acpLoop) resultLost(s *acpSession) {
+	l.log.Warn("the CLI is idle and the turn's result was not seen (a line over the limit); ending the turn", "session", s.id, "stop_reason", s.running.stopReason)
+	line := `{"type":"result","subtype":"success","is_error":false,"stop_reason":` + strconv.Quote(s.running.stopReason) + `}`
+	ev := mapping.RouteString(line)
+	l.turnEnded(s, &ev)
 }
 
 // cancel serves session/cancel: queued prompts are answered "cancelled"

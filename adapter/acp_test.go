@@ -27,6 +27,8 @@ func init() {
 	//   ENDPERM   a can_use_tool, then a result at once
 	//   HANG      a delta, then nothing more, interrupts ignored
 	//   DIE       exit 3 with a last word on stderr
+	//   LONG      a delta, a 4 KiB assistant line and a 4 KiB result, then
+	//             (with CLAUDE_CODE_SDK_READS_SESSION_STATE=1) idle
 	registerFake("acp", func() {
 		logf, _ := os.OpenFile(os.Getenv("FAKE_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		fmt.Fprintf(logf, "argv %s\n", strings.Join(os.Args[1:], " "))
@@ -91,6 +93,15 @@ func init() {
 				case strings.Contains(text, "HANG"):
 					out(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"partial "}},"api_message_id":"msg_1",%s}`, sid)
 					hung = true
+				case strings.Contains(text, "LONG"):
+					out(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}},"api_message_id":"msg_1",%s}`, sid)
+					long := strings.Repeat("x", 4096)
+					out(`{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":%q}]},%s}`, long, sid)
+					out(`{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"max_tokens"}},%s}`, sid)
+					out(`{"type":"result","subtype":"success","is_error":false,"stop_reason":"max_tokens","result":%q,%s}`, long, sid)
+					if os.Getenv("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1" {
+						out(`{"type":"system","subtype":"session_state_changed","state":"idle",%s}`, sid)
+					}
 				case strings.Contains(text, "DIE"):
 					fmt.Fprintln(os.Stderr, "fatal: the fake CLI fell over")
 					os.Exit(3)
@@ -115,12 +126,19 @@ type acpHost struct {
 
 func startACP(t *testing.T, env ...string) *acpHost {
 	t.Helper()
+	return startACPWith(t, func(*ACP) {}, env...)
+}
+
+// startACPWith is startACP with settings of the test's own.
+func startACPWith(t *testing.T, set func(*ACP), env ...string) *acpHost {
+	t.Helper()
 	logFile := filepath.Join(t.TempDir(), "log")
 	a := &ACP{
 		Child:            fakeCLIConfig(t, "acp", nil, append([]string{"FAKE_LOG=" + logFile}, env...)...),
 		InterruptTimeout: 300 * time.Millisecond,
 		ClaudeDir:        t.TempDir(),
 	}
+	set(a)
 	h := &acpHost{host: startRunner(t, a.Run), dir: t.TempDir(), claude: a.ClaudeDir,
 		log: func() string { b, _ := os.ReadFile(logFile); return string(b) }}
 	return h
@@ -448,5 +466,28 @@ func TestACPLoadReplaysInBatches(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// TestACPCLILineTooLong: CLI lines over CLIMaxLine are dropped and
+// reported with _ccbridge/error; the turn, whose result was one of them,
+// ends when the CLI is idle, with the stop reason of the last message;
+// the session goes on.
+func TestACPCLILineTooLong(t *testing.T) {
+	h := startACPWith(t, func(a *ACP) { a.CLIMaxLine = 1000 })
+	sid := h.newSession()
+	id := h.prompt(sid, "LONG")
+	for range 2 {
+		e := h.until(isMethod("_ccbridge/error"))
+		if e.Get("params.sessionId").Str != sid || e.Get("params.code").Str != "line_too_long" ||
+			!strings.Contains(e.Get("params.message").Str, "1000-byte limit (--max-cli-line)") || e.Get("id").Exists() {
+			t.Errorf("notification: %s", e.Raw)
+		}
+	}
+	if r := h.answer(id); r.Get("result.stopReason").Str != "max_tokens" {
+		t.Fatalf("prompt with the long lines: %s", r.Raw)
+	}
+	if r := h.answer(h.prompt(sid, "hello")); r.Get("result.stopReason").Str != "end_turn" {
+		t.Fatalf("next prompt: %s", r.Raw)
 	}
 }

@@ -1,0 +1,218 @@
+package main
+
+// End-to-end tests of the behaviours every dialect shares, in the acp
+// dialect: the official ACP client library (@agentclientprotocol/sdk)
+// drives `ccbridge --ui acp` (this test binary, acting as ccbridge) in
+// front of the real Claude Code CLI and the fake Messages API. Each test
+// is a script of its own, written here and run by node after the prelude
+// below (alignPrelude), so this file needs nothing but the helpers of
+// e2e_test.go and e2e_acp_test.go (realCLI, fakeAPI, acpRun, tail).
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// alignPrelude is the start of every script: the library, an output of
+// one JSON object a line, and connect, which starts one ccbridge (in dir,
+// with extra arguments) and returns a connection to it:
+//
+//	call(method, params)   a request; prints its response (with the time)
+//	notify(method, params) a notification
+//	when(pred)             resolves with the first printed event pred holds for
+//	close()                ends ccbridge's input and waits for its exit
+//
+// Every session/update and _ccbridge/error is printed, with the time in
+// milliseconds (performance.now). Permission requests are allowed.
+const alignPrelude = `
+import { pathToFileURL } from 'node:url';
+import { spawn } from 'node:child_process';
+import { Readable, Writable } from 'node:stream';
+import { performance } from 'node:perf_hooks';
+
+const acp = await import(pathToFileURL(process.env.ACP_SDK).href);
+const out = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+const cwd = process.env.WORKDIR;
+const origError = console.error;
+console.error = (...args) => {
+  out({ event: 'sdk_error', message: args.map((a) => (typeof a === 'string' ? a : JSON.stringify(a))).join(' ') });
+  origError(...args);
+};
+const clientCaps = { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false }, clientInfo: { name: 'ccbridge-align', version: '1.0.0' } };
+
+function connect(name, extraArgs = [], dir = cwd) {
+  const child = spawn(process.env.CCBRIDGE_BIN, ['--ui', 'acp', ...extraArgs], { cwd: dir, env: process.env, stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const waiters = [];
+  const seen = (e) => {
+    e.at = performance.now();
+    out(e);
+    for (const w of [...waiters]) {
+      if (w.pred(e)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(e);
+      }
+    }
+    return e;
+  };
+  const app = acp.client({ name })
+    .onNotification('session/update', ({ params }) => seen({ event: 'update', conn: name, sessionId: params.sessionId, update: params.update }))
+    .onNotification('_ccbridge/error', (p) => p, ({ params }) => seen({ event: 'ccbridge_error', conn: name, params }))
+    .onRequest('session/request_permission', async () => ({ outcome: { outcome: 'selected', optionId: 'allow' } }));
+  const conn = app.connect(acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout)));
+  const call = async (method, params, tag) => {
+    try {
+      const result = await conn.agent.request(method, params);
+      return seen({ event: 'response', conn: name, method, tag, result: result ?? null });
+    } catch (err) {
+      return seen({ event: 'response', conn: name, method, tag, error: { code: err.code, message: err.message, data: err.data } });
+    }
+  };
+  const when = (pred) => new Promise((resolve) => waiters.push({ pred, resolve }));
+  const close = async () => {
+    child.stdin.end();
+    const e = await exited;
+    out({ event: 'exit', conn: name, ...e });
+    conn.close();
+  };
+  return { child, call, notify: (m, p) => conn.agent.notify(m, p), when, close };
+}
+
+async function newSession(c, dir = cwd) {
+  await c.call('initialize', clientCaps);
+  const s = await c.call('session/new', { cwd: dir, mcpServers: [] });
+  if (s.error) throw new Error('session/new failed: ' + s.error.message);
+  return s.result.sessionId;
+}
+
+const prompt = (c, sessionId, text, tag) => c.call('session/prompt', { sessionId, prompt: [{ type: 'text', text }] }, tag);
+`
+
+// alignEnv is one test's ccbridge environment: its working directory and
+// its HOME (whose .claude holds the CLI's session files).
+type alignEnv struct {
+	t       *testing.T
+	workdir string
+	home    string
+}
+
+func newAlignEnv(t *testing.T) *alignEnv {
+	return &alignEnv{t: t, workdir: t.TempDir(), home: t.TempDir()}
+}
+
+// run runs script after alignPrelude, and returns what it printed. It
+// fails the test unless the script ran to its end, and on anything the
+// library reported or a ccbridge that exited with an error.
+func (a *alignEnv) run(script string) *acpRun {
+	t := a.t
+	t.Helper()
+	cli := realCLI(t)
+	wd, _ := os.Getwd()
+	module := filepath.Join(wd, acpSDKModule)
+	node, err := exec.LookPath("node")
+	if _, serr := os.Stat(module); err != nil || serr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("node or the ACP client library is missing (run scripts/install-tools.sh): %v %v", err, serr)
+		}
+		t.Skip("node or the ACP client library is not installed; run scripts/install-tools.sh")
+	}
+	file := filepath.Join(t.TempDir(), "align.mjs")
+	body := alignPrelude + "\ntry {\n" + script + "\n  out({ event: 'done' });\n  process.exit(0);\n} catch (err) {\n  out({ event: 'error', message: String(err?.stack ?? err) });\n  process.exit(1);\n}\n"
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &acpRun{t: t, workdir: a.workdir}
+	cmd := exec.Command(node, file)
+	cmd.Env = append(os.Environ(), runAsCCBridge+"=1", "HOME="+a.home, "CCBRIDGE_CLAUDE="+cli,
+		"CCBRIDGE_LOG_LEVEL=debug", "ACP_SDK="+module, "CCBRIDGE_BIN="+os.Args[0], "WORKDIR="+a.workdir)
+	cmd.Env = append(cmd.Env, fakeAPI(t).Env()...)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	timer := time.AfterFunc(150*time.Second, func() { cmd.Process.Kill() })
+	out, err := cmd.Output()
+	timer.Stop()
+	r.stderr = stderr.String()
+	for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		if len(l) > 0 {
+			r.events = append(r.events, gjson.ParseBytes(l))
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("client events (tail):\n%s\nstderr (tail):\n%s", tail(string(out), 8000), tail(r.stderr, 6000))
+		}
+	})
+	if err != nil || len(r.events) == 0 || r.events[len(r.events)-1].Get("event").Str != "done" {
+		t.Fatalf("the script did not finish (%v)", err)
+	}
+	for _, e := range r.events {
+		if e.Get("event").Str == "sdk_error" {
+			t.Errorf("the ACP client library reported: %s", e.Get("message").Str)
+		}
+		if e.Get("event").Str == "exit" && (e.Get("code").Int() != 0 || e.Get("signal").Type != gjson.Null) {
+			t.Errorf("ccbridge (%s) exited with %s", e.Get("conn").Str, e.Raw)
+		}
+	}
+	return r
+}
+
+// tagged returns the response to the request the script tagged tag.
+func tagged(r *acpRun, tag string) gjson.Result {
+	r.t.Helper()
+	i := r.index(func(e gjson.Result) bool { return e.Get("event").Str == "response" && e.Get("tag").Str == tag })
+	if i < 0 {
+		r.t.Fatalf("no response tagged %q", tag)
+	}
+	return r.events[i]
+}
+
+// TestE2EACPAlignCLILineTooLong: with --max-cli-line 100000, BIGTEXT
+// 300000 makes the CLI write an assistant line and a result line of about
+// 300 KB. Each is dropped and reported with _ccbridge/error; the text
+// still streams (its deltas are 64 KiB), the turn ends when the CLI is
+// idle, and the next prompt works.
+func TestE2EACPAlignCLILineTooLong(t *testing.T) {
+	r := newAlignEnv(t).run(`
+  const c = connect('a', ['--max-cli-line', '100000']);
+  const sid = await newSession(c);
+  out({ event: 'session', sid });
+  await prompt(c, sid, 'BIGTEXT 300000', 'big');
+  await prompt(c, sid, 'hello', 'after');
+  await c.close();
+`)
+	sid := r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "session" })[0].Get("sid").Str
+	errs := r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "ccbridge_error" })
+	if len(errs) == 0 {
+		t.Fatalf("no _ccbridge/error notification")
+	}
+	for _, e := range errs {
+		p := e.Get("params")
+		if p.Get("sessionId").Str != sid || p.Get("code").Str != "line_too_long" ||
+			!strings.Contains(p.Get("message").Str, "over the 100000-byte limit (--max-cli-line)") {
+			t.Errorf("notification: %s", e.Raw)
+		}
+	}
+	big := tagged(r, "big")
+	if big.Get("result.stopReason").Str != "end_turn" {
+		t.Errorf("the prompt with the long lines: %s", big.Raw)
+	}
+	bigAt := r.index(func(e gjson.Result) bool { return e.Get("tag").Str == "big" })
+	if n := len(chunkText(r.filter(func(e gjson.Result) bool {
+		return e.Get("event").Str == "update" && e.Get("update.sessionUpdate").Str == "agent_message_chunk" && e.Get("at").Float() <= big.Get("at").Float()
+	}))); n != 300000 {
+		t.Errorf("the long turn streamed %d bytes of text, want 300000", n)
+	}
+	if i := r.index(func(e gjson.Result) bool { return e.Get("event").Str == "ccbridge_error" }); i > bigAt {
+		t.Errorf("the notification came after the prompt's answer")
+	}
+	if after := tagged(r, "after"); after.Get("result.stopReason").Str != "end_turn" {
+		t.Errorf("the prompt after: %s", after.Raw)
+	}
+}
