@@ -10,6 +10,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 // alignPrelude is the start of every script: the library, an output of
@@ -105,6 +108,16 @@ type alignEnv struct {
 
 func newAlignEnv(t *testing.T) *alignEnv {
 	return &alignEnv{t: t, workdir: t.TempDir(), home: t.TempDir()}
+}
+
+// projectDir is the CLI's folder of session files for dir.
+func (a *alignEnv) projectDir(dir string) string {
+	a.t.Helper()
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return clifiles.ProjectDir(filepath.Join(a.home, ".claude"), real)
 }
 
 // run runs script after alignPrelude, and returns what it printed. It
@@ -214,5 +227,51 @@ func TestE2EACPAlignCLILineTooLong(t *testing.T) {
 	}
 	if after := tagged(r, "after"); after.Get("result.stopReason").Str != "end_turn" {
 		t.Errorf("the prompt after: %s", after.Raw)
+	}
+}
+
+// TestE2EACPAlignUnresumable: session/load and session/resume of a session
+// whose file holds no user or assistant message, or has no file, are
+// refused with -32002 before any CLI starts.
+func TestE2EACPAlignUnresumable(t *testing.T) {
+	a := newAlignEnv(t)
+	const empty, missing = "5b0d2c43-0000-4000-8000-0000000000e1", "5b0d2c43-0000-4000-8000-0000000000e2"
+	dir := a.projectDir(a.workdir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// What the CLI leaves when it is stopped before the first message.
+	content := `{"type":"queue-operation","operation":"enqueue","timestamp":"2026-11-24T08:00:00.000Z","sessionId":"` + empty + `"}` + "\n" +
+		`{"type":"summary","summary":"nothing yet","leafUuid":"x"}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, empty+".jsonl"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := a.run(fmt.Sprintf(`
+  const c = connect('a');
+  await c.call('initialize', clientCaps);
+  for (const [sessionId, what] of [[%q, 'empty'], [%q, 'missing']]) {
+    await c.call('session/load', { sessionId, cwd, mcpServers: [] }, 'load ' + what);
+    await c.call('session/resume', { sessionId, cwd }, 'resume ' + what);
+  }
+  await c.close();
+`, empty, missing))
+	for _, tag := range []string{"load empty", "resume empty", "load missing", "resume missing"} {
+		e := tagged(r, tag)
+		msg := e.Get("error.message").Str
+		if e.Get("error.code").Int() != -32002 {
+			t.Errorf("%s: %s", tag, e.Raw)
+		}
+		if strings.HasSuffix(tag, "empty") && !strings.Contains(msg, "has no conversation to resume") {
+			t.Errorf("%s: %s", tag, e.Raw)
+		}
+		if strings.HasSuffix(tag, "missing") && !strings.Contains(msg, "no session") {
+			t.Errorf("%s: %s", tag, e.Raw)
+		}
+	}
+	if strings.Contains(r.stderr, `"msg":"claude started"`) {
+		t.Errorf("a CLI was started")
+	}
+	if updates := r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "update" }); len(updates) != 0 {
+		t.Errorf("updates for sessions that cannot be resumed: %v", updates)
 	}
 }

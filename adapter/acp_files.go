@@ -43,13 +43,18 @@ func (l *acpLoop) sessionFile(cwd, id string) string {
 	return clifiles.SessionFile(l.claudeDir, cwd, id)
 }
 
-// findSession finds the file of session sid for cwd, or returns the
-// client's error for method. It looks at the file system: call it off the
-// loop.
+// findSession finds the file of session sid for cwd and checks that the
+// CLI can resume it (it holds a user or assistant message: the CLI writes
+// its file lazily, and --resume of one without answers "No conversation
+// found"), or returns the client's error for method. It reads the file:
+// call it off the loop.
 func (l *acpLoop) findSession(method, cwd, sid string) (string, *acp.Error) {
 	path := l.sessionFile(cwd, sid)
 	if path == "" {
 		return "", acp.NotFound(method + ": no session " + strconv.Quote(sid) + " for " + cwd + " in " + l.claudeDir + "/projects")
+	}
+	if !clifiles.Resumable(path) {
+		return "", acp.NotFound(method + ": session " + strconv.Quote(sid) + " has no conversation to resume (" + path + " holds no user or assistant message)")
 	}
 	return path, nil
 }

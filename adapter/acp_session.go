@@ -105,9 +105,10 @@ func (l *acpLoop) sessionFor(method string, params gjson.Result) (*acpSession, *
 	return s, nil
 }
 
-// setup serves session/new, session/load and session/resume. The file of
-// a session to load or resume is looked up off the loop first; without
-// one the request fails before any child starts.
+// setup serves session/new, session/load and session/resume. A session
+// to load or resume is looked up off the loop first: without a file that
+// holds a conversation the CLI can resume, the request fails before any
+// child starts.
 func (l *acpLoop) setup(id, method string, params gjson.Result) {
 	st, err := acp.ParseSessionSetup(method, params)
 	if err != nil {
@@ -171,7 +172,8 @@ func (l *acpLoop) newSession(st acp.SessionSetup) *acpSession {
 		Child:    child,
 		BaseArgs: ACPArgs,
 		Logger:   child.Logger,
-		// The session files are where session/load finds them (ClaudeDir).
+		// The session files are where session/load finds them (ClaudeDir),
+		// and a file without a conversation is not resumable.
 		Resumable: func(sid string) error {
 			if _, err := l.findSession(acp.MethodSessionResume, st.CWD, sid); err != nil {
 				return err

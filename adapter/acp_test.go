@@ -491,3 +491,27 @@ func TestACPCLILineTooLong(t *testing.T) {
 		t.Fatalf("next prompt: %s", r.Raw)
 	}
 }
+
+// TestACPLoadUnresumable: session/load and session/resume of a session
+// whose file holds no user or assistant message are refused with -32002
+// before any CLI starts; a prompt sent meanwhile gets -32002 too.
+func TestACPLoadUnresumable(t *testing.T) {
+	h := startACP(t)
+	const sid = "5b0d2c43-0000-4000-8000-000000000004"
+	h.writeSessionFile(sid, []string{`{"type":"queue-operation","operation":"enqueue","sessionId":"` + sid + `"}`})
+	h.answer(h.call("initialize", `{"protocolVersion":1}`))
+	load := h.call("session/load", `{"sessionId":"`+sid+`","cwd":"`+h.dir+`","mcpServers":[]}`)
+	prompt := h.prompt(sid, "hello")
+	if r := h.answer(load); r.Get("error.code").Int() != -32002 || !strings.Contains(r.Get("error.message").Str, "has no conversation to resume") {
+		t.Errorf("session/load: %s", r.Raw)
+	}
+	if r := h.answer(prompt); r.Get("error.code").Int() != -32002 {
+		t.Errorf("prompt for the session being loaded: %s", r.Raw)
+	}
+	if r := h.answer(h.call("session/resume", `{"sessionId":"`+sid+`","cwd":"`+h.dir+`"}`)); r.Get("error.code").Int() != -32002 {
+		t.Errorf("session/resume: %s", r.Raw)
+	}
+	if log := h.log(); strings.Contains(log, "argv") {
+		t.Errorf("a CLI was started:\n%s", log)
+	}
+}
