@@ -438,9 +438,16 @@ func TestACPLoadReplaysInBatches(t *testing.T) {
 	load := h.call("session/load", `{"sessionId":"`+sid+`","cwd":"`+h.dir+`","mcpServers":[]}`)
 	h.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + live + `"}}`)
 	got, cancelledAt := 0, -1
+	hangDone := false
 	for {
 		l := gjson.ParseBytes(h.next())
 		switch {
+		case l.Get("id").Raw == hang:
+			// Killed after the interrupt timeout, maybe during the replay.
+			if l.Get("result.stopReason").Str != "cancelled" {
+				t.Fatalf("hung prompt: %s", l.Raw)
+			}
+			hangDone = true
 		case l.Get("id").Raw == queued:
 			if l.Get("result.stopReason").Str != "cancelled" {
 				t.Fatalf("queued prompt: %s", l.Raw)
@@ -458,8 +465,10 @@ func TestACPLoadReplaysInBatches(t *testing.T) {
 			if cancelledAt < 0 {
 				t.Fatalf("the load was answered before the cancel")
 			}
-			if r := h.answer(hang); r.Get("result.stopReason").Str != "cancelled" {
-				t.Fatalf("hung prompt: %s", r.Raw)
+			if !hangDone {
+				if r := h.answer(hang); r.Get("result.stopReason").Str != "cancelled" {
+					t.Fatalf("hung prompt: %s", r.Raw)
+				}
 			}
 			if r := h.answer(h.prompt(sid, "after the load")); r.Get("result.stopReason").Str != "end_turn" {
 				t.Fatalf("prompt after the load: %s", r.Raw)
