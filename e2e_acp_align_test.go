@@ -9,6 +9,7 @@ package main
 // e2e_test.go and e2e_acp_test.go (realCLI, fakeAPI, acpRun, tail).
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -273,5 +274,138 @@ func TestE2EACPAlignUnresumable(t *testing.T) {
 	}
 	if updates := r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "update" }); len(updates) != 0 {
 		t.Errorf("updates for sessions that cannot be resumed: %v", updates)
+	}
+}
+
+// TestE2EACPAlignCancelDuringLongLoad: a session/cancel is handled within
+// 50 ms while a session file of about 100 MB is being read for
+// session/load (and a session/list runs): the prompt it cancels, waiting
+// behind a running one, is answered at once, before the load.
+func TestE2EACPAlignCancelDuringLongLoad(t *testing.T) {
+	a := newAlignEnv(t)
+	const sid = "5b0d2c43-0000-4000-8000-0000000000b1"
+	dir := a.projectDir(a.workdir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, sid+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	user := func(text string, i int) {
+		fmt.Fprintf(w, `{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":%q},"uuid":"u-%d","timestamp":"2026-11-24T08:00:00.000Z","cwd":%q,"sessionId":%q}`+"\n", text, i, a.workdir, sid)
+	}
+	user("the start of a long history", 0)
+	// Lines of about 120 bytes that the replay reads and leaves out.
+	for n, size := 0, 0; size < 100<<20; n++ {
+		m, _ := fmt.Fprintf(w, `{"type":"progress","uuid":"p-%07d","data":{"type":"hook_progress","n":%d},"sessionId":%q}`+"\n", n, n, sid)
+		size += m
+	}
+	user("the end of a long history", 1)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if fi, err := os.Stat(f.Name()); err != nil || fi.Size() < 90<<20 {
+		t.Fatalf("the session file: %v %v", fi, err)
+	}
+	r := a.run(fmt.Sprintf(`
+  const c = connect('a');
+  const live = await newSession(c);
+  const slow = prompt(c, live, 'SLOW please', 'slow');
+  await c.when((e) => e.event === 'update' && e.sessionId === live && e.update.sessionUpdate === 'agent_message_chunk');
+  const queued = prompt(c, live, 'hello', 'queued');
+  const load = c.call('session/load', { sessionId: %q, cwd, mcpServers: [] }, 'load');
+  const list = c.call('session/list', { cwd }, 'list');
+  // The replay is under way once its first update has come.
+  await c.when((e) => e.event === 'update' && e.sessionId === %[1]q);
+  const sent = performance.now();
+  await c.notify('session/cancel', { sessionId: live });
+  const answer = await queued;
+  out({ event: 'latency', ms: answer.at - sent, sent });
+  await Promise.all([slow, load, list]);
+  await c.close();
+`, sid))
+	lat := r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "latency" })[0]
+	t.Logf("session/cancel answered %.1f ms after it was sent, during the replay", lat.Get("ms").Float())
+	if q := tagged(r, "queued"); q.Get("result.stopReason").Str != "cancelled" {
+		t.Fatalf("the cancelled prompt: %s", q.Raw)
+	}
+	if ms := lat.Get("ms").Float(); ms >= 50 {
+		t.Errorf("the cancel took effect after %.1f ms, want < 50 ms", ms)
+	}
+	load := tagged(r, "load")
+	if load.Get("error").Exists() {
+		t.Errorf("session/load: %s", load.Raw)
+	}
+	if load.Get("at").Float() <= tagged(r, "queued").Get("at").Float() {
+		t.Errorf("the load was answered before the cancel: the replay was over before the cancel was sent")
+	}
+	var users []string
+	for _, e := range r.filter(func(e gjson.Result) bool { return e.Get("sessionId").Str == sid }) {
+		if e.Get("at").Float() < load.Get("at").Float() {
+			users = append(users, e.Get("update.content.text").Str)
+		}
+	}
+	if len(users) != 2 || users[0] != "the start of a long history" || users[1] != "the end of a long history" {
+		t.Errorf("the replay before the load's answer: %q", users)
+	}
+	if s := tagged(r, "list").Get("result.sessions").Get(`#(sessionId=="` + sid + `")`); s.Get("title").Str != "the start of a long history" {
+		t.Errorf("session/list: %s", tagged(r, "list").Raw)
+	}
+	if s := tagged(r, "slow"); s.Get("result.stopReason").Str != "cancelled" {
+		t.Errorf("the running prompt: %s", s.Raw)
+	}
+}
+
+// TestE2EACPAlignListLongCwd: session/list with a working directory of
+// more than 200 characters finds the session a real turn created there
+// (the CLI shortens that folder's name and adds a hash).
+func TestE2EACPAlignListLongCwd(t *testing.T) {
+	a := newAlignEnv(t)
+	long := filepath.Join(a.workdir, strings.Repeat("d", 120), strings.Repeat("e", 120))
+	if err := os.MkdirAll(long, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := a.run(fmt.Sprintf(`
+  const dir = %q;
+  const c = connect('a', [], dir);
+  const sid = await newSession(c, dir);
+  out({ event: 'session', sid });
+  await prompt(c, sid, 'hello from a long cwd', 'prompt');
+  await c.close();
+  const d = connect('b');
+  await d.call('initialize', clientCaps);
+  await d.call('session/list', { cwd: dir }, 'list cwd');
+  await d.call('session/list', {}, 'list all');
+  await d.call('session/list', { cwd }, 'list parent');
+  await d.close();
+`, long))
+	sid := r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "session" })[0].Get("sid").Str
+	if got := tagged(r, "prompt").Get("result.stopReason").Str; got != "end_turn" {
+		t.Fatalf("the turn: %q", got)
+	}
+	if len(long) <= 200 {
+		t.Fatalf("the cwd has %d characters", len(long))
+	}
+	for _, tag := range []string{"list cwd", "list all"} {
+		ss := tagged(r, tag).Get("result.sessions")
+		s := ss.Get(`#(sessionId=="` + sid + `")`)
+		if s.Get("cwd").Str != long || s.Get("title").Str != "hello from a long cwd" {
+			t.Errorf("%s: %s", tag, ss.Raw)
+		}
+	}
+	if ss := tagged(r, "list cwd").Get("result.sessions"); ss.Get("#").Int() != 1 {
+		t.Errorf("list cwd: %s", ss.Raw)
+	}
+	if ss := tagged(r, "list parent").Get("result.sessions"); ss.Get("#").Int() != 0 {
+		t.Errorf("the parent folder lists the long one's session: %s", ss.Raw)
+	}
+	entries, _ := os.ReadDir(filepath.Join(a.home, ".claude", "projects"))
+	for _, e := range entries {
+		if len(e.Name()) <= 200 {
+			t.Errorf("the CLI's project folder %q is not a shortened one", e.Name())
+		}
 	}
 }
