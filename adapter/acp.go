@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -49,11 +50,13 @@ func (a *ACP) Runner(c DialectConfig) (Runner, error) {
 // (docs/protocol/acp.md): JSON-RPC 2.0 over NDJSON on the UI side, any
 // number of ACP sessions, each with its own CLI child.
 //
-// One goroutine, the event loop in Run, owns every piece of state: the
-// sessions, their children, the requests ccbridge sent the client and the
-// deadlines. The client's reader and one reader per child only read lines
-// and hand them over a channel, so a session/cancel or a permission answer
-// never waits behind ordinary work.
+// It runs on the session core: one Loop for the connection, whose
+// goroutine owns every piece of state (the sessions, the requests ccbridge
+// sent the client, the deadlines), and one Supervisor per ACP session for
+// its children. The client's reader and the children's readers only hand
+// lines to the loop, and the session files are read in the background
+// (Loop.Go), so a session/cancel or a permission answer never waits behind
+// ordinary work or a long replay.
 type ACP struct {
 	// Child says how to start the CLI: its path, environment and shutdown
 	// graces. Args and Dir are set per session.
@@ -64,11 +67,13 @@ type ACP struct {
 	// picks sessions with session/new, load and resume.
 	Options session.Options
 
-	// MaxLine caps a line held whole, from either side. Default
-	// framing.DefaultMaxLine.
+	// MaxLine caps a line held whole, from the client and in a session
+	// file. Default framing.DefaultMaxLine.
 	MaxLine int
 
-	// CLIMaxLine caps a CLI line held whole; default MaxLine.
+	// CLIMaxLine caps a CLI line held whole (--max-cli-line); default
+	// MaxLine. A longer line is dropped and reported to the client with
+	// the _ccbridge/error notification; the session goes on.
 	CLIMaxLine int
 
 	// InterruptTimeout bounds the wait for a cancelled turn's result after
@@ -91,37 +96,29 @@ type ACP struct {
 	// then from ccbridge's environment.
 	ClaudeDir string
 
+	// Clock is the connection's time; nil means the real one.
+	Clock Clock
+
 	Logger *slog.Logger
 }
 
-// acpLoop is the state of one ACP connection, owned by Run's goroutine.
+// acpLoop is the acp dialect's handler: the state of one ACP connection,
+// owned by the loop's goroutine.
 type acpLoop struct {
-	cfg *ACP
-	log *slog.Logger
-	ui  *framing.Writer
-	out [][]byte
-
-	outCounted, outBytes int // how many of out, and their bytes, pending has counted
+	cfg  *ACP
+	log  *slog.Logger
+	loop *Loop
+	out  [][]byte // lines to send, moved to the loop by emit
 
 	initialized bool
 	caps        acp.ClientCaps
 	allowBypass bool
-	claudeDir   string
+	claudeDir   string // read by background work too: set once, before Run
 
 	sessions map[string]*acpSession
-	procs    map[int]*acpProc // every child not yet exited, live or retired
-	gen      int
+	bySup    map[*Supervisor]*acpSession
 	reqs     jsonrpc.Pending[*acpOutReq] // agent → client requests awaiting their answer
 	nextCtl  int
-
-	timer    *time.Timer
-	uiEOF    bool
-	stopping bool
-	lastInt  time.Time
-
-	cliCh chan cliBlock
-	uiCh  chan uiLine
-	stop  chan struct{}
 }
 
 // acpOutReq is a request ccbridge sent the client for a CLI request.
@@ -132,7 +129,7 @@ type acpOutReq struct {
 }
 
 // Run serves the connection until the client's input ends (or a shutdown
-// signal) and every child has exited.
+// signal) and every child has exited and every file read has ended.
 func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
 	if a.SetupTimeout <= 0 {
 		a.SetupTimeout = 60 * time.Second
@@ -151,47 +148,15 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	l := &acpLoop{
 		cfg:         a,
 		log:         a.Logger,
-		ui:          framing.NewWriter(uiOut),
+		loop:        NewLoop(LoopConfig{MaxLine: a.MaxLine, CLIMaxLine: a.CLIMaxLine, Clock: a.Clock, Logger: a.Logger}),
 		allowBypass: os.Geteuid() != 0 || a.childEnv("IS_SANDBOX") == "1",
 		claudeDir:   a.claudeDir(),
 		sessions:    map[string]*acpSession{},
-		procs:       map[int]*acpProc{},
-		timer:       time.NewTimer(time.Hour),
-		cliCh:       make(chan cliBlock, cliQueue),
-		uiCh:        make(chan uiLine, uiQueue),
-		stop:        make(chan struct{}),
+		bySup:       map[*Supervisor]*acpSession{},
 	}
-	l.timer.Stop()
-	defer close(l.stop)
-	go readUI(uiIn, a.MaxLine, l.log, l.uiCh, l.stop)
-
-	done := ctx.Done()
-	for !l.finished() {
-		select {
-		case <-done:
-			done = nil
-			l.shutdown("context cancelled")
-		case m := <-l.uiCh:
-			l.fromUI(m)
-		case m := <-l.cliCh:
-			l.fromCLI(m)
-		case <-l.timer.C:
-			l.expire()
-		case sig := <-signals:
-			l.signal(sig)
-		}
-		l.armTimer()
-		// Write when no more input is waiting (coalescing a burst into few
-		// writes without adding latency), or when enough is pending that
-		// holding more would only cost memory.
-		if len(l.cliCh) == 0 && len(l.uiCh) == 0 || l.pending() >= acpFlushBytes {
-			if err := l.flush(); err != nil {
-				l.log.Warn("writing to the client; shutting down", "err", err)
-				l.shutdown("the client's output is gone")
-			}
-		}
-	}
-	return 0, l.flush()
+	// The exit code is ccbridge's, not a child's: the connection ended.
+	_, err := l.loop.Run(ctx, l, uiIn, uiOut, signals)
+	return 0, err
 }
 
 // childEnv reads a variable as the child sees it: Child.Env wins over
@@ -209,26 +174,44 @@ func (a *ACP) claudeDir() string {
 	return clifiles.ConfigDir(a.childEnv)
 }
 
-// finished reports whether the connection is over: no more input, and
-// every child has exited.
-func (l *acpLoop) finished() bool {
-	return (l.uiEOF || l.stopping) && len(l.procs) == 0
+// emit hands the lines in l.out to the loop. Every entry point (a Handler
+// method, a background result, a callback) ends with it.
+func (l *acpLoop) emit() { l.out = l.loop.EmitAll(l.out) }
+
+// UIEnd: the client's input ended. Queued prompts are dropped and every
+// child is stopped in stages; turns that finish meanwhile are still
+// answered.
+func (l *acpLoop) UIEnd() {
+	l.log.Debug("client input ended; stopping every CLI")
+	l.dropQueues()
+	for _, s := range l.sessions {
+		if p := s.sup.Live(); p != nil {
+			p.stop()
+		}
+	}
 }
 
-// fromUI handles one line (or the end) of the client's input.
-func (l *acpLoop) fromUI(m uiLine) {
-	switch {
-	case m.eof:
-		l.uiEOF = true
-		l.log.Debug("client input ended; stopping every CLI")
-		l.stopAll()
-		return
-	case m.tooLong != nil:
-		l.out = append(l.out, jsonrpc.AppendError(nil, "", jsonrpc.CodeInvalidRequest,
-			fmt.Sprintf("message of %d bytes or more is over the %d-byte limit; it was dropped", m.tooLong.Size, m.tooLong.Max), ""))
-		return
+// Shutdown drops every queued prompt; the loop then stops every child in
+// stages. Turns that finish meanwhile are still answered.
+func (l *acpLoop) Shutdown(string) { l.dropQueues() }
+
+func (l *acpLoop) dropQueues() {
+	for _, s := range l.sessions {
+		s.queue = nil
 	}
-	msg := jsonrpc.Parse(m.line)
+}
+
+// UITooLong answers a client line over the limit with -32600, id null.
+func (l *acpLoop) UITooLong(e *framing.LineTooLongError) {
+	l.out = append(l.out, jsonrpc.AppendError(nil, "", jsonrpc.CodeInvalidRequest,
+		fmt.Sprintf("message of %d bytes or more is over the %d-byte limit; it was dropped", e.Size, e.Max), ""))
+	l.emit()
+}
+
+// UILine handles one line of the client's input.
+func (l *acpLoop) UILine(line []byte) {
+	defer l.emit()
+	msg := jsonrpc.Parse(line)
 	switch msg.Kind {
 	case jsonrpc.KindInvalid:
 		code := jsonrpc.CodeInvalidRequest
@@ -236,7 +219,7 @@ func (l *acpLoop) fromUI(m uiLine) {
 		if msg.Problem == "parse error" {
 			code, text = jsonrpc.CodeParseError, "Parse error: the line is not valid JSON"
 		}
-		l.log.Warn("bad message from the client", "problem", msg.Problem, "preview", preview(m.line))
+		l.log.Warn("bad message from the client", "problem", msg.Problem, "preview", preview(line))
 		l.out = append(l.out, jsonrpc.AppendError(nil, msg.ID, code, text, ""))
 	case jsonrpc.KindRequest:
 		l.request(msg)
@@ -262,7 +245,7 @@ func (l *acpLoop) fail(id string, e *acp.Error) {
 func (l *acpLoop) request(m jsonrpc.Message) {
 	id := m.ID
 	l.log.Debug("client request", "method", m.Method, "id", id)
-	if l.stopping || l.uiEOF {
+	if l.loop.Ending() {
 		l.fail(id, acp.Internal("ccbridge is shutting down"))
 		return
 	}
@@ -364,12 +347,12 @@ func (l *acpLoop) response(m jsonrpc.Message) {
 		l.sendPending(s, r.gen, r.p)
 		return
 	}
-	p := s.proc
-	if p == nil || p.gen != r.gen || l.sessions[s.id] != s {
+	p := s.sup.Live()
+	if p == nil || p.Gen != r.gen || l.sessions[s.id] != s {
 		l.log.Debug("answer for a CLI that is gone; dropped", "tool", r.p.ToolName)
 		return
 	}
-	p.write(ans.Stdin)
+	p.Write(ans.Stdin)
 	if ans.Allowed {
 		l.out = s.tr.ToolRunning(r.p.ToolUseID, l.out)
 	}
@@ -396,34 +379,52 @@ func (l *acpLoop) settle(s *acpSession, withdraw bool) {
 	}
 }
 
-// fromCLI handles one message from a child.
-func (l *acpLoop) fromCLI(m cliBlock) {
-	p := l.procs[m.gen]
-	if p == nil {
-		return
+// CLITooLong reports a CLI line over the limit, which was dropped, to the
+// client (_ccbridge/error); the session goes on. The line may have been
+// the turn's result (it holds the final text): the turn then ends when
+// the CLI says it is idle (see cliLine).
+func (l *acpLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
+	s := l.bySup[p.Supervisor()]
+	l.log.Warn("a CLI line over the limit was dropped", "session", s.id, "size", e.Size, "max", e.Max)
+	if t := s.running; t != nil {
+		t.dropped = true
 	}
-	if m.exit != nil {
-		l.procExited(p, *m.exit)
-		return
-	}
-	if p.sess == nil {
-		return // a retired child's last words
-	}
-	if m.tooLong != nil {
-		l.log.Warn("a CLI line over the limit was dropped", "session", p.sess.id, "size", m.tooLong.Size, "max", m.tooLong.Max)
-		return
-	}
-	for line := range blockLines(m.lines) {
-		if p.sess == nil {
-			return // the child was retired by an earlier line
-		}
-		l.fromCLILine(p, line)
-	}
+	l.out = append(l.out, appendACPError(nil, s.id, "line_too_long",
+		fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-cli-line); it was dropped", e.Size, e.Max)))
+	l.emit()
 }
 
-// fromCLILine handles one line of a child that serves a session.
-func (l *acpLoop) fromCLILine(p *acpProc, line string) {
-	s := p.sess
+// acpErrorMethod is ccbridge's extension notification for what ACP has no
+// message of its own for (docs/protocol/acp.md, "_ccbridge/error").
+const acpErrorMethod = "_ccbridge/error"
+
+// appendACPError appends a _ccbridge/error notification.
+func appendACPError(dst []byte, sessionID, code, msg string) []byte {
+	params := []byte(`{"sessionId":`)
+	params = gjson.AppendJSONString(params, sessionID)
+	params = append(params, `,"code":`...)
+	params = gjson.AppendJSONString(params, code)
+	params = append(params, `,"message":`...)
+	params = gjson.AppendJSONString(params, msg)
+	params = append(params, '}')
+	return jsonrpc.AppendNotification(dst, acpErrorMethod, string(params))
+}
+
+// CLILine handles one line of a session's live child.
+func (l *acpLoop) CLILine(p *Proc, line string) {
+	s := l.bySup[p.Supervisor()]
+	if s.replaying {
+		// session/load: the replay comes first, then what the CLI said
+		// meanwhile (its initialize answer), as the client expects.
+		s.held = append(s.held, strings.Clone(line))
+		return
+	}
+	l.cliLine(s, p, line)
+	l.emit()
+}
+
+// cliLine handles one line of the child p that serves session s.
+func (l *acpLoop) cliLine(s *acpSession, p *Proc, line string) {
 	if !gjson.Valid(line) {
 		l.log.Warn("a CLI line that is not JSON was dropped", "session", s.id, "preview", preview(line))
 		return
@@ -431,11 +432,11 @@ func (l *acpLoop) fromCLILine(p *acpProc, line string) {
 	ev := mapping.RouteString(line)
 	if ev.Kind.ControlRequest() {
 		if ev.Kind == mapping.KindCanUseTool {
-			l.sendPending(s, p.gen, acp.NewPending(&ev, l.caps.ElicitationForm))
+			l.sendPending(s, p.Gen, acp.NewPending(&ev, l.caps.ElicitationForm))
 			return
 		}
 		if reply, ok := mapping.AppendAutoReply(nil, &ev); ok {
-			p.write(reply)
+			p.Write(reply)
 		}
 		return
 	}
@@ -449,13 +450,24 @@ func (l *acpLoop) fromCLILine(p *acpProc, line string) {
 		}
 	case mapping.KindResult:
 		l.turnEnded(s, &ev)
+	case mapping.KindMessageDelta:
+		if t := s.running; t != nil && ev.ParentToolUseID == "" {
+			t.stopReason = ev.Get("event.delta.stop_reason").Str
+		}
+	case mapping.KindSessionStateChanged:
+		// The CLI says "idle" after a turn's result. A turn still running
+		// then lost its result to the line limit.
+		if t := s.running; t != nil && t.dropped && ev.Get("state").Str == "idle" {
+			l.resultLost(s)
+		}
 	case mapping.KindStatus:
 		// The CLI switched modes itself (a plan exit, a setMode permission
 		// update): a respawn keeps the new mode.
-		if m := s.tr.Config.Mode; m != "" && s.opts.PermissionMode != m && ev.Get("permissionMode").Str == m {
-			s.opts.PermissionMode = m
+		if m := s.tr.Config.Mode; m != "" && s.sup.Opts.PermissionMode != m && ev.Get("permissionMode").Str == m {
+			s.sup.Opts.PermissionMode = m
 		}
 	case mapping.KindSystemInit:
+		s.sup.Persisted("") // the session keeps the id the client knows it by
 		if s.initResp == "" && !s.commandsSent {
 			s.commandsSent = true
 			l.out = append(l.out, acp.AppendAvailableCommands(nil, s.id, gjson.Result{}, ev.Body))
@@ -467,75 +479,31 @@ func (l *acpLoop) fromCLILine(p *acpProc, line string) {
 	}
 }
 
-// expire handles the deadlines that have passed.
-func (l *acpLoop) expire() {
-	now := time.Now()
+// Expire handles the deadlines that have passed.
+func (l *acpLoop) Expire(now time.Time) {
+	defer l.emit()
 	for _, s := range l.sessions {
 		l.expireSession(s, now)
 	}
 }
 
-func (l *acpLoop) armTimer() {
+// NextDeadline is the earliest deadline of every session.
+func (l *acpLoop) NextDeadline() time.Time {
 	var next time.Time
 	for _, s := range l.sessions {
 		for _, at := range s.deadlines() {
 			next = earliest(next, at)
 		}
 	}
-	armTimer(l.timer, next)
+	return next
 }
 
-// signal: SIGINT cancels every running turn (a second one within 2 s
-// shuts down); SIGTERM and SIGHUP shut down.
-func (l *acpLoop) signal(sig os.Signal) {
-	if why := shutdownReason(sig, &l.lastInt); why != "" {
-		l.shutdown(why)
-		return
-	}
+// Interrupt handles a first SIGINT: it cancels every running turn, as
+// session/cancel does. (A second one within 2 s, SIGTERM and SIGHUP shut
+// down: the loop calls Shutdown.)
+func (l *acpLoop) Interrupt() {
+	defer l.emit()
 	for _, s := range l.sessions {
 		l.cancel(s)
 	}
-}
-
-// shutdown ends the connection: no more requests are taken and every
-// child is stopped in stages (close stdin, grace, SIGTERM, SIGKILL).
-// Turns that finish meanwhile are still answered.
-func (l *acpLoop) shutdown(why string) {
-	if l.stopping {
-		return
-	}
-	l.stopping = true
-	l.log.Info("shutting down", "reason", why)
-	l.stopAll()
-}
-
-// stopAll drops every queued prompt and stops every child in stages.
-func (l *acpLoop) stopAll() {
-	for _, s := range l.sessions {
-		s.queue = nil
-	}
-	for _, p := range l.procs {
-		p.stop()
-	}
-}
-
-// acpFlushBytes is how much client output the loop holds at most while
-// more input waits.
-const acpFlushBytes = 64 << 10
-
-// pending is the size of the client lines not yet written.
-func (l *acpLoop) pending() int {
-	for _, line := range l.out[l.outCounted:] {
-		l.outBytes += len(line) + 1
-	}
-	l.outCounted = len(l.out)
-	return l.outBytes
-}
-
-// flush writes the pending client lines.
-func (l *acpLoop) flush() error {
-	var err error
-	l.out, err = flushLines(l.ui, l.out)
-	l.outCounted, l.outBytes = 0, 0
-	return err
 }

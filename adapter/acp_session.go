@@ -1,9 +1,11 @@
 package adapter
 
 import (
-	"cmp"
+	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,21 +17,31 @@ import (
 	"github.com/ccbridge/ccbridge/session"
 )
 
-// acpSession is one ACP session: its CLI child (when running), its
-// translator, and the client requests it still owes an answer.
+// acpSession is one ACP session: its Supervisor (which keeps its CLI
+// children), its translator, and the client requests it still owes an
+// answer.
 type acpSession struct {
 	id    string
 	setup acp.SessionSetup
-	opts  session.Options // model, mode and extra arguments for the next spawn
-	tr    *acp.Translator
-	proc  *acpProc
+	// sup keeps the session's children; sup.Opts (model, mode and extra
+	// arguments) are the flags of the next one.
+	sup *Supervisor
+	tr  *acp.Translator
 
 	initResp     string // the CLI's initialize answer (raw), once known
 	commandsSent bool
 
 	// pending is the session/new, load or resume request waiting for the
-	// CLI's initialize answer, or nil.
+	// session file's lookup, the CLI's initialize answer and the replay,
+	// or nil.
 	pending *acpSetup
+
+	// replaying: session/load's replay is being sent. The child's lines
+	// wait in held meanwhile, so that the client sees the whole history
+	// first, then what the CLI said (its initialize answer), as when the
+	// replay did not share the loop.
+	replaying bool
+	held      []string
 
 	running *acpTurn    // the prompt the CLI is working on, or nil
 	queue   []acpQueued // prompts waiting for it (or for the setup)
@@ -37,23 +49,20 @@ type acpSession struct {
 	controls map[string]*acpControl // mode and model changes awaiting the CLI, by CLI request id
 }
 
-// acpProc is a session's CLI child.
-type acpProc struct {
-	*cliProc
-	sess *acpSession // nil once retired
-}
-
 type acpSetup struct {
 	id       string // the client's request id (raw JSON)
 	method   string
-	initID   string // the CLI request id of initialize
-	deadline time.Time
+	initID   string    // the CLI request id of initialize, once the child runs
+	deadline time.Time // for the CLI's initialize answer, once the child runs
 }
 
 type acpTurn struct {
 	id        string // the session/prompt request id (raw JSON)
 	cancelled bool
 	deadline  time.Time // after an interrupt: when the child is killed
+
+	dropped    bool   // a CLI line of the turn was over the limit
+	stopReason string // of the model's last message (message_delta)
 }
 
 type acpQueued struct {
@@ -71,7 +80,7 @@ type acpControl struct {
 
 func (s *acpSession) deadlines() []time.Time {
 	var ds []time.Time
-	if s.pending != nil {
+	if s.pending != nil && !s.replaying {
 		ds = append(ds, s.pending.deadline)
 	}
 	if s.running != nil {
@@ -96,7 +105,10 @@ func (l *acpLoop) sessionFor(method string, params gjson.Result) (*acpSession, *
 	return s, nil
 }
 
-// setup serves session/new, session/load and session/resume.
+// setup serves session/new, session/load and session/resume. A session
+// to load or resume is looked up off the loop first: without a file that
+// holds a conversation the CLI can resume, the request fails before any
+// child starts.
 func (l *acpLoop) setup(id, method string, params gjson.Result) {
 	st, err := acp.ParseSessionSetup(method, params)
 	if err != nil {
@@ -113,90 +125,200 @@ func (l *acpLoop) setup(id, method string, params gjson.Result) {
 			return
 		}
 		if method == acp.MethodSessionLoad {
-			if path := l.sessionFile(s.setup.CWD, s.id); path != "" {
-				l.replay(s, path)
-			}
+			l.reload(id, s)
+			return
 		}
 		l.reply(id, s.tr.Config.AppendSetupResult(nil, ""))
 		return
 	}
-	var path string
-	if method != acp.MethodSessionNew {
-		path = l.sessionFile(st.CWD, st.SessionID)
-		if path == "" {
-			l.fail(id, acp.NotFound(method+": no session "+strconv.Quote(st.SessionID)+" for "+st.CWD+" in "+l.claudeDir+"/projects"))
-			return
-		}
+	s := l.newSession(st)
+	s.pending = &acpSetup{id: id, method: method}
+	if method == acp.MethodSessionNew {
+		l.startSession(s, "")
+		return
 	}
+	l.loop.Go(func(context.Context) func() {
+		path, err := l.findSession(method, st.CWD, st.SessionID)
+		return func() {
+			defer l.emit()
+			l.found(s, path, err)
+		}
+	})
+}
+
+// sessionStateEnv makes the CLI report system/session_state_changed
+// (running, requires_action, idle after each result), as the Agent SDK
+// has it do.
+const sessionStateEnv = "CLAUDE_CODE_SDK_READS_SESSION_STATE"
+
+// newSession makes session st and its Supervisor, and adds it to the
+// connection.
+func (l *acpLoop) newSession(st acp.SessionSetup) *acpSession {
 	s := &acpSession{
 		id:       st.SessionID,
 		setup:    st,
-		opts:     l.cfg.Options,
 		tr:       acp.NewTranslator(st.SessionID),
 		controls: map[string]*acpControl{},
 	}
-	s.opts.Extra = nil
+	child := l.cfg.Child
+	child.Dir = st.CWD
+	child.Logger = l.log.With("session", s.id)
+	if l.cfg.childEnv(sessionStateEnv) == "" {
+		// The CLI then says when it is idle: the end of a turn whose
+		// result line was over the limit.
+		child.Env = append(slices.Clip(child.Env), sessionStateEnv+"=1")
+	}
+	s.sup = l.loop.NewSupervisor(SupervisorConfig{
+		Child:    child,
+		BaseArgs: ACPArgs,
+		Logger:   child.Logger,
+		// The session files are where session/load finds them (ClaudeDir),
+		// and a file without a conversation is not resumable.
+		Resumable: func(sid string) error {
+			if _, err := l.findSession(acp.MethodSessionResume, st.CWD, sid); err != nil {
+				return err
+			}
+			return nil
+		},
+	})
+	opts := l.cfg.Options
+	opts.Extra = nil
 	if st.MCPConfig != "" {
-		s.opts.Extra = append(s.opts.Extra, "--mcp-config="+st.MCPConfig)
+		opts.Extra = append(opts.Extra, "--mcp-config="+st.MCPConfig)
 	}
 	for _, d := range st.AddDirs {
-		s.opts.Extra = append(s.opts.Extra, "--add-dir="+d)
+		opts.Extra = append(opts.Extra, "--add-dir="+d)
 	}
-	s.opts.Extra = append(s.opts.Extra, l.cfg.Options.Extra...)
-	if err := l.spawn(s, method != acp.MethodSessionNew); err != nil {
-		l.fail(id, acp.Internal("starting the Claude Code CLI: "+err.Error()))
-		return
-	}
+	opts.Extra = append(opts.Extra, l.cfg.Options.Extra...)
+	s.sup.Opts = opts
 	l.sessions[s.id] = s
-	l.nextCtl++
-	s.pending = &acpSetup{id: id, method: method, initID: "ccbridge-init-" + strconv.Itoa(l.nextCtl),
-		deadline: time.Now().Add(l.cfg.SetupTimeout)}
-	s.proc.write(mapping.AppendInitialize(nil, s.pending.initID))
-	if method == acp.MethodSessionLoad {
-		l.replay(s, path)
-	}
+	l.bySup[s.sup] = s
+	return s
 }
 
-// spawn starts the session's child: --resume when the session has a
-// file, else --session-id.
-func (l *acpLoop) spawn(s *acpSession, resume bool) error {
-	opts := s.opts
-	if resume {
-		opts.Resume = s.id
+// found goes on with session/load or resume once the session's file was
+// looked up (path, or the error for the client).
+func (l *acpLoop) found(s *acpSession, path string, err *acp.Error) {
+	if l.sessions[s.id] != s {
+		return // closed meanwhile; the request was answered then
+	}
+	ps := s.pending
+	switch {
+	case err != nil:
+		l.fail(ps.id, err)
+	case l.loop.Ending():
+		l.fail(ps.id, acp.Internal(ps.method+": ccbridge is shutting down"))
+	default:
+		l.startSession(s, path)
+		return
+	}
+	l.abandon(s)
+}
+
+// startSession starts the session's first child (--resume for a session
+// that has a file, else --session-id) and sends it initialize; the setup
+// request is answered once the CLI has answered and, for session/load,
+// the file at path has been replayed.
+func (l *acpLoop) startSession(s *acpSession, path string) {
+	ps := s.pending
+	opts, resumed := s.sup.Opts, ps.method != acp.MethodSessionNew
+	if resumed {
+		opts = opts.ResumeFrom(s.id)
 	} else {
 		opts.SessionID = s.id
 	}
-	args, err := session.BuildArgs(ACPArgs, opts)
+	p, err := s.sup.Start(opts, resumed)
 	if err != nil {
-		return err
+		l.fail(ps.id, startError("starting the Claude Code CLI: ", err))
+		l.abandon(s)
+		return
 	}
-	cfg := l.cfg.Child
-	cfg.Args = args
-	cfg.Dir = s.setup.CWD
-	cfg.Logger = l.log.With("session", s.id)
-	child, err := session.Start(cfg)
-	if err != nil {
-		return err
+	l.nextCtl++
+	ps.initID = "ccbridge-init-" + strconv.Itoa(l.nextCtl)
+	ps.deadline = l.loop.Now().Add(l.cfg.SetupTimeout)
+	p.Write(mapping.AppendInitialize(nil, ps.initID))
+	if ps.method == acp.MethodSessionLoad {
+		s.replaying = true
+		l.replay(s, s.tr, path, func(complete bool) { l.replayed(s, complete) })
 	}
-	l.gen++
-	p := &acpProc{cliProc: newCLIProc(l.gen, child, l.log), sess: s}
-	l.procs[p.gen] = p
-	s.proc = p
-	l.log.Info("claude started", "session", s.id, "pid", child.Pid(), "gen", p.gen, "resume", resume)
-	go readCLI(p.cliProc, cmp.Or(l.cfg.CLIMaxLine, l.cfg.MaxLine), nil, l.cliCh, l.stop)
-	return nil
 }
 
-// ensureProc makes sure the session has a child, respawning one that died
-// or was stopped: --resume when the session file exists.
-func (l *acpLoop) ensureProc(s *acpSession) *acp.Error {
-	if s.proc != nil {
-		return nil
+// replayed goes on with session/load once its replay has been sent: the
+// CLI's lines held meanwhile are handled now, in order.
+func (l *acpLoop) replayed(s *acpSession, complete bool) {
+	if l.sessions[s.id] != s {
+		return // the setup failed, or the session was closed: answered then
 	}
-	if err := l.spawn(s, l.sessionFile(s.setup.CWD, s.id) != ""); err != nil {
-		return acp.Internal("restarting the Claude Code CLI: " + err.Error())
+	if !complete {
+		ps := s.pending
+		s.pending = nil
+		l.fail(ps.id, acp.Internal(ps.method+": ccbridge is shutting down"))
+		l.closeSession(s, "shutting down")
+		return
 	}
-	return nil
+	s.replaying = false
+	held := s.held
+	s.held = nil
+	for _, line := range held {
+		p := s.sup.Live()
+		if p == nil || l.sessions[s.id] != s {
+			return
+		}
+		l.cliLine(s, p, line)
+	}
+}
+
+// reload serves session/load for a session running in this connection:
+// its file is replayed (with a translator of its own: the session's
+// serves the running turn), then the request answered.
+func (l *acpLoop) reload(id string, s *acpSession) {
+	cwd := s.setup.CWD
+	l.loop.Go(func(context.Context) func() {
+		path := l.sessionFile(cwd, s.id)
+		return func() {
+			defer l.emit()
+			answer := func(complete bool) {
+				switch {
+				case !complete && l.sessions[s.id] != s:
+					l.fail(id, acp.Internal(acp.MethodSessionLoad+": the session was closed"))
+				case !complete:
+					l.fail(id, acp.Internal(acp.MethodSessionLoad+": ccbridge is shutting down"))
+				default:
+					l.reply(id, s.tr.Config.AppendSetupResult(nil, ""))
+				}
+			}
+			if path == "" {
+				answer(true)
+				return
+			}
+			l.replay(s, acp.NewTranslator(s.id), path, answer)
+		}
+	})
+}
+
+// abandon forgets a session whose setup failed before its child started,
+// as if it had never been: the prompts sent for it meanwhile get -32002.
+func (l *acpLoop) abandon(s *acpSession) {
+	for _, q := range s.queue {
+		l.fail(q.id, acp.NotFound(acp.MethodSessionPrompt+": no session "+strconv.Quote(s.id)+" in this connection"))
+	}
+	s.queue = nil
+	s.pending = nil
+	l.forget(s)
+}
+
+// forget takes a session out of the connection; its children, retired,
+// stop on their own.
+func (l *acpLoop) forget(s *acpSession) {
+	delete(l.sessions, s.id)
+	delete(l.bySup, s.sup)
+	s.sup.Close()
+}
+
+// startError is the client's error for a child that could not start.
+func startError(what string, err error) *acp.Error {
+	msg, _ := strings.CutPrefix(err.Error(), "starting the CLI: ") // the supervisor's words for what is said here
+	return acp.Internal(what + msg)
 }
 
 // setupDone answers the session/new, load or resume request once the CLI
@@ -211,7 +333,7 @@ func (l *acpLoop) setupDone(s *acpSession, ev *mapping.Event) {
 	}
 	resp := ev.Body.Get("response")
 	s.initResp = resp.Raw
-	s.tr.Config = acp.ConfigFromInitialize(resp, s.opts.Model, l.allowBypass)
+	s.tr.Config = acp.ConfigFromInitialize(resp, s.sup.Opts.Model, l.allowBypass)
 	sid := ""
 	if ps.method == acp.MethodSessionNew {
 		sid = s.id
@@ -250,13 +372,17 @@ func (l *acpLoop) next(s *acpSession) {
 	}
 	q := s.queue[0]
 	s.queue = s.queue[1:]
-	if err := l.ensureProc(s); err != nil {
-		l.fail(q.id, err)
-		l.next(s)
-		return
-	}
-	s.running = &acpTurn{id: q.id}
-	s.proc.write(q.stdin)
+	// A child that died or was stopped is started again: --resume when
+	// the CLI can resume the session (Supervisor.ResumeOpts).
+	s.sup.WhenLive(func(err error) {
+		if err != nil {
+			l.fail(q.id, startError("restarting the Claude Code CLI: ", err))
+			l.next(s)
+			return
+		}
+		s.running = &acpTurn{id: q.id}
+		s.sup.Live().Write(q.stdin)
+	})
 }
 
 // turnEnded answers the running prompt with the result's stop reason.
@@ -277,6 +403,16 @@ func (l *acpLoop) turnEnded(s *acpSession, ev *mapping.Event) {
 	l.next(s)
 }
 
+// resultLost ends the running turn whose result never came (a line over
+// the limit) once the CLI is idle: the prompt is answered from the stop
+// reason of the model's last message, as the result would have been.
+func (l *acpLoop) resultLost(s *acpSession) {
+	l.log.Warn("the CLI is idle and the turn's result was not seen (a line over the limit); ending the turn", "session", s.id, "stop_reason", s.running.stopReason)
+	line := `{"type":"result","subtype":"success","is_error":false,"stop_reason":` + strconv.Quote(s.running.stopReason) + `}`
+	ev := mapping.RouteString(line)
+	l.turnEnded(s, &ev)
+}
+
 // cancel serves session/cancel: queued prompts are answered "cancelled"
 // at once; the running turn gets an in-band interrupt and is answered
 // "cancelled" when its result arrives (or when the child is killed after
@@ -293,12 +429,13 @@ func (l *acpLoop) cancel(s *acpSession) {
 	}
 	t.cancelled = true
 	l.settle(s, false)
-	if s.proc == nil {
+	p := s.sup.Live()
+	if p == nil {
 		return
 	}
 	l.nextCtl++
-	s.proc.write(mapping.AppendInterrupt(nil, "ccbridge-interrupt-"+strconv.Itoa(l.nextCtl), false))
-	t.deadline = time.Now().Add(l.cfg.InterruptTimeout)
+	p.Write(mapping.AppendInterrupt(nil, "ccbridge-interrupt-"+strconv.Itoa(l.nextCtl), false))
+	t.deadline = l.loop.Now().Add(l.cfg.InterruptTimeout)
 }
 
 // cancelRequest serves $/cancel_request for a prompt (running or queued).
@@ -330,9 +467,9 @@ func (l *acpLoop) closeSession(s *acpSession, why string) {
 	if t := s.running; t != nil {
 		s.running = nil
 		l.reply(t.id, acp.AppendStopResult(nil, acp.StopCancelled))
-		if s.proc != nil {
+		if p := s.sup.Live(); p != nil {
 			l.nextCtl++
-			s.proc.write(mapping.AppendInterrupt(nil, "ccbridge-interrupt-"+strconv.Itoa(l.nextCtl), false))
+			p.Write(mapping.AppendInterrupt(nil, "ccbridge-interrupt-"+strconv.Itoa(l.nextCtl), false))
 		}
 	}
 	if ps := s.pending; ps != nil {
@@ -344,40 +481,32 @@ func (l *acpLoop) closeSession(s *acpSession, why string) {
 		l.fail(c.clientID, acp.Internal("the session was closed"))
 	}
 	l.settle(s, true)
-	l.retire(s, false)
-	delete(l.sessions, s.id)
+	l.retire(s, why, false)
+	l.forget(s)
 	l.log.Info("session closed", "session", s.id, "reason", why)
 }
 
-// retire stops the session's child: in stages, or at once (kill).
-func (l *acpLoop) retire(s *acpSession, kill bool) {
-	p := s.proc
-	if p == nil {
+// retire stops the session's child: in stages, or at once (kill). Its
+// output from now on is dropped, and its exit is not reported.
+func (l *acpLoop) retire(s *acpSession, why string, kill bool) {
+	if s.sup.Retire(why, 0, kill) == nil {
 		return
 	}
-	s.proc = nil
-	p.sess = nil
 	for cid, c := range s.controls {
 		delete(s.controls, cid)
 		l.fail(c.clientID, acp.Internal("the CLI was stopped before it answered"))
 	}
-	if kill {
-		p.child.Kill()
-		return
-	}
-	p.stop()
 }
 
-// procExited handles a child's exit.
-func (l *acpLoop) procExited(p *acpProc, exit session.Exit) {
-	delete(l.procs, p.gen)
-	s := p.sess
+// ChildExited reports a session's child that died on its own (a crash, a
+// kill, the end of its input): the open requests are settled, the running
+// prompt answered, and the next prompt resumes the session in a new child.
+func (l *acpLoop) ChildExited(p *Proc, exit session.Exit) {
+	defer l.emit()
+	s := l.bySup[p.Supervisor()]
 	if s == nil {
-		l.log.Info("claude stopped", "gen", p.gen, "code", exit.Code)
 		return
 	}
-	s.proc = nil
-	l.log.Info("claude exited", "session", s.id, "gen", p.gen, "code", exit.Code, "signal", exit.Signal)
 	data := exitData(exit)
 	if ps := s.pending; ps != nil {
 		s.pending = nil
@@ -400,7 +529,7 @@ func (l *acpLoop) procExited(p *acpProc, exit session.Exit) {
 				Data:    data})
 		}
 	}
-	if !l.uiEOF && !l.stopping {
+	if !l.loop.Ending() {
 		l.next(s) // queued prompts go on in a resumed child
 	}
 }
@@ -419,10 +548,10 @@ func exitData(exit session.Exit) string {
 
 // expireSession handles a session's passed deadlines.
 func (l *acpLoop) expireSession(s *acpSession, now time.Time) {
-	if ps := s.pending; ps != nil && !now.Before(ps.deadline) {
+	if ps := s.pending; ps != nil && !s.replaying && !ps.deadline.IsZero() && !now.Before(ps.deadline) {
 		s.pending = nil
 		l.fail(ps.id, acp.Internal(fmt.Sprintf("%s: the Claude Code CLI did not answer initialize within %v", ps.method, l.cfg.SetupTimeout)))
-		l.retire(s, true)
+		l.retire(s, "setup timed out", true)
 		l.closeSession(s, "setup timed out")
 		return
 	}
@@ -432,7 +561,7 @@ func (l *acpLoop) expireSession(s *acpSession, now time.Time) {
 		l.log.Warn("interrupt not acknowledged; stopping claude", "session", s.id, "timeout", l.cfg.InterruptTimeout)
 		s.running = nil
 		l.settle(s, true)
-		l.retire(s, true)
+		l.retire(s, "interrupt not acknowledged", true)
 		l.reply(t.id, acp.AppendStopResult(nil, acp.StopCancelled))
 		l.next(s)
 	}
@@ -494,7 +623,8 @@ func (l *acpLoop) setConfigOption(id string, params gjson.Result) {
 // running CLI (answered when the CLI answers), or, with no CLI running,
 // in the flags of the next spawn.
 func (l *acpLoop) change(s *acpSession, id, configID, value string, config bool) {
-	if s.proc == nil {
+	p := s.sup.Live()
+	if p == nil {
 		l.applyChange(s, configID, value)
 		l.answerChange(s, id, config)
 		return
@@ -502,24 +632,24 @@ func (l *acpLoop) change(s *acpSession, id, configID, value string, config bool)
 	l.nextCtl++
 	rid := "ccbridge-" + configID + "-" + strconv.Itoa(l.nextCtl)
 	if configID == acp.ConfigMode {
-		s.proc.write(mapping.AppendSetPermissionMode(nil, rid, value))
+		p.Write(mapping.AppendSetPermissionMode(nil, rid, value))
 	} else {
-		s.proc.write(mapping.AppendSetModel(nil, rid, value))
+		p.Write(mapping.AppendSetModel(nil, rid, value))
 	}
 	s.controls[rid] = &acpControl{clientID: id, configID: configID, value: value, config: config,
-		deadline: time.Now().Add(l.cfg.ControlTimeout)}
+		deadline: l.loop.Now().Add(l.cfg.ControlTimeout)}
 }
 
 func (l *acpLoop) applyChange(s *acpSession, configID, value string) {
 	if configID == acp.ConfigMode {
 		s.tr.Config.Mode = value
-		s.opts.PermissionMode = value
+		s.sup.Opts.PermissionMode = value
 		return
 	}
 	s.tr.Config.Model = value
-	s.opts.Model = value
+	s.sup.Opts.Model = value
 	if value == "default" {
-		s.opts.Model = ""
+		s.sup.Opts.Model = ""
 	}
 }
 

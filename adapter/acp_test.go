@@ -27,6 +27,8 @@ func init() {
 	//   ENDPERM   a can_use_tool, then a result at once
 	//   HANG      a delta, then nothing more, interrupts ignored
 	//   DIE       exit 3 with a last word on stderr
+	//   LONG      a delta, a 4 KiB assistant line and a 4 KiB result, then
+	//             (with CLAUDE_CODE_SDK_READS_SESSION_STATE=1) idle
 	registerFake("acp", func() {
 		logf, _ := os.OpenFile(os.Getenv("FAKE_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		fmt.Fprintf(logf, "argv %s\n", strings.Join(os.Args[1:], " "))
@@ -91,6 +93,15 @@ func init() {
 				case strings.Contains(text, "HANG"):
 					out(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"partial "}},"api_message_id":"msg_1",%s}`, sid)
 					hung = true
+				case strings.Contains(text, "LONG"):
+					out(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}},"api_message_id":"msg_1",%s}`, sid)
+					long := strings.Repeat("x", 4096)
+					out(`{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":%q}]},%s}`, long, sid)
+					out(`{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"max_tokens"}},%s}`, sid)
+					out(`{"type":"result","subtype":"success","is_error":false,"stop_reason":"max_tokens","result":%q,%s}`, long, sid)
+					if os.Getenv("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1" {
+						out(`{"type":"system","subtype":"session_state_changed","state":"idle",%s}`, sid)
+					}
 				case strings.Contains(text, "DIE"):
 					fmt.Fprintln(os.Stderr, "fatal: the fake CLI fell over")
 					os.Exit(3)
@@ -115,12 +126,19 @@ type acpHost struct {
 
 func startACP(t *testing.T, env ...string) *acpHost {
 	t.Helper()
+	return startACPWith(t, func(*ACP) {}, env...)
+}
+
+// startACPWith is startACP with settings of the test's own.
+func startACPWith(t *testing.T, set func(*ACP), env ...string) *acpHost {
+	t.Helper()
 	logFile := filepath.Join(t.TempDir(), "log")
 	a := &ACP{
 		Child:            fakeCLIConfig(t, "acp", nil, append([]string{"FAKE_LOG=" + logFile}, env...)...),
 		InterruptTimeout: 300 * time.Millisecond,
 		ClaudeDir:        t.TempDir(),
 	}
+	set(a)
 	h := &acpHost{host: startRunner(t, a.Run), dir: t.TempDir(), claude: a.ClaudeDir,
 		log: func() string { b, _ := os.ReadFile(logFile); return string(b) }}
 	return h
@@ -385,5 +403,124 @@ func TestACPLongCwd(t *testing.T) {
 	}
 	if log := h.log(); !strings.Contains(log, "--resume="+sid) {
 		t.Errorf("the CLI was not started with --resume:\n%s", log)
+	}
+}
+
+// writeSessionFile writes the session file of sid for h.dir, with lines.
+func (h *acpHost) writeSessionFile(sid string, lines []string) {
+	h.t.Helper()
+	dir := filepath.Join(h.claude, "projects", clifiles.ProjectDirName(h.dir))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, sid+".jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestACPLoadReplaysInBatches: a history read in many batches (off the
+// loop) reaches the client whole and in order, and the load answer (which
+// waits for the CLI's initialize answer, held meanwhile) comes after it.
+// A session/cancel sent during the replay is answered in between.
+func TestACPLoadReplaysInBatches(t *testing.T) {
+	h := startACP(t)
+	live := h.newSession()
+	hang := h.prompt(live, "HANG")
+	h.until(func(l gjson.Result) bool { return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" })
+	queued := h.prompt(live, "queued")
+
+	const sid, n = "5b0d2c43-0000-4000-8000-000000000003", 3000
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = fmt.Sprintf(`{"type":"user","cwd":%q,"uuid":"u%d","message":{"role":"user","content":"line %d"}}`, h.dir, i, i)
+	}
+	h.writeSessionFile(sid, lines)
+	load := h.call("session/load", `{"sessionId":"`+sid+`","cwd":"`+h.dir+`","mcpServers":[]}`)
+	h.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + live + `"}}`)
+	got, cancelledAt := 0, -1
+	hangDone := false
+	for {
+		l := gjson.ParseBytes(h.next())
+		switch {
+		case l.Get("id").Raw == hang:
+			// Killed after the interrupt timeout, maybe during the replay.
+			if l.Get("result.stopReason").Str != "cancelled" {
+				t.Fatalf("hung prompt: %s", l.Raw)
+			}
+			hangDone = true
+		case l.Get("id").Raw == queued:
+			if l.Get("result.stopReason").Str != "cancelled" {
+				t.Fatalf("queued prompt: %s", l.Raw)
+			}
+			cancelledAt = got
+		case l.Get("params.sessionId").Str == sid:
+			if want := fmt.Sprintf("line %d", got); l.Get("params.update.content.text").Str != want {
+				t.Fatalf("replayed update %d: %s", got, l.Raw)
+			}
+			got++
+		case l.Get("id").Raw == load:
+			if got != n || !l.Get("result.configOptions").IsArray() {
+				t.Fatalf("load answered after %d of %d updates: %s", got, n, l.Raw)
+			}
+			if cancelledAt < 0 {
+				t.Fatalf("the load was answered before the cancel")
+			}
+			if !hangDone {
+				if r := h.answer(hang); r.Get("result.stopReason").Str != "cancelled" {
+					t.Fatalf("hung prompt: %s", r.Raw)
+				}
+			}
+			if r := h.answer(h.prompt(sid, "after the load")); r.Get("result.stopReason").Str != "end_turn" {
+				t.Fatalf("prompt after the load: %s", r.Raw)
+			}
+			return
+		}
+	}
+}
+
+// TestACPCLILineTooLong: CLI lines over CLIMaxLine are dropped and
+// reported with _ccbridge/error; the turn, whose result was one of them,
+// ends when the CLI is idle, with the stop reason of the last message;
+// the session goes on.
+func TestACPCLILineTooLong(t *testing.T) {
+	h := startACPWith(t, func(a *ACP) { a.CLIMaxLine = 1000 })
+	sid := h.newSession()
+	id := h.prompt(sid, "LONG")
+	for range 2 {
+		e := h.until(isMethod("_ccbridge/error"))
+		if e.Get("params.sessionId").Str != sid || e.Get("params.code").Str != "line_too_long" ||
+			!strings.Contains(e.Get("params.message").Str, "1000-byte limit (--max-cli-line)") || e.Get("id").Exists() {
+			t.Errorf("notification: %s", e.Raw)
+		}
+	}
+	if r := h.answer(id); r.Get("result.stopReason").Str != "max_tokens" {
+		t.Fatalf("prompt with the long lines: %s", r.Raw)
+	}
+	if r := h.answer(h.prompt(sid, "hello")); r.Get("result.stopReason").Str != "end_turn" {
+		t.Fatalf("next prompt: %s", r.Raw)
+	}
+}
+
+// TestACPLoadUnresumable: session/load and session/resume of a session
+// whose file holds no user or assistant message are refused with -32002
+// before any CLI starts; a prompt sent meanwhile gets -32002 too.
+func TestACPLoadUnresumable(t *testing.T) {
+	h := startACP(t)
+	const sid = "5b0d2c43-0000-4000-8000-000000000004"
+	h.writeSessionFile(sid, []string{`{"type":"queue-operation","operation":"enqueue","sessionId":"` + sid + `"}`})
+	h.answer(h.call("initialize", `{"protocolVersion":1}`))
+	load := h.call("session/load", `{"sessionId":"`+sid+`","cwd":"`+h.dir+`","mcpServers":[]}`)
+	prompt := h.prompt(sid, "hello")
+	if r := h.answer(load); r.Get("error.code").Int() != -32002 || !strings.Contains(r.Get("error.message").Str, "has no conversation to resume") {
+		t.Errorf("session/load: %s", r.Raw)
+	}
+	if r := h.answer(prompt); r.Get("error.code").Int() != -32002 {
+		t.Errorf("prompt for the session being loaded: %s", r.Raw)
+	}
+	if r := h.answer(h.call("session/resume", `{"sessionId":"`+sid+`","cwd":"`+h.dir+`"}`)); r.Get("error.code").Int() != -32002 {
+		t.Errorf("session/resume: %s", r.Raw)
+	}
+	if log := h.log(); strings.Contains(log, "argv") {
+		t.Errorf("a CLI was started:\n%s", log)
 	}
 }

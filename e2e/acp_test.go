@@ -359,7 +359,8 @@ func TestACPChildKilledMidPrompt(t *testing.T) {
 	if after.Get("#").Int() != 1 || after.Get("0").Int() == killed {
 		t.Errorf("CLI children after the crash: %s (killed %d)", after.Raw, killed)
 	}
-	if !strings.Contains(r.stderr, `"gen":2,"resume":true`) {
+	sid := r.response("session/new", 0).Get("result.sessionId").Str
+	if !strings.Contains(r.stderr, `"gen":2,"resume":"`+sid+`"`) {
 		t.Errorf("the new CLI was not started with --resume")
 	}
 }
