@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // End-to-end tests of the behaviours every dialect shares, in the acp
 // dialect: the official ACP client library (@agentclientprotocol/sdk)
@@ -128,15 +128,7 @@ func (a *alignEnv) run(script string) *acpRun {
 	t := a.t
 	t.Helper()
 	cli := realCLI(t)
-	wd, _ := os.Getwd()
-	module := filepath.Join(wd, acpSDKModule)
-	node, err := exec.LookPath("node")
-	if _, serr := os.Stat(module); err != nil || serr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node or the ACP client library is missing (run scripts/install-tools.sh): %v %v", err, serr)
-		}
-		t.Skip("node or the ACP client library is not installed; run scripts/install-tools.sh")
-	}
+	node, module := nodeModule(t, acpSDKModule, "the ACP client library")
 	file := filepath.Join(t.TempDir(), "align.mjs")
 	body := alignPrelude + "\ntry {\n" + script + "\n  out({ event: 'done' });\n  process.exit(0);\n} catch (err) {\n  out({ event: 'error', message: String(err?.stack ?? err) });\n  process.exit(1);\n}\n"
 	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
@@ -144,8 +136,8 @@ func (a *alignEnv) run(script string) *acpRun {
 	}
 	r := &acpRun{t: t, workdir: a.workdir}
 	cmd := exec.Command(node, file)
-	cmd.Env = append(os.Environ(), runAsCCBridge+"=1", "HOME="+a.home, "CCBRIDGE_CLAUDE="+cli,
-		"CCBRIDGE_LOG_LEVEL=debug", "ACP_SDK="+module, "CCBRIDGE_BIN="+os.Args[0], "WORKDIR="+a.workdir)
+	cmd.Env = append(os.Environ(), "HOME="+a.home, "CCBRIDGE_CLAUDE="+cli,
+		"CCBRIDGE_LOG_LEVEL=debug", "ACP_SDK="+module, "CCBRIDGE_BIN="+ccbridgeBin, "WORKDIR="+a.workdir)
 	cmd.Env = append(cmd.Env, fakeAPI(t).Env()...)
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
@@ -187,12 +179,13 @@ func tagged(r *acpRun, tag string) gjson.Result {
 	return r.events[i]
 }
 
-// TestE2EACPAlignCLILineTooLong: with --max-cli-line 100000, BIGTEXT
+// TestACPAlignCLILineTooLong: with --max-cli-line 100000, BIGTEXT
 // 300000 makes the CLI write an assistant line and a result line of about
 // 300 KB. Each is dropped and reported with _ccbridge/error; the text
 // still streams (its deltas are 64 KiB), the turn ends when the CLI is
 // idle, and the next prompt works.
-func TestE2EACPAlignCLILineTooLong(t *testing.T) {
+func TestACPAlignCLILineTooLong(t *testing.T) {
+	t.Parallel()
 	r := newAlignEnv(t).run(`
   const c = connect('a', ['--max-cli-line', '100000']);
   const sid = await newSession(c);
@@ -231,10 +224,11 @@ func TestE2EACPAlignCLILineTooLong(t *testing.T) {
 	}
 }
 
-// TestE2EACPAlignUnresumable: session/load and session/resume of a session
+// TestACPAlignResumeRefusedBeforeAnyChild: session/load and session/resume of a session
 // whose file holds no user or assistant message, or has no file, are
 // refused with -32002 before any CLI starts.
-func TestE2EACPAlignUnresumable(t *testing.T) {
+func TestACPAlignResumeRefusedBeforeAnyChild(t *testing.T) {
+	t.Parallel()
 	a := newAlignEnv(t)
 	const empty, missing = "5b0d2c43-0000-4000-8000-0000000000e1", "5b0d2c43-0000-4000-8000-0000000000e2"
 	dir := a.projectDir(a.workdir)
@@ -277,11 +271,11 @@ func TestE2EACPAlignUnresumable(t *testing.T) {
 	}
 }
 
-// TestE2EACPAlignCancelDuringLongLoad: a session/cancel is handled within
+// TestACPAlignCancelWhileReadingABigSession: a session/cancel is handled within
 // 50 ms while a session file of about 100 MB is being read for
 // session/load (and a session/list runs): the prompt it cancels, waiting
 // behind a running one, is answered at once, before the load.
-func TestE2EACPAlignCancelDuringLongLoad(t *testing.T) {
+func TestACPAlignCancelWhileReadingABigSession(t *testing.T) {
 	a := newAlignEnv(t)
 	const sid = "5b0d2c43-0000-4000-8000-0000000000b1"
 	dir := a.projectDir(a.workdir)
@@ -359,10 +353,11 @@ func TestE2EACPAlignCancelDuringLongLoad(t *testing.T) {
 	}
 }
 
-// TestE2EACPAlignListLongCwd: session/list with a working directory of
+// TestACPAlignSessionListLongCWD: session/list with a working directory of
 // more than 200 characters finds the session a real turn created there
 // (the CLI shortens that folder's name and adds a hash).
-func TestE2EACPAlignListLongCwd(t *testing.T) {
+func TestACPAlignSessionListLongCWD(t *testing.T) {
+	t.Parallel()
 	a := newAlignEnv(t)
 	long := filepath.Join(a.workdir, strings.Repeat("d", 120), strings.Repeat("e", 120))
 	if err := os.MkdirAll(long, 0o755); err != nil {
