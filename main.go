@@ -107,8 +107,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		}
 		return 0
 	}
-	r, err := cfg.dialect.Runner(adapter.DialectConfig{Child: child, Options: cfg.opts, DropInArgs: cfg.dropInArgs,
-		MaxLine: cfg.maxLine, CLIMaxLine: cfg.maxCLILine, InterruptTimeout: cfg.interruptIn, ControlTimeout: cfg.controlIn, Logger: log})
+	r, err := cfg.dialect.Runner(adapter.DialectConfig{DropInArgs: cfg.dropInArgs, Settings: adapter.Settings{
+		Child: child, Options: cfg.opts, MaxLine: cfg.maxLine, CLIMaxLine: cfg.maxCLILine,
+		InterruptTimeout: cfg.interruptIn, ControlTimeout: cfg.controlIn, Logger: log}})
 	if err != nil {
 		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
 		return 2

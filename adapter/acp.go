@@ -24,13 +24,7 @@ import (
 // ACPArgs are the CLI arguments of the acp dialect, before the session
 // flags (--model, --permission-mode, --resume or --session-id) and the
 // extra arguments (--mcp-config, --add-dir, then the user's).
-var ACPArgs = []string{
-	"--output-format", "stream-json",
-	"--input-format", "stream-json",
-	"--verbose",
-	"--include-partial-messages",
-	"--permission-prompt-tool", "stdio",
-}
+var ACPArgs = coreArgs
 
 func init() { Register("acp", func() Dialect { return &ACP{} }) }
 
@@ -41,8 +35,7 @@ func (a *ACP) Flags(fs *flag.FlagSet) {
 
 // Runner fills in the common settings.
 func (a *ACP) Runner(c DialectConfig) (Runner, error) {
-	a.Child, a.Options, a.MaxLine, a.CLIMaxLine = c.Child, c.Options, c.MaxLine, c.CLIMaxLine
-	a.InterruptTimeout, a.ControlTimeout, a.Logger = c.InterruptTimeout, c.ControlTimeout, c.Logger
+	a.Settings = c.Settings
 	return a, nil
 }
 
@@ -58,48 +51,26 @@ func (a *ACP) Runner(c DialectConfig) (Runner, error) {
 // (Loop.Go), so a session/cancel or a permission answer never waits behind
 // ordinary work or a long replay.
 type ACP struct {
-	// Child says how to start the CLI: its path, environment and shutdown
-	// graces. Args and Dir are set per session.
-	Child session.Config
-
-	// Options: Model, PermissionMode and Extra apply to every session.
-	// Resume, Continue, ForkSession and SessionID are ignored: the client
-	// picks sessions with session/new, load and resume.
-	Options session.Options
-
-	// MaxLine caps a line held whole, from the client and in a session
-	// file. Default framing.DefaultMaxLine.
-	MaxLine int
-
-	// CLIMaxLine caps a CLI line held whole (--max-cli-line); default
-	// MaxLine. A longer line is dropped and reported to the client with
-	// the _ccbridge/error notification; the session goes on.
-	CLIMaxLine int
-
-	// InterruptTimeout bounds the wait for a cancelled turn's result after
-	// the in-band interrupt; then the child is killed, the prompt answered
-	// "cancelled" and the next prompt resumes the session in a new child.
-	// Default 5 s.
-	InterruptTimeout time.Duration
+	// Settings: Child's Args and Dir are set per session; of Options,
+	// Model, PermissionMode and Extra apply to every session, and Resume,
+	// Continue, ForkSession and SessionID are ignored (the client picks
+	// sessions with session/new, load and resume); MaxLine also caps a
+	// session file's line; a CLI line over CLIMaxLine (default MaxLine)
+	// is reported with the _ccbridge/error notification; after
+	// InterruptTimeout a cancelled turn's child is killed, the prompt
+	// answered "cancelled" and the next prompt resumes the session in a
+	// new child.
+	Settings
 
 	// SetupTimeout bounds the wait for the CLI's answer to initialize
 	// during session/new, load and resume. Default 60 s.
 	SetupTimeout time.Duration
-
-	// ControlTimeout bounds the wait for the CLI's answer to a mode or
-	// model change. Default 30 s.
-	ControlTimeout time.Duration
 
 	// ClaudeDir is the CLI's configuration folder, whose projects/ holds the
 	// session files (session/load, list, resume). Default:
 	// $CLAUDE_CONFIG_DIR, else $HOME/.claude, read from Child.Env first and
 	// then from ccbridge's environment.
 	ClaudeDir string
-
-	// Clock is the connection's time; nil means the real one.
-	Clock Clock
-
-	Logger *slog.Logger
 }
 
 // acpLoop is the acp dialect's handler: the state of one ACP connection,
@@ -134,7 +105,7 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	if a.SetupTimeout <= 0 {
 		a.SetupTimeout = 60 * time.Second
 	}
-	loopDefaults(&a.MaxLine, &a.InterruptTimeout, &a.ControlTimeout, &a.Logger, &a.Child)
+	a.defaults()
 	o := a.Options
 	if o.Resume != "" || o.Continue || o.ForkSession || o.SessionID != "" {
 		a.Logger.Warn("acp: --resume, --continue, --fork-session and --session-id are ignored; the client picks sessions")
@@ -186,7 +157,7 @@ func (l *acpLoop) UIEnd() {
 	l.dropQueues()
 	for _, s := range l.sessions {
 		if p := s.sup.Live(); p != nil {
-			p.stop()
+			p.Stop()
 		}
 	}
 }

@@ -134,9 +134,11 @@ func startACPWith(t *testing.T, set func(*ACP), env ...string) *acpHost {
 	t.Helper()
 	logFile := filepath.Join(t.TempDir(), "log")
 	a := &ACP{
-		Child:            fakeCLIConfig(t, "acp", nil, append([]string{"FAKE_LOG=" + logFile}, env...)...),
-		InterruptTimeout: 300 * time.Millisecond,
-		ClaudeDir:        t.TempDir(),
+		Settings: Settings{
+			Child:            fakeCLIConfig(t, "acp", nil, append([]string{"FAKE_LOG=" + logFile}, env...)...),
+			InterruptTimeout: 300 * time.Millisecond,
+		},
+		ClaudeDir: t.TempDir(),
 	}
 	set(a)
 	h := &acpHost{host: startRunner(t, a.Run), dir: t.TempDir(), claude: a.ClaudeDir,

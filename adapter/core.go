@@ -343,7 +343,7 @@ func (l *Loop) Shutdown(reason string) {
 	}
 	l.h.Shutdown(reason)
 	for _, p := range l.procs {
-		p.stop()
+		p.Stop()
 	}
 }
 

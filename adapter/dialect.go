@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -29,29 +30,68 @@ func init() {
 	}
 }
 
-// DialectConfig is what main hands to a dialect: how to start the CLI
-// and the settings every dialect shares (main's common flags). Zero values
-// mean defaults.
-type DialectConfig struct {
+// Settings are what every dialect on the session core takes from main's
+// common flags. Zero values mean defaults.
+type Settings struct {
 	// Child says how to start the CLI; each dialect builds the Args.
 	Child session.Config
 	// Options are the session flags and extra CLI arguments.
 	Options session.Options
+	// MaxLine caps a UI line held whole (--max-line). Default
+	// framing.DefaultMaxLine.
+	MaxLine int
+	// CLIMaxLine caps a CLI line held whole (--max-cli-line); a longer one
+	// is dropped and reported to the UI. 0 keeps each dialect's default.
+	CLIMaxLine int
+	// InterruptTimeout bounds the wait for the CLI to acknowledge an
+	// interrupt (--interrupt-timeout); then the child is stopped and the
+	// session resumed in a new one. Default 5 s.
+	InterruptTimeout time.Duration
+	// ControlTimeout bounds the wait for the CLI's answer to a control
+	// request (--control-timeout). Default 30 s.
+	ControlTimeout time.Duration
+	// Clock is the session's time; nil means the real one.
+	Clock  Clock
+	Logger *slog.Logger
+}
+
+// defaults fills in the zero values.
+func (s *Settings) defaults() {
+	if s.MaxLine <= 0 {
+		s.MaxLine = framing.DefaultMaxLine
+	}
+	if s.InterruptTimeout <= 0 {
+		s.InterruptTimeout = 5 * time.Second
+	}
+	if s.ControlTimeout <= 0 {
+		s.ControlTimeout = 30 * time.Second
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.Child.Logger == nil {
+		s.Child.Logger = s.Logger
+	}
+}
+
+// DialectConfig is what main hands to a dialect: the common settings,
+// and for the stream dialect in drop-in mode the CLI's own arguments.
+type DialectConfig struct {
+	Settings
 	// DropInArgs, when set, are the CLI's own arguments, passed as they
 	// are (drop-in mode; the stream dialect only).
 	DropInArgs []string
-	// MaxLine caps a UI line held whole (--max-line).
-	MaxLine int
-	// CLIMaxLine caps a CLI line held whole (--max-cli-line); 0 keeps
-	// each dialect's default.
-	CLIMaxLine int
-	// InterruptTimeout bounds the wait for the CLI to acknowledge an
-	// interrupt (--interrupt-timeout).
-	InterruptTimeout time.Duration
-	// ControlTimeout bounds the wait for the CLI's answer to a control
-	// request (--control-timeout).
-	ControlTimeout time.Duration
-	Logger         *slog.Logger
+}
+
+// coreArgs are the CLI arguments of the dialects on the session core,
+// before the session options and the user's extra arguments: stream-json
+// both ways with partial messages, permission prompts over stdio.
+var coreArgs = []string{
+	"--output-format", "stream-json",
+	"--input-format", "stream-json",
+	"--verbose",
+	"--include-partial-messages",
+	"--permission-prompt-tool", "stdio",
 }
 
 // Runner serves one UI connection on in/out until it ends, and returns the

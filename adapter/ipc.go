@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,14 +22,7 @@ import (
 
 // IPCArgs are the CLI arguments of the ipc dialect, before the session
 // options and the user's extra arguments.
-var IPCArgs = []string{
-	"--output-format", "stream-json",
-	"--input-format", "stream-json",
-	"--verbose",
-	"--include-partial-messages",
-	"--permission-prompt-tool", "stdio",
-	"--replay-user-messages",
-}
+var IPCArgs = append(slices.Clip(coreArgs), "--replay-user-messages")
 
 func init() { Register("ipc", func() Dialect { return &IPC{} }) }
 
@@ -39,8 +33,7 @@ func (s *IPC) Flags(fs *flag.FlagSet) {
 
 // Runner fills in the common settings.
 func (s *IPC) Runner(c DialectConfig) (Runner, error) {
-	s.Child, s.Options, s.MaxLine, s.CLIMaxLine = c.Child, c.Options, c.MaxLine, c.CLIMaxLine
-	s.InterruptTimeout, s.ControlTimeout, s.Logger = c.InterruptTimeout, c.ControlTimeout, c.Logger
+	s.Settings = c.Settings
 	return s, nil
 }
 
@@ -52,36 +45,13 @@ func (s *IPC) Runner(c DialectConfig) (Runner, error) {
 // and the child's reader only read lines and hand them over, so a control
 // message (an interrupt, an answer) never waits behind ordinary work.
 type IPC struct {
-	// Child says how to start the CLI; its Args are built here from
-	// IPCArgs and Options.
-	Child session.Config
-
-	// Options are the session flags and extra CLI arguments. A new
-	// session without a SessionID gets a fresh one, so that the UI knows
-	// the id before the first turn.
-	Options session.Options
-
-	// MaxLine caps a line held whole, from either side. Default
-	// framing.DefaultMaxLine.
-	MaxLine int
-	// CLIMaxLine caps a CLI line held whole; default MaxLine.
-	CLIMaxLine int
-
-	// InterruptTimeout bounds the wait for the CLI to acknowledge an
-	// interrupt; then the child is stopped and resumed. Default 5 s.
-	InterruptTimeout time.Duration
-
-	// ControlTimeout bounds the wait for the CLI's answer to a model,
-	// permission-mode or stop-task request. Default 30 s.
-	ControlTimeout time.Duration
+	// Settings: a new session without Options.SessionID gets a fresh
+	// one, so that the UI knows the id before the first turn; CLIMaxLine
+	// defaults to MaxLine.
+	Settings
 
 	// ForwardUnknown forwards CLI lines of unknown types as "unknown".
 	ForwardUnknown bool
-
-	// Clock is the session's time; nil means the real one.
-	Clock Clock
-
-	Logger *slog.Logger
 }
 
 // ipcLoop is the ipc dialect's handler: the state of one ipc session,
@@ -103,7 +73,7 @@ type ipcLoop struct {
 // Run serves the session until the UI's input ends (or a shutdown signal)
 // and the child has exited. It returns the last child's exit code.
 func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
-	loopDefaults(&s.MaxLine, &s.InterruptTimeout, &s.ControlTimeout, &s.Logger, &s.Child)
+	s.defaults()
 	opts := withSessionID(s.Options)
 	if _, err := session.BuildArgs(IPCArgs, opts); err != nil {
 		return 2, err

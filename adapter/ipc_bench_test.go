@@ -13,7 +13,7 @@ func BenchmarkIPCFromCLI(b *testing.B) {
 	line := `{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"` +
 		strings.Repeat("lorem ipsum ", 18) + `"}},"session_id":"5c3bb572-859f-4ecf-9616-2b9d21f1b011","parent_tool_use_id":null,"uuid":"6ee59b9f-a072-407b-9bd6-a8195be95338","api_message_id":"msg_01perf"}` + "\n"
 	block := strings.Repeat(line, 200)
-	l := (&IPC{Logger: slog.New(slog.DiscardHandler)}).newLoop()
+	l := (&IPC{Settings: Settings{Logger: slog.New(slog.DiscardHandler)}}).newLoop()
 	l.loop.Start(io.Discard)
 	l.loop.h = l
 	p := &Proc{Gen: 1, sup: l.sup}

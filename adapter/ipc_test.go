@@ -19,11 +19,11 @@ import (
 func startIPC(t *testing.T, opts session.Options) (*host, func() string) {
 	t.Helper()
 	logFile := filepath.Join(t.TempDir(), "log")
-	s := &IPC{
+	s := &IPC{Settings: Settings{
 		Child:            fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "FAKE_SAVE=1", "HOME="+t.TempDir(), "CLAUDE_CONFIG_DIR="),
 		Options:          opts,
 		InterruptTimeout: 300 * time.Millisecond,
-	}
+	}}
 	h := startRunner(t, s.Run)
 	return h, func() string { b, _ := os.ReadFile(logFile); return string(b) }
 }

@@ -1,23 +1,19 @@
 package adapter
 
-// The plumbing the event loops of the ipc, rpc and acp dialects share: the
-// readers that hand the UI's and the CLI's lines to a loop, a CLI child
-// with its writer, and the helpers for signals, deadlines and output.
+// The readers of the session core (core.go): the UI's lines and the
+// children's blocks of lines, handed to the loop over channels, with the
+// buffer pool they share; and small helpers of the dialects.
 //
 // Each reader runs on a goroutine of its own and owns its framing.Reader;
 // everything else here is called from the loop's goroutine.
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"fmt"
 	"io"
 	"iter"
 	"log/slog"
-	"os"
 	"strings"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -152,26 +148,6 @@ func blockLines(lines string) iter.Seq[string] {
 	}
 }
 
-// readCLI reads child p's output and hands it to a loop on out in blocks
-// of whole lines (see readBlocks); its last message is the child's exit.
-// It returns early when stop is closed.
-func readCLI(p *cliProc, maxLine int, pool blockPool, out chan<- cliBlock, stop <-chan struct{}) {
-	send := func(m cliBlock) bool {
-		select {
-		case out <- m:
-			return true
-		case <-stop:
-			return false
-		}
-	}
-	if !readBlocks(p.gen, p.child.Stdout(), maxLine, pool, p.log, send) {
-		return
-	}
-	<-p.child.Done()
-	exit := p.child.Exit()
-	send(cliBlock{gen: p.gen, exit: &exit})
-}
-
 // readBlocks reads the output of child gen until it ends and hands it to
 // send: the whole lines one read brought as one block, a line longer than
 // the buffer read whole on its own (up to maxLine), and every line over
@@ -256,52 +232,6 @@ func sendBlock(gen int, block []byte, maxLine int, pool blockPool, send func(cli
 	return send(pool.block(gen, block))
 }
 
-// cliProc is one CLI child and its writer.
-type cliProc struct {
-	gen   int
-	child *session.Child
-	w     *framing.Writer
-	log   *slog.Logger
-}
-
-func newCLIProc(gen int, child *session.Child, log *slog.Logger) *cliProc {
-	return &cliProc{gen: gen, child: child, w: framing.NewWriter(child.Stdin()), log: log}
-}
-
-// stop shuts the child down in stages, in the background; each stage is
-// bounded by the Child's own grace periods.
-func (p *cliProc) stop() { go p.child.Shutdown(context.Background()) }
-
-// stopWithin shuts the child down in stages, in the background, and
-// gives up waiting after d.
-func (p *cliProc) stopWithin(d time.Duration) {
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), d)
-		defer cancel()
-		if err := p.child.Shutdown(ctx); err != nil {
-			p.log.Debug("stopping claude", "err", err)
-		}
-	}()
-}
-
-// write sends one line to the child. A failure means the child is going;
-// its exit is reported when its reader sees it.
-func (p *cliProc) write(line []byte) {
-	if err := p.w.WriteLine(line); err != nil {
-		p.log.Warn("writing to the CLI", "err", err)
-	}
-}
-
-// closeStdin flushes what is pending for the child and closes its stdin.
-func (p *cliProc) closeStdin() {
-	if err := p.w.Flush(); err != nil {
-		p.log.Debug("flushing to the CLI", "err", err)
-	}
-	if err := p.child.CloseStdin(); err != nil {
-		p.log.Debug("closing the CLI's stdin", "err", err)
-	}
-}
-
 // withSessionID gives a new session, and a fork, a fresh session id when
 // opts has none, so that the UI knows the id before the first turn.
 func withSessionID(opts session.Options) session.Options {
@@ -314,84 +244,10 @@ func withSessionID(opts session.Options) session.Options {
 	return opts
 }
 
-// startCLI starts a CLI child with the arguments built from base and opts.
-func startCLI(cfg session.Config, base []string, opts session.Options) (*session.Child, error) {
-	args, err := session.BuildArgs(base, opts)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Args = args
-	child, err := session.Start(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("starting the CLI: %w", err)
-	}
-	return child, nil
-}
-
-// shutdownReason tells what a signal does: SIGTERM, SIGHUP and a second
-// SIGINT within 2 s end the session, and their reason is returned; a
-// first SIGINT returns "" (the loop interrupts in band) and is noted in
-// *lastInt.
-func shutdownReason(sig os.Signal, lastInt *time.Time) string {
-	if sig != os.Interrupt && sig != syscall.SIGINT {
-		return sig.String()
-	}
-	if !lastInt.IsZero() && time.Since(*lastInt) < 2*time.Second {
-		return "second SIGINT"
-	}
-	*lastInt = time.Now()
-	return ""
-}
-
 // earliest returns the earlier of two deadlines; the zero time is none.
 func earliest(next, at time.Time) time.Time {
 	if !at.IsZero() && (next.IsZero() || at.Before(next)) {
 		return at
 	}
 	return next
-}
-
-// armTimer sets t to fire at next, or stops it when next is zero.
-func armTimer(t *time.Timer, next time.Time) {
-	t.Stop()
-	if !next.IsZero() {
-		t.Reset(max(time.Until(next), 0))
-	}
-}
-
-// flushLines writes lines to w and flushes it, stopping at the first
-// error, and returns lines emptied for reuse.
-func flushLines(w *framing.Writer, lines [][]byte) ([][]byte, error) {
-	var err error
-	for _, line := range lines {
-		if err == nil {
-			err = w.AppendLine(line)
-		}
-	}
-	clear(lines)
-	if err != nil {
-		return lines[:0], err
-	}
-	return lines[:0], w.Flush()
-}
-
-// loopDefaults fills in the zero values of the settings every dialect loop
-// has: the line limit, the interrupt and control-request deadlines (5 s
-// and 30 s), and the loggers.
-func loopDefaults(maxLine *int, interrupt, control *time.Duration, logger **slog.Logger, child *session.Config) {
-	if *maxLine <= 0 {
-		*maxLine = framing.DefaultMaxLine
-	}
-	if *interrupt <= 0 {
-		*interrupt = 5 * time.Second
-	}
-	if *control <= 0 {
-		*control = 30 * time.Second
-	}
-	if *logger == nil {
-		*logger = slog.New(slog.DiscardHandler)
-	}
-	if child.Logger == nil {
-		child.Logger = *logger
-	}
 }

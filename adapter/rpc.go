@@ -25,13 +25,7 @@ import (
 
 // RPCArgs are the CLI arguments of the rpc dialect, before the session
 // options and the user's extra arguments.
-var RPCArgs = []string{
-	"--output-format", "stream-json",
-	"--input-format", "stream-json",
-	"--verbose",
-	"--include-partial-messages",
-	"--permission-prompt-tool", "stdio",
-}
+var RPCArgs = coreArgs
 
 func init() { Register("rpc", func() Dialect { return &RPC{} }) }
 
@@ -43,8 +37,7 @@ func (s *RPC) Flags(fs *flag.FlagSet) {
 
 // Runner fills in the common settings.
 func (s *RPC) Runner(c DialectConfig) (Runner, error) {
-	s.Child, s.Options, s.MaxLine, s.CLIMaxLine = c.Child, c.Options, c.MaxLine, c.CLIMaxLine
-	s.InterruptTimeout, s.ControlTimeout, s.Logger = c.InterruptTimeout, c.ControlTimeout, c.Logger
+	s.Settings = c.Settings
 	return s, nil
 }
 
@@ -58,27 +51,14 @@ func (s *RPC) Runner(c DialectConfig) (Runner, error) {
 // CLI child. Shell commands and session files are read off the loop
 // (Loop.Go), so an answer or a cancel never waits behind them.
 type RPC struct {
-	// Child says how to start the CLI; its Args are built from RPCArgs
-	// and Options.
-	Child session.Config
-	// Options are the session flags and extra CLI arguments. A new session
-	// without a SessionID gets a fresh one, so its id is known at once.
-	Options session.Options
-	// MaxLine caps a UI line held whole (--max-line); a longer one is
-	// refused with -32600. Default framing.DefaultMaxLine.
-	MaxLine int
-	// CLIMaxLine caps a CLI line held whole (--max-cli-line); a longer one
-	// is dropped and reported (runtime.error). Default
-	// max(MaxLine, framing.DefaultMaxLine): the CLI's own answers should
-	// not be dropped.
-	CLIMaxLine int
-	// InterruptTimeout bounds the wait for a cancelled run's turn to end
-	// after the in-band interrupt; then the CLI is killed and resumed in a
-	// new process. Default 5 s.
-	InterruptTimeout time.Duration
-	// ControlTimeout bounds the wait for the CLI's answer to a control
-	// request (list_models, set_model, mcp_status, …). Default 30 s.
-	ControlTimeout time.Duration
+	// Settings: a UI line over MaxLine is refused with -32600; a new
+	// session without Options.SessionID gets a fresh one, so its id is
+	// known at once; CLIMaxLine defaults to the larger of MaxLine and
+	// framing.DefaultMaxLine, so that the CLI's own answers are not
+	// dropped (a longer line is reported with runtime.error); after
+	// InterruptTimeout a cancelled run's CLI is killed and resumed.
+	Settings
+
 	// Diagnostics sends run.diagnostics (--diagnostics).
 	Diagnostics bool
 	// DedupeWindow is how long a request id is remembered: a retry with the
@@ -91,11 +71,6 @@ type RPC struct {
 	// Getenv reads HOME, CLAUDE_CONFIG_DIR and SHELL; nil means
 	// os.Getenv, after the Child's own Env entries.
 	Getenv func(string) string
-
-	// Clock is the session's time; nil means the real one.
-	Clock Clock
-
-	Logger *slog.Logger
 }
 
 // rpcCtl is a control request ccbridge wrote to the CLI.
@@ -159,7 +134,7 @@ func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	if s.DedupeWindow <= 0 {
 		s.DedupeWindow = 10 * time.Minute
 	}
-	loopDefaults(&s.MaxLine, &s.InterruptTimeout, &s.ControlTimeout, &s.Logger, &s.Child)
+	s.defaults()
 	if s.Version == "" {
 		s.Version = Version
 	}

@@ -47,13 +47,13 @@ func startRPCFakeHome(t *testing.T) (*host, func() string, func(sid string, entr
 			t.Fatal(err)
 		}
 	}
-	s := &RPC{
+	s := &RPC{Settings: Settings{
 		Logger:           testLogger(t),
 		Child:            fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+home),
 		Options:          session.Options{},
 		InterruptTimeout: 300 * time.Millisecond,
 		ControlTimeout:   2 * time.Second,
-	}
+	}}
 	h := startRunner(t, s.Run)
 	return h, func() string { b, _ := os.ReadFile(logFile); return string(b) }, save
 }
@@ -187,11 +187,11 @@ func TestRPCResumeRefusedBeforeAnyChild(t *testing.T) {
 // error, and the next run works in the same CLI.
 func TestRPCCLILineTooLong(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "log")
-	s := &RPC{
+	s := &RPC{Settings: Settings{
 		Logger:     testLogger(t),
 		Child:      fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
 		CLIMaxLine: 100000,
-	}
+	}}
 	h := startRunner(t, s.Run)
 	run := h.runStart("a", "BIG")
 	var dropped [][]byte

@@ -108,9 +108,9 @@ func (p *Proc) CloseStdin() {
 	}
 }
 
-// stop shuts the child down in stages, in the background; each stage is
+// Stop shuts the child down in stages, in the background; each stage is
 // bounded by the child's own grace periods.
-func (p *Proc) stop() { go p.child.Shutdown(context.Background()) }
+func (p *Proc) Stop() { go p.child.Shutdown(context.Background()) }
 
 // stopWithin shuts the child down in stages, in the background, and
 // kills it if it is still there after d.
@@ -290,7 +290,7 @@ func (s *Supervisor) Retire(why string, within time.Duration, kill bool) *Proc {
 	case within > 0:
 		p.stopWithin(within)
 	default:
-		p.stop()
+		p.Stop()
 	}
 	return p
 }

@@ -107,7 +107,8 @@ func TestEchoDialect(t *testing.T) {
 	if err := fs.Parse([]string{"--upper"}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := d.Runner(adapter.DialectConfig{Child: session.Config{Path: cat, Grace: time.Second}, MaxLine: 64})
+	r, err := d.Runner(adapter.DialectConfig{Settings: adapter.Settings{
+		Child: session.Config{Path: cat, Grace: time.Second}, MaxLine: 64}})
 	if err != nil {
 		t.Fatal(err)
 	}
