@@ -107,14 +107,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		}
 		return 0
 	}
-	r, err := cfg.dialect.Runner(adapter.DialectConfig{DropInArgs: cfg.dropInArgs, Settings: adapter.Settings{
+	err = cfg.dialect.Configure(adapter.DialectConfig{DropInArgs: cfg.dropInArgs, Settings: adapter.Settings{
 		Child: child, Options: cfg.opts, MaxLine: cfg.maxLine, CLIMaxLine: cfg.maxCLILine,
 		InterruptTimeout: cfg.interruptIn, ControlTimeout: cfg.controlIn, Logger: log}})
 	if err != nil {
 		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
 		return 2
 	}
-	return serve(r, stdin, stdout, stderr)
+	return serve(cfg.dialect, stdin, stdout, stderr)
 }
 
 // serve runs a session with the process's signals, and turns its outcome

@@ -33,12 +33,6 @@ func (a *ACP) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&a.SetupTimeout, "setup-timeout", 60*time.Second, "wait this long for the CLI to answer initialize during session/new, load and resume")
 }
 
-// Runner fills in the common settings.
-func (a *ACP) Runner(c DialectConfig) (Runner, error) {
-	a.Settings = c.Settings
-	return a, nil
-}
-
 // ACP runs ccbridge as an Agent Client Protocol v1 agent
 // (docs/protocol/acp.md): JSON-RPC 2.0 over NDJSON on the UI side, any
 // number of ACP sessions, each with its own CLI child.
@@ -185,10 +179,9 @@ func (l *acpLoop) UILine(line []byte) {
 	msg := jsonrpc.Parse(line)
 	switch msg.Kind {
 	case jsonrpc.KindInvalid:
-		code := jsonrpc.CodeInvalidRequest
-		text := "Invalid request: " + msg.Problem
-		if msg.Problem == "parse error" {
-			code, text = jsonrpc.CodeParseError, "Parse error: the line is not valid JSON"
+		code, text := msg.ProblemCode(), "Invalid request: "+msg.Problem
+		if code == jsonrpc.CodeParseError {
+			text = "Parse error: the line is not valid JSON"
 		}
 		l.log.Warn("bad message from the client", "problem", msg.Problem, "preview", preview(line))
 		l.out = append(l.out, jsonrpc.AppendError(nil, msg.ID, code, text, ""))

@@ -100,15 +100,24 @@ type Runner interface {
 	Run(ctx context.Context, in io.Reader, out io.Writer, signals <-chan os.Signal) (int, error)
 }
 
-// Dialect is one --ui dialect: its own flags, and the runner of a UI
-// connection. A dialect that runs on the session core builds a Loop, a
-// Supervisor per session and its Handler in Runner.
+// Dialect is one --ui dialect: its own flags, the common settings, and
+// Run for one UI connection. A dialect on the session core builds a Loop,
+// a Supervisor per session and its Handler in Run; one that embeds
+// Settings has Configure from it.
 type Dialect interface {
+	Runner
 	// Flags adds the dialect's own flags to fs; their values are the
 	// dialect's (a Dialect is made fresh for each use).
 	Flags(fs *flag.FlagSet)
-	// Runner returns the runner of one connection.
-	Runner(c DialectConfig) (Runner, error)
+	// Configure takes the common settings, before Run.
+	Configure(c DialectConfig) error
+}
+
+// Configure takes the common settings: a dialect that embeds Settings
+// needs no Configure of its own.
+func (s *Settings) Configure(c DialectConfig) error {
+	*s = c.Settings
+	return nil
 }
 
 var dialects = map[string]func() Dialect{}
@@ -140,9 +149,3 @@ func DialectNames() []string {
 	sort.Strings(names)
 	return names
 }
-
-// DialectFunc adapts a function to a Dialect with no flags of its own.
-type DialectFunc func(c DialectConfig) (Runner, error)
-
-func (DialectFunc) Flags(*flag.FlagSet)                      {}
-func (f DialectFunc) Runner(c DialectConfig) (Runner, error) { return f(c) }

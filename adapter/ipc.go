@@ -31,12 +31,6 @@ func (s *IPC) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&s.ForwardUnknown, "forward-unknown", false, `forward CLI messages of unknown types as {"type":"unknown"}`)
 }
 
-// Runner fills in the common settings.
-func (s *IPC) Runner(c DialectConfig) (Runner, error) {
-	s.Settings = c.Settings
-	return s, nil
-}
-
 // IPC runs one session in the ipc dialect (docs/protocol/ipc.md): the UI
 // speaks typed messages with ipc_version 2 and never sees stream-json.
 //

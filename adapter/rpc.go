@@ -35,12 +35,6 @@ func (s *RPC) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&s.DedupeWindow, "dedupe-window", 10*time.Minute, "how long a request id is remembered: a retry gets the first answer")
 }
 
-// Runner fills in the common settings.
-func (s *RPC) Runner(c DialectConfig) (Runner, error) {
-	s.Settings = c.Settings
-	return s, nil
-}
-
 // RPC runs one session in the rpc dialect (docs/protocol/rpc.md): JSON-RPC
 // 2.0 over NDJSON, the UI protocol of seed 002, on top of one CLI child.
 //

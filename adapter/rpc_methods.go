@@ -35,12 +35,8 @@ func (l *rpcLoop) UILine(line []byte) {
 	msg := jsonrpc.Parse(line)
 	switch msg.Kind {
 	case jsonrpc.KindInvalid:
-		code := rpc.CodeInvalidRequest
-		if msg.Problem == "parse error" {
-			code = rpc.CodeParseError
-		}
 		l.log.Warn("bad line from the UI", "problem", msg.Problem, "preview", preview(line))
-		e := &rpc.Error{Code: code, Message: msg.Problem}
+		e := &rpc.Error{Code: msg.ProblemCode(), Message: msg.Problem}
 		l.out.UI = append(l.out.UI, e.AppendResponse(nil, msg.ID))
 	case jsonrpc.KindRequest:
 		if msg.ID == "" {

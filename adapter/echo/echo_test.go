@@ -35,9 +35,9 @@ type echo struct {
 
 func (d *echo) Flags(fs *flag.FlagSet) { fs.BoolVar(&d.upper, "upper", false, "echo in capitals") }
 
-func (d *echo) Runner(c adapter.DialectConfig) (adapter.Runner, error) {
+func (d *echo) Configure(c adapter.DialectConfig) error {
 	d.cfg = c
-	return d, nil
+	return nil
 }
 
 func (d *echo) Run(ctx context.Context, in io.Reader, out io.Writer, signals <-chan os.Signal) (int, error) {
@@ -107,9 +107,8 @@ func TestEchoDialect(t *testing.T) {
 	if err := fs.Parse([]string{"--upper"}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := d.Runner(adapter.DialectConfig{Settings: adapter.Settings{
-		Child: session.Config{Path: cat, Grace: time.Second}, MaxLine: 64}})
-	if err != nil {
+	if err := d.Configure(adapter.DialectConfig{Settings: adapter.Settings{
+		Child: session.Config{Path: cat, Grace: time.Second}, MaxLine: 64}}); err != nil {
 		t.Fatal(err)
 	}
 	// The UI's lines arrive one at a time, each after the answer to the
@@ -118,7 +117,7 @@ func TestEchoDialect(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Run(context.Background(), uiR, outW, nil)
+		_, err := d.Run(context.Background(), uiR, outW, nil)
 		outW.Close()
 		done <- err
 	}()

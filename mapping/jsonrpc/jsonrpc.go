@@ -45,13 +45,25 @@ type Message struct {
 	Problem string
 }
 
+// ProblemCode is the error code of the answer to a KindInvalid message:
+// CodeParseError for a line that is not JSON, else CodeInvalidRequest.
+func (m Message) ProblemCode() int {
+	if m.Problem == problemParse {
+		return CodeParseError
+	}
+	return CodeInvalidRequest
+}
+
+// problemParse is the Problem of a line that is not JSON.
+const problemParse = "parse error"
+
 // Parse classifies one line. A line that is not JSON gives KindInvalid with
 // Problem "parse error" (answer CodeParseError); one that is JSON but not a
 // JSON-RPC 2.0 message gives KindInvalid with another Problem (answer
 // CodeInvalidRequest, with the id when there is one).
 func Parse(line []byte) Message {
 	if !gjson.ValidBytes(line) {
-		return Message{Problem: "parse error"}
+		return Message{Problem: problemParse}
 	}
 	root := gjson.ParseBytes(line)
 	if !root.IsObject() {

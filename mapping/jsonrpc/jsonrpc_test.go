@@ -80,3 +80,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestProblemCode(t *testing.T) {
+	for line, want := range map[string]int{
+		`{"jsonrpc":"2.0",`:                     CodeParseError,
+		`[1,2]`:                                 CodeInvalidRequest,
+		`{"jsonrpc":"1.0","id":1,"method":"x"}`: CodeInvalidRequest,
+	} {
+		if got := Parse([]byte(line)).ProblemCode(); got != want {
+			t.Errorf("%s: code %d, want %d", line, got, want)
+		}
+	}
+}
