@@ -21,11 +21,6 @@ import (
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
-// ACPArgs are the CLI arguments of the acp dialect, before the session
-// flags (--model, --permission-mode, --resume or --session-id) and the
-// extra arguments (--mcp-config, --add-dir, then the user's).
-var ACPArgs = coreArgs
-
 func init() { Register("acp", func() Dialect { return &ACP{} }) }
 
 // Flags adds the acp dialect's own flags.
@@ -105,7 +100,7 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		a.Logger.Warn("acp: --resume, --continue, --fork-session and --session-id are ignored; the client picks sessions")
 	}
 	o.Resume, o.Continue, o.ForkSession, o.SessionID = "", false, false, ""
-	if _, err := session.BuildArgs(ACPArgs, o); err != nil {
+	if _, err := session.BuildArgs(coreArgs, o); err != nil {
 		return 2, err
 	}
 	a.Options = o

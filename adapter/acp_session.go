@@ -170,7 +170,7 @@ func (l *acpLoop) newSession(st acp.SessionSetup) *acpSession {
 	}
 	s.sup = l.loop.NewSupervisor(SupervisorConfig{
 		Child:    child,
-		BaseArgs: ACPArgs,
+		BaseArgs: coreArgs,
 		Logger:   child.Logger,
 		// The session files are where session/load finds them (ClaudeDir),
 		// and a file without a conversation is not resumable.

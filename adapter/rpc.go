@@ -23,10 +23,6 @@ import (
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
-// RPCArgs are the CLI arguments of the rpc dialect, before the session
-// options and the user's extra arguments.
-var RPCArgs = coreArgs
-
 func init() { Register("rpc", func() Dialect { return &RPC{} }) }
 
 // Flags adds the rpc dialect's own flags.
@@ -133,7 +129,7 @@ func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		s.Version = Version
 	}
 	opts := withSessionID(s.Options)
-	if _, err := session.BuildArgs(RPCArgs, opts); err != nil {
+	if _, err := session.BuildArgs(coreArgs, opts); err != nil {
 		return 2, err
 	}
 	l := s.newLoop(opts)
@@ -158,7 +154,7 @@ func (s *RPC) newLoop(opts session.Options) *rpcLoop {
 		inflight:    make(map[string]*rpcInflight),
 		model:       cmp.Or(opts.Model, "default"),
 	}
-	l.sup = l.loop.NewSupervisor(SupervisorConfig{Child: s.Child, BaseArgs: RPCArgs, Getenv: s.Getenv, Started: l.started})
+	l.sup = l.loop.NewSupervisor(SupervisorConfig{Child: s.Child, BaseArgs: coreArgs, Getenv: s.Getenv, Started: l.started})
 	l.cwd, l.home = l.sup.Dirs()
 	return l
 }
