@@ -196,9 +196,6 @@ func (l *Loop) Stopping() bool { return l.stopping }
 // UIEnded reports whether the UI's input is over.
 func (l *Loop) UIEnded() bool { return l.uiEOF }
 
-// SetExitCode sets the code Run returns; by default the last child's.
-func (l *Loop) SetExitCode(code int) { l.exitCode = code }
-
 // Start begins serving: out receives the UI lines. Call it before Run
 // when the handler must write something before the first input (Run
 // calls it otherwise).
@@ -210,8 +207,7 @@ func (l *Loop) Start(out io.Writer) {
 
 // Run serves the session until the UI's input ends (or a shutdown) and
 // every child has exited and background work is done. It returns the
-// exit code (the last child's, unless the handler set one) and the error
-// of the final write to the UI.
+// last child's exit code and the error of the final write to the UI.
 func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, signals <-chan os.Signal) (int, error) {
 	l.h = h
 	l.Start(out)
