@@ -224,24 +224,24 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	return cfg, nil
 }
 
-// uiName returns the value of --ui before any "--", or "".
+// uiName returns the value of the last --ui before any "--", or "": the
+// one the flag package keeps.
 func uiName(args []string) string {
+	ui := ""
 	for i, a := range args {
 		if a == "--" {
 			break
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || name != "ui" {
-			continue
-		}
-		if hasValue {
-			return value
-		}
-		if i+1 < len(args) {
-			return args[i+1]
+		switch {
+		case !strings.HasPrefix(a, "-") || name != "ui":
+		case hasValue:
+			ui = value
+		case i+1 < len(args):
+			ui = args[i+1]
 		}
 	}
-	return ""
+	return ui
 }
 
 // dialectMode reports whether ccbridge's own flags are in use: --ui or

@@ -161,6 +161,10 @@ func TestParseConfigDialectFlags(t *testing.T) {
 	if _, err := parseConfig([]string{"--ui", "ipc", "--diagnostics"}, env(), &bytes.Buffer{}); err == nil {
 		t.Error("--diagnostics, an rpc flag, was taken with --ui ipc")
 	}
+	// The last --ui is the dialect, as the flag package has it.
+	if cfg, err := parseConfig([]string{"--ui", "ipc", "--ui=rpc", "--diagnostics"}, env(), &bytes.Buffer{}); err != nil || cfg.ui != "rpc" {
+		t.Errorf("--ui ipc --ui=rpc --diagnostics: %q, %v", cfg.ui, err)
+	}
 	var out bytes.Buffer
 	if _, err := parseConfig([]string{"--ui=rpc", "--help"}, env(), &out); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("--help: %v", err)

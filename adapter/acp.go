@@ -344,6 +344,9 @@ func (l *acpLoop) settle(s *acpSession, withdraw bool) {
 // the CLI says it is idle (see cliLine).
 func (l *acpLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
 	s := l.bySup[p.Supervisor()]
+	if s == nil {
+		return // the session was closed
+	}
 	l.log.Warn("a CLI line over the limit was dropped", "session", s.id, "size", e.Size, "max", e.Max)
 	if t := s.running; t != nil {
 		t.dropped = true
@@ -394,9 +397,7 @@ func (l *acpLoop) cliLine(s *acpSession, p *Proc, line string) {
 			l.sendPending(s, p.Gen, acp.NewPending(&ev, l.caps.ElicitationForm))
 			return
 		}
-		if reply, ok := mapping.AppendAutoReply(nil, &ev); ok {
-			p.Write(reply)
-		}
+		p.AutoReply(&ev)
 		return
 	}
 	l.out = s.tr.FromCLI(&ev, l.out)

@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"syscall"
 	"time"
 
@@ -50,7 +49,8 @@ type Handler interface {
 	Interrupt()
 	// Shutdown ends the session (SIGTERM, SIGHUP, a second SIGINT, the
 	// context, or the UI's output gone): settle what is open. The loop
-	// then stops every child in stages and takes no more UI input.
+	// then stops every child in stages, and no child starts any more; UI
+	// lines that still come are handed over, for the dialect to refuse.
 	Shutdown(reason string)
 	// Expire handles the deadlines that have passed by now; NextDeadline
 	// tells the earliest one left (the zero time for none).
@@ -129,7 +129,6 @@ type Loop struct {
 	procs map[int]*Proc // every child not yet exited, live or retired
 	sups  map[*Supervisor]struct{}
 
-	bg       sync.WaitGroup
 	bgCount  int
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -183,9 +182,6 @@ func NewLoop(cfg LoopConfig) *Loop {
 // Now is the loop's clock's time.
 func (l *Loop) Now() time.Time { return l.clock.Now() }
 
-// Log is the loop's logger.
-func (l *Loop) Log() *slog.Logger { return l.log }
-
 // Ending reports whether the session is ending: the UI's input is over,
 // or a shutdown began.
 func (l *Loop) Ending() bool { return l.uiEOF || l.stopping }
@@ -214,7 +210,6 @@ func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, 
 	defer func() {
 		l.bgCancel()
 		close(l.stop)
-		l.bg.Wait()
 	}()
 	if err := l.flush(); err != nil {
 		l.log.Warn("writing to the UI", "err", err)
@@ -324,9 +319,9 @@ func (l *Loop) signal(sig os.Signal) {
 	l.h.Interrupt()
 }
 
-// Shutdown ends the session: the handler settles what is open, no more
-// input is taken, background work is cancelled and every child is stopped
-// in stages.
+// Shutdown ends the session: the handler settles what is open,
+// background work is cancelled, every child is stopped in stages and no
+// child starts any more.
 func (l *Loop) Shutdown(reason string) {
 	if l.stopping {
 		return
@@ -354,18 +349,10 @@ func (l *Loop) armTimer() {
 // replays, commands. The function work returns then runs on the loop. ctx
 // is cancelled when the UI's input ends or the session shuts down; the
 // loop does not end before every piece of work has handed its result
-// back.
+// back, so the hand-over never waits for a loop that is gone.
 func (l *Loop) Go(work func(ctx context.Context) func()) {
 	l.bgCount++
-	l.bg.Add(1)
-	go func() {
-		defer l.bg.Done()
-		fn := work(l.bgCtx)
-		select {
-		case l.asyncCh <- fn:
-		case <-l.stop:
-		}
-	}()
+	go func() { l.asyncCh <- work(l.bgCtx) }()
 }
 
 // Emit queues one line for the UI. A line that holds a line break would

@@ -287,3 +287,34 @@ func TestLoopBackgroundWork(t *testing.T) {
 		<-h.done
 	})
 }
+
+// TestSupervisorStartsNothingOnceEnding: a respawn asked for after the
+// shutdown began (here by a deadline that fires while the child is
+// stopping) starts no child, which nothing would stop, and the work
+// waiting for it hears why; the session ends.
+func TestSupervisorStartsNothingOnceEnding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(string) []string { return nil })
+		r := h.rec
+		r.onLine = func(string) { r.deadline = r.loop.Now().Add(500 * time.Millisecond) }
+		var waited error
+		r.onExpire = func(time.Time) {
+			opts, resumed := r.sup.ResumeOpts()
+			r.sup.Retire("deadline", time.Second, false)
+			r.sup.Wait(func(err error) { waited = err })
+			r.sup.Respawn(opts, resumed)
+		}
+		h.send(t, "turn")
+		synctest.Wait()
+		h.signals <- syscall.SIGTERM // the child takes a second to go
+		<-h.done
+		h.ui.Close()
+		time.Sleep(2 * time.Second) // the retire's own stop, still waiting on the bubble's clock
+		if len(h.starts) != 1 {
+			t.Errorf("%d children started, want 1: none once the session is ending", len(h.starts))
+		}
+		if waited != errShuttingDown {
+			t.Errorf("the waiting work got %v, want errShuttingDown", waited)
+		}
+	})
+}

@@ -249,18 +249,16 @@ func (l *ipcLoop) retireAndRespawn(why string, opts session.Options, resumed boo
 	clear(l.deadlines)
 	l.out = l.tr.CancelPending(why, l.out)
 	l.tr.ResetProcess()
-	l.sup.Retire(why, l.cfg.InterruptTimeout, false)
-	l.sup.Wait(func(err error) {
-		if err != nil && err != errShuttingDown {
+	l.sup.Replace(why, l.cfg.InterruptTimeout, false, opts, resumed, func(err error) {
+		if err != nil {
 			l.emitError("spawn_failed", err.Error(), false)
 			l.emit()
 		}
 	})
-	l.sup.Respawn(opts, resumed)
 }
 
 func (l *ipcLoop) CLITooLong(_ *Proc, e *framing.LineTooLongError) {
-	l.emitError("line_too_long", fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-line); it was dropped", e.Size, e.Max), true)
+	l.emitError("line_too_long", fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-cli-line); it was dropped", e.Size, e.Max), true)
 	l.emit()
 }
 
@@ -271,9 +269,7 @@ func (l *ipcLoop) CLILine(p *Proc, line string) {
 		l.log.Debug("a CLI line of an unknown type", "kind", ev.Kind.String(), "type", ev.Type, "subtype", ev.Subtype, "bytes", len(line))
 	}
 	if ev.Kind.ControlRequest() {
-		if reply, ok := mapping.AppendAutoReply(nil, &ev); ok {
-			p.Write(reply)
-		}
+		p.AutoReply(&ev)
 	}
 	// l.out is empty here: every entry point emits before it returns.
 	out := l.loop.Out()

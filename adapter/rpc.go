@@ -198,9 +198,7 @@ func (l *rpcLoop) CLILine(p *Proc, line string) {
 	}
 	ev := mapping.RouteString(line)
 	if ev.Kind.ControlRequest() {
-		if reply, ok := mapping.AppendAutoReply(nil, &ev); ok {
-			p.Write(reply)
-		}
+		p.AutoReply(&ev)
 	}
 	if ev.Kind == mapping.KindControlResponse {
 		l.controlResponse(&ev)
@@ -388,30 +386,17 @@ func (l *rpcLoop) childGone(gen int, why string, exited bool) {
 	l.out.CLI = l.out.CLI[:0]
 }
 
-// retire takes the live child out of service (killed, or stopped within
-// InterruptTimeout): what waited on it fails with why, and the runs in
-// flight end.
-func (l *rpcLoop) retire(why string, kill bool) {
-	p := l.sup.Live()
-	if p == nil {
-		return
-	}
-	l.childGone(p.Gen, why, false)
-	if kill {
-		l.sup.Retire(why, 0, true)
-	} else {
-		l.sup.Retire(why, l.cfg.InterruptTimeout, false)
-	}
-}
-
 // respawn retires the live child, if any (see retire), and starts one with
 // opts once it has exited; the held run then goes to the new child.
 func (l *rpcLoop) respawn(why string, opts session.Options, resumed, kill bool) {
-	l.retire(why, kill)
-	if l.loop.Ending() {
-		return // nothing more will come to run in a new one
+	if p := l.sup.Live(); p != nil {
+		l.childGone(p.Gen, why, false)
 	}
-	l.sup.Wait(func(err error) {
+	within := l.cfg.InterruptTimeout
+	if kill {
+		within = 0
+	}
+	l.sup.Replace(why, within, kill, opts, resumed, func(err error) {
 		defer l.emit()
 		if err != nil {
 			if err != errShuttingDown {
@@ -421,7 +406,6 @@ func (l *rpcLoop) respawn(why string, opts session.Options, resumed, kill bool) 
 		}
 		l.sendHeld()
 	})
-	l.sup.Respawn(opts, resumed)
 }
 
 // spawnFailed ends the held run, which waited for a child that could not

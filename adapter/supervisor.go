@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
@@ -58,9 +59,7 @@ type Proc struct {
 	log   *slog.Logger
 	tr    Transport
 	// Opts are the options the child was started with.
-	Opts session.Options
-	// Resumed: the child continues a session that has a file.
-	Resumed bool
+	Opts    session.Options
 	retired bool
 }
 
@@ -94,6 +93,16 @@ func (p *Proc) Write(line []byte) {
 	if err != nil {
 		p.log.Warn("writing to the CLI", "err", err)
 	}
+}
+
+// AutoReply answers a control request of the CLI that needs no UI (see
+// mapping.AppendAutoReply); it reports whether it did.
+func (p *Proc) AutoReply(ev *mapping.Event) bool {
+	reply, ok := mapping.AppendAutoReply(nil, ev)
+	if ok {
+		p.Write(reply)
+	}
+	return ok
 }
 
 // CloseStdin flushes what is pending for the child and closes its stdin.
@@ -172,6 +181,8 @@ type Supervisor struct {
 	Opts session.Options
 	// persisted: the CLI has written the session's file.
 	persisted bool
+	// cwd and configDir: see Dirs.
+	cwd, configDir string
 }
 
 // NewSupervisor makes a supervisor of children served by loop l.
@@ -186,6 +197,7 @@ func (l *Loop) NewSupervisor(cfg SupervisorConfig) *Supervisor {
 		cfg.Child.Logger = cfg.Logger
 	}
 	s := &Supervisor{loop: l, cfg: cfg, log: cfg.Logger}
+	s.cwd, s.configDir = s.dirs()
 	if s.cfg.Resumable == nil {
 		s.cfg.Resumable = s.CheckResume
 	}
@@ -219,10 +231,6 @@ func (s *Supervisor) Persisted(sid string) {
 	}
 }
 
-// IsPersisted reports whether the session has a file the CLI can resume,
-// as far as the supervisor has seen.
-func (s *Supervisor) IsPersisted() bool { return s.persisted }
-
 // Check builds the arguments of a child with opts, without starting one.
 func (s *Supervisor) Check(opts session.Options) error {
 	_, err := session.BuildArgs(s.cfg.BaseArgs, opts)
@@ -231,8 +239,15 @@ func (s *Supervisor) Check(opts session.Options) error {
 
 // Start starts a child with opts, as the live one. resumed says whether
 // it continues a session that has a file. The caller retires the live
-// child first, if there is one.
+// child first, if there is one. Once the session is ending (the UI's
+// input is over, or a shutdown began) no child starts: the error is
+// errShuttingDown.
 func (s *Supervisor) Start(opts session.Options, resumed bool) (*Proc, error) {
+	if s.loop.Ending() {
+		// Nothing would close its stdin or stop it: the UI's input is
+		// over, or the shutdown already stopped every child.
+		return nil, errShuttingDown
+	}
 	args, err := session.BuildArgs(s.cfg.BaseArgs, opts)
 	if err != nil {
 		return nil, err
@@ -246,7 +261,7 @@ func (s *Supervisor) Start(opts session.Options, resumed bool) (*Proc, error) {
 	l := s.loop
 	l.gen++
 	p := newProc(l.gen, child, s.cfg.Transport, s.log)
-	p.sup, p.Opts, p.Resumed = s, opts, resumed
+	p.sup, p.Opts = s, opts
 	l.procs[p.Gen] = p
 	s.live = p
 	s.Opts = opts
@@ -305,6 +320,19 @@ func (s *Supervisor) Respawn(opts session.Options, resumed bool) {
 	s.next, s.resumed = &opts, resumed
 }
 
+// Replace retires the live child (see Retire) and starts one with opts
+// once it has exited; then runs with the start's error (nil: the new
+// child is live). Once the session is ending nothing is started, and
+// then is not called.
+func (s *Supervisor) Replace(why string, within time.Duration, kill bool, opts session.Options, resumed bool, then func(error)) {
+	s.Retire(why, within, kill)
+	if s.loop.Ending() {
+		return
+	}
+	s.Wait(then)
+	s.Respawn(opts, resumed)
+}
+
 // WhenLive runs fn once a child runs: at once, after the respawn under
 // way, or after starting one now with ResumeOpts. fn gets the error when
 // no child could be started.
@@ -326,7 +354,7 @@ func (s *Supervisor) WhenLive(fn func(error)) {
 // Wait adds fn to the work that runs when the next child starts.
 func (s *Supervisor) Wait(fn func(error)) { s.waiting = append(s.waiting, fn) }
 
-var errShuttingDown = fmt.Errorf("ccbridge is shutting down")
+var errShuttingDown = errors.New("ccbridge is shutting down")
 
 // ResumeOpts are the options of a new child for the same conversation:
 // --resume when the CLI has saved the session and can resume it (resumed
@@ -357,9 +385,6 @@ func (s *Supervisor) ResumeOpts() (opts session.Options, resumed bool) {
 // resumable reports whether the CLI can resume session sid: its file
 // holds a conversation.
 func (s *Supervisor) resumable(sid string) bool {
-	if s.cfg.Resumable == nil {
-		return true
-	}
 	return s.cfg.Resumable(sid) == nil
 }
 
@@ -389,7 +414,9 @@ func (s *Supervisor) CheckResume(sid string) error {
 
 // Dirs are the child's working directory (absolute, links resolved) and
 // the CLI's configuration folder, as the child will see them.
-func (s *Supervisor) Dirs() (cwd, configDir string) {
+func (s *Supervisor) Dirs() (cwd, configDir string) { return s.cwd, s.configDir }
+
+func (s *Supervisor) dirs() (cwd, configDir string) {
 	cwd = s.cfg.Child.Dir
 	if cwd == "" {
 		cwd, _ = os.Getwd()
