@@ -59,7 +59,6 @@ type acpSetup struct {
 type acpTurn struct {
 	id        string // the session/prompt request id (raw JSON)
 	cancelled bool
-	deadline  time.Time // after an interrupt: when the child is killed
 
 	dropped    bool   // a CLI line of the turn was over the limit
 	stopReason string // of the model's last message (message_delta)
@@ -82,9 +81,6 @@ func (s *acpSession) deadlines() []time.Time {
 	var ds []time.Time
 	if s.pending != nil && !s.replaying {
 		ds = append(ds, s.pending.deadline)
-	}
-	if s.running != nil {
-		ds = append(ds, s.running.deadline)
 	}
 	for _, c := range s.controls {
 		ds = append(ds, c.deadline)
@@ -393,6 +389,7 @@ func (l *acpLoop) turnEnded(s *acpSession, ev *mapping.Event) {
 		return
 	}
 	s.running = nil
+	s.sup.Interrupted()
 	l.settle(s, true)
 	reason, err := acp.TurnOutcome(ev, t.cancelled)
 	if err != nil {
@@ -435,7 +432,23 @@ func (l *acpLoop) cancel(s *acpSession) {
 	}
 	l.nextCtl++
 	p.Write(mapping.AppendInterrupt(nil, "ccbridge-interrupt-"+strconv.Itoa(l.nextCtl), false))
-	t.deadline = l.loop.Now().Add(l.cfg.InterruptTimeout)
+	s.sup.Interrupting(l.cfg.InterruptTimeout, func() { l.interruptTimedOut(s, t) })
+}
+
+// interruptTimedOut: the CLI did not end the interrupted turn t in time
+// (the supervisor's deadline): it is killed and the prompt answered
+// "cancelled"; the next prompt resumes the session in a new child.
+func (l *acpLoop) interruptTimedOut(s *acpSession, t *acpTurn) {
+	defer l.emit()
+	if s.running != t {
+		return
+	}
+	l.log.Warn("interrupt not acknowledged; stopping claude", "session", s.id, "timeout", l.cfg.InterruptTimeout)
+	s.running = nil
+	l.settle(s, true)
+	l.retire(s, "interrupt not acknowledged", true)
+	l.reply(t.id, acp.AppendStopResult(nil, acp.StopCancelled))
+	l.next(s)
 }
 
 // cancelRequest serves $/cancel_request for a prompt (running or queued).
@@ -466,6 +479,7 @@ func (l *acpLoop) closeSession(s *acpSession, why string) {
 	s.queue = nil
 	if t := s.running; t != nil {
 		s.running = nil
+		s.sup.Interrupted()
 		l.reply(t.id, acp.AppendStopResult(nil, acp.StopCancelled))
 		if p := s.sup.Live(); p != nil {
 			l.nextCtl++
@@ -554,16 +568,6 @@ func (l *acpLoop) expireSession(s *acpSession, now time.Time) {
 		l.retire(s, "setup timed out", true)
 		l.closeSession(s, "setup timed out")
 		return
-	}
-	if t := s.running; t != nil && !t.deadline.IsZero() && !now.Before(t.deadline) {
-		// The CLI did not end the interrupted turn in time: kill it; the
-		// next prompt resumes the session in a new child.
-		l.log.Warn("interrupt not acknowledged; stopping claude", "session", s.id, "timeout", l.cfg.InterruptTimeout)
-		s.running = nil
-		l.settle(s, true)
-		l.retire(s, "interrupt not acknowledged", true)
-		l.reply(t.id, acp.AppendStopResult(nil, acp.StopCancelled))
-		l.next(s)
 	}
 	for cid, c := range s.controls {
 		if now.Before(c.deadline) {

@@ -231,7 +231,11 @@ func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, 
 			l.bgCount--
 			fn()
 		case <-l.timer.C():
-			h.Expire(l.Now())
+			now := l.Now()
+			for s := range l.sups {
+				s.expire(now)
+			}
+			h.Expire(now)
 		case sig := <-signals:
 			l.signal(sig)
 		}
@@ -340,7 +344,11 @@ func (l *Loop) Shutdown(reason string) {
 
 func (l *Loop) armTimer() {
 	l.timer.Stop()
-	if next := l.h.NextDeadline(); !next.IsZero() {
+	next := l.h.NextDeadline()
+	for s := range l.sups {
+		next = earliest(next, s.interruptAt)
+	}
+	if !next.IsZero() {
 		l.timer.Reset(max(next.Sub(l.Now()), 0))
 	}
 }

@@ -318,3 +318,41 @@ func TestSupervisorStartsNothingOnceEnding(t *testing.T) {
 		}
 	})
 }
+
+// TestSupervisorInterruptDeadline: an interrupt's deadline is the
+// supervisor's: it fires after the timeout on the loop's clock unless
+// the dialect says the turn ended, and its reaction replaces the child.
+func TestSupervisorInterruptDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(string) []string { return nil })
+		r := h.rec
+		start := r.loop.Now()
+		var fired []time.Duration
+		r.onLine = func(line string) {
+			switch line {
+			case "interrupt":
+				r.sup.Interrupting(5*time.Second, func() {
+					fired = append(fired, r.loop.Now().Sub(start))
+					opts, resumed := r.sup.ResumeOpts()
+					r.sup.Replace("interrupt timeout", 0, true, opts, resumed, func(error) {})
+				})
+			case "ended":
+				r.sup.Interrupted()
+			}
+		}
+		h.send(t, "interrupt")
+		time.Sleep(time.Second)
+		h.send(t, "ended") // the turn ended in time: nothing fires
+		time.Sleep(10 * time.Second)
+		h.send(t, "interrupt")
+		time.Sleep(10 * time.Second)
+		h.ui.Close()
+		<-h.done
+		if want := []time.Duration{16 * time.Second}; !slices.Equal(fired, want) {
+			t.Errorf("the deadline fired at %v, want %v", fired, want)
+		}
+		if len(h.starts) != 2 {
+			t.Errorf("%d children started, want 2 (the second after the timeout)", len(h.starts))
+		}
+	})
+}

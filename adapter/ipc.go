@@ -171,7 +171,7 @@ func (l *ipcLoop) command(cmd ipc.Command) {
 			break
 		}
 		l.interruptID = cmd.RequestID
-		l.deadlines[cmd.RequestID] = l.loop.Now().Add(l.cfg.InterruptTimeout)
+		l.sup.Interrupting(l.cfg.InterruptTimeout, l.interruptTimedOut)
 	case ipc.CmdPermissionMode, ipc.CmdModelChange, ipc.CmdStopTask:
 		l.deadlines[cmd.RequestID] = l.loop.Now().Add(l.cfg.ControlTimeout)
 	}
@@ -282,13 +282,14 @@ func (l *ipcLoop) CLILine(p *Proc, line string) {
 			l.turns--
 		}
 		if l.turns == 0 && l.interruptID != "" {
-			delete(l.deadlines, l.interruptID)
+			l.sup.Interrupted()
 			l.interruptID = ""
 		}
 	case mapping.KindControlResponse:
 		if _, open := l.tr.Outstanding(ev.RequestID); !open {
 			delete(l.deadlines, ev.RequestID)
 			if ev.RequestID == l.interruptID {
+				l.sup.Interrupted()
 				l.interruptID = "" // acknowledged; the result follows
 			}
 		}
@@ -306,6 +307,9 @@ func (l *ipcLoop) ChildExited(_ *Proc, exit session.Exit) {
 	}
 	for id := range l.deadlines {
 		l.emitError("control_request_failed", "the CLI exited before answering "+id, true)
+	}
+	if l.interruptID != "" {
+		l.emitError("control_request_failed", "the CLI exited before answering "+l.interruptID, true)
 	}
 	clear(l.deadlines)
 	l.interruptID = ""
@@ -338,7 +342,7 @@ func (l *ipcLoop) cancelTurns(reason string) {
 	l.turns = 0
 }
 
-// Expire handles deadlines that have passed.
+// Expire handles the control requests the CLI did not answer in time.
 func (l *ipcLoop) Expire(now time.Time) {
 	defer l.emit()
 	for id, at := range l.deadlines {
@@ -350,17 +354,21 @@ func (l *ipcLoop) Expire(now time.Time) {
 			continue
 		}
 		l.tr.Untrack(id)
-		if id != l.interruptID || l.sup.Live() == nil {
-			l.emitError("control_timeout", "the CLI did not answer "+id+" in time", true)
-			continue
-		}
-		// The CLI did not acknowledge the interrupt: stop it, report the
-		// turn cancelled, and resume the session in a new child.
-		l.log.Warn("interrupt not acknowledged; restarting claude", "timeout", l.cfg.InterruptTimeout)
-		l.cancelTurns("interrupt_timeout")
-		opts, resumed := l.sup.ResumeOpts()
-		l.retireAndRespawn("interrupt_timeout", opts, resumed)
+		l.emitError("control_timeout", "the CLI did not answer "+id+" in time", true)
 	}
+}
+
+// interruptTimedOut: the CLI did not acknowledge the interrupt in time
+// (the supervisor's deadline). The turn is reported cancelled, and the
+// session goes on in a new child.
+func (l *ipcLoop) interruptTimedOut() {
+	defer l.emit()
+	l.tr.Untrack(l.interruptID)
+	l.interruptID = ""
+	l.log.Warn("interrupt not acknowledged; restarting claude", "timeout", l.cfg.InterruptTimeout)
+	l.cancelTurns("interrupt_timeout")
+	opts, resumed := l.sup.ResumeOpts()
+	l.retireAndRespawn("interrupt_timeout", opts, resumed)
 }
 
 func (l *ipcLoop) NextDeadline() time.Time {

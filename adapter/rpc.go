@@ -100,11 +100,10 @@ type rpcLoop struct {
 	model       string             // the model name in use: --model, model.set, or "default"
 	resolved    string             // the model id it resolves to, "" if not known
 
-	heldPrompt  []byte    // the held run's user line
-	prompts     int       // prompts written to the CLI, for probeTurn
-	probing     bool      // probeTurn's request is out
-	probeAgain  bool      // a line was dropped while it was out
-	drainUntil  time.Time // a cancelled run's turn must end by then
+	heldPrompt  []byte // the held run's user line
+	prompts     int    // prompts written to the CLI, for probeTurn
+	probing     bool   // probeTurn's request is out
+	probeAgain  bool   // a line was dropped while it was out
 	sessionRuns map[string]string
 
 	dedupe   *rpcDedupe
@@ -218,7 +217,7 @@ func (l *rpcLoop) CLILine(p *Proc, line string) {
 	l.tr.FromCLI(ev, l.now(), &l.out)
 	l.writeCLI()
 	if ev.Kind == mapping.KindResult && !l.tr.Draining() {
-		l.drainUntil = time.Time{}
+		l.sup.Interrupted()
 		l.sendHeld()
 	}
 }
@@ -335,7 +334,7 @@ func (l *rpcLoop) probeTurn(limit int64) {
 			l.log.Warn("the CLI is idle: the line it dropped was the turn's result")
 			l.tr.DropTurns("the CLI's result for this run was over the "+strconv.FormatInt(limit, 10)+
 				"-byte limit (--max-cli-line) and was dropped", l.now(), &l.out)
-			l.drainUntil = time.Time{}
+			l.sup.Interrupted()
 			l.sendHeld()
 		case again:
 			l.probeTurn(limit)
@@ -381,7 +380,6 @@ func (l *rpcLoop) childGone(gen int, why string, exited bool) {
 	} else {
 		l.tr.DropTurns(why, l.now(), &l.out)
 	}
-	l.drainUntil = time.Time{}
 	clear(l.out.CLI)
 	l.out.CLI = l.out.CLI[:0]
 }
@@ -459,21 +457,24 @@ func (l *rpcLoop) Expire(now time.Time) {
 			c.done(gjson.Result{}, rpc.Internal("the CLI did not answer "+c.subtype+" within "+l.cfg.ControlTimeout.String()))
 		}
 	}
-	if !l.drainUntil.IsZero() && !now.Before(l.drainUntil) {
-		l.drainUntil = time.Time{}
-		if l.tr.Draining() && l.sup.Live() != nil {
-			// The cancelled turn did not end in time: stop the CLI and
-			// resume the session in a new one.
-			l.log.Warn("the CLI did not end the cancelled turn in time; restarting it", "timeout", l.cfg.InterruptTimeout)
-			opts, resumed := l.sup.ResumeOpts()
-			l.respawn("the CLI was restarted after an interrupt", opts, resumed, true)
-		}
-	}
 	l.dedupe.expire(now)
 }
 
+// interruptTimedOut: the cancelled turn did not end in time (the
+// supervisor's deadline): the CLI is killed and the session resumed in a
+// new one.
+func (l *rpcLoop) interruptTimedOut() {
+	defer l.emit()
+	if !l.tr.Draining() {
+		return
+	}
+	l.log.Warn("the CLI did not end the cancelled turn in time; restarting it", "timeout", l.cfg.InterruptTimeout)
+	opts, resumed := l.sup.ResumeOpts()
+	l.respawn("the CLI was restarted after an interrupt", opts, resumed, true)
+}
+
 func (l *rpcLoop) NextDeadline() time.Time {
-	next := earliest(l.drainUntil, l.dedupe.nextExpiry())
+	next := l.dedupe.nextExpiry()
 	for _, c := range l.ctl {
 		next = earliest(next, c.deadline)
 	}

@@ -362,9 +362,7 @@ func (l *rpcLoop) cancelRun(runID, reason string) rpc.CancelResult {
 	if res.Interrupt && l.sup.Live() != nil {
 		l.log.Info("interrupting the CLI", "run_id", runID)
 		l.control("interrupt", func(reqID string) []byte { return mapping.AppendInterrupt(nil, reqID, false) }, nil)
-		if l.drainUntil.IsZero() {
-			l.drainUntil = l.loop.Now().Add(l.cfg.InterruptTimeout)
-		}
+		l.sup.Interrupting(l.cfg.InterruptTimeout, l.interruptTimedOut)
 	}
 	return res
 }

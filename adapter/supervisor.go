@@ -183,6 +183,11 @@ type Supervisor struct {
 	persisted bool
 	// cwd and configDir: see Dirs.
 	cwd, configDir string
+
+	// interruptAt: an interrupt was written to the live child, which must
+	// end its turn by then, or onTimeout runs (Interrupting).
+	interruptAt time.Time
+	onTimeout   func()
 }
 
 // NewSupervisor makes a supervisor of children served by loop l.
@@ -294,6 +299,7 @@ func (s *Supervisor) Retire(why string, within time.Duration, kill bool) *Proc {
 		return nil
 	}
 	s.live = nil
+	s.Interrupted()
 	p.retired = true
 	s.retiring++
 	s.log.Info("stopping claude", "gen", p.Gen, "reason", why)
@@ -318,6 +324,37 @@ func (s *Supervisor) Respawn(opts session.Options, resumed bool) {
 		return
 	}
 	s.next, s.resumed = &opts, resumed
+}
+
+// Interrupting arms the interrupt deadline of the live child: an
+// interrupt was written to it, and if the dialect does not call
+// Interrupted within d (the turn ended, or the CLI acknowledged it),
+// onTimeout runs on the loop. onTimeout reports the turn as the dialect
+// does and replaces the child (Replace, or Retire with kill): the
+// session goes on in a new one with --resume. An armed deadline stays;
+// the deadline ends with the child (retired or exited).
+func (s *Supervisor) Interrupting(d time.Duration, onTimeout func()) {
+	if s.live == nil || !s.interruptAt.IsZero() {
+		return
+	}
+	s.interruptAt, s.onTimeout = s.loop.Now().Add(d), onTimeout
+}
+
+// Interrupted disarms the interrupt deadline.
+func (s *Supervisor) Interrupted() { s.interruptAt, s.onTimeout = time.Time{}, nil }
+
+// InterruptPending reports whether the interrupt deadline is armed.
+func (s *Supervisor) InterruptPending() bool { return !s.interruptAt.IsZero() }
+
+// expire runs the interrupt deadline's onTimeout once it has passed.
+func (s *Supervisor) expire(now time.Time) {
+	if s.interruptAt.IsZero() || now.Before(s.interruptAt) {
+		return
+	}
+	fn := s.onTimeout
+	s.Interrupted()
+	s.log.Warn("the CLI did not end the interrupted turn in time; replacing it")
+	fn()
 }
 
 // Replace retires the live child (see Retire) and starts one with opts
@@ -468,6 +505,7 @@ func (s *Supervisor) exited(p *Proc, exit session.Exit) {
 		return
 	}
 	s.live = nil
+	s.Interrupted()
 	s.log.Info("claude exited", "gen", p.Gen, "code", exit.Code, "signal", exit.Signal)
 	s.loop.h.ChildExited(p, exit)
 }
