@@ -10,10 +10,8 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,52 +119,15 @@ func (a *alignEnv) projectDir(dir string) string {
 	return clifiles.ProjectDir(filepath.Join(a.home, ".claude"), real)
 }
 
-// run runs script after alignPrelude, and returns what it printed. It
-// fails the test unless the script ran to its end, and on anything the
-// library reported or a ccbridge that exited with an error.
+// run runs script after alignPrelude (see runACPScript).
 func (a *alignEnv) run(script string) *acpRun {
-	t := a.t
-	t.Helper()
-	cli := realCLI(t)
-	node, module := nodeModule(t, acpSDKModule, "the ACP client library")
-	file := filepath.Join(t.TempDir(), "align.mjs")
+	a.t.Helper()
+	file := filepath.Join(a.t.TempDir(), "align.mjs")
 	body := alignPrelude + "\ntry {\n" + script + "\n  out({ event: 'done' });\n  process.exit(0);\n} catch (err) {\n  out({ event: 'error', message: String(err?.stack ?? err) });\n  process.exit(1);\n}\n"
 	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
+		a.t.Fatal(err)
 	}
-	r := &acpRun{t: t, workdir: a.workdir}
-	cmd := exec.Command(node, file)
-	cmd.Env = append(os.Environ(), "HOME="+a.home, "CCBRIDGE_CLAUDE="+cli,
-		"CCBRIDGE_LOG_LEVEL=debug", "ACP_SDK="+module, "CCBRIDGE_BIN="+ccbridgeBin, "WORKDIR="+a.workdir)
-	cmd.Env = append(cmd.Env, fakeAPI(t).Env()...)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	timer := time.AfterFunc(150*time.Second, func() { cmd.Process.Kill() })
-	out, err := cmd.Output()
-	timer.Stop()
-	r.stderr = stderr.String()
-	for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
-		if len(l) > 0 {
-			r.events = append(r.events, gjson.ParseBytes(l))
-		}
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("client events (tail):\n%s\nstderr (tail):\n%s", tail(string(out), 8000), tail(r.stderr, 6000))
-		}
-	})
-	if err != nil || len(r.events) == 0 || r.events[len(r.events)-1].Get("event").Str != "done" {
-		t.Fatalf("the script did not finish (%v)", err)
-	}
-	for _, e := range r.events {
-		if e.Get("event").Str == "sdk_error" {
-			t.Errorf("the ACP client library reported: %s", e.Get("message").Str)
-		}
-		if e.Get("event").Str == "exit" && (e.Get("code").Int() != 0 || e.Get("signal").Type != gjson.Null) {
-			t.Errorf("ccbridge (%s) exited with %s", e.Get("conn").Str, e.Raw)
-		}
-	}
-	return r
+	return runACPScript(a.t, file, a.home, a.workdir, 150*time.Second)
 }
 
 // tagged returns the response to the request the script tagged tag.

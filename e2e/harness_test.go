@@ -1216,16 +1216,26 @@ type acpRun struct {
 // starts `ccbridge --ui acp` itself.
 func acpClient(t *testing.T, scenario string) *acpRun {
 	t.Helper()
+	return runACPScript(t, clientScript("acp_client.mjs"), t.TempDir(), t.TempDir(), 90*time.Second, "SCENARIO="+scenario)
+}
+
+// runACPScript runs a node script that drives `ccbridge --ui acp` with
+// the ACP client library, in HOME home and working directory workdir,
+// for at most timeout, and returns what it printed. It fails the test
+// unless the script ran to its end, and on anything the library reported
+// or a ccbridge that exited with an error.
+func runACPScript(t *testing.T, script, home, workdir string, timeout time.Duration, env ...string) *acpRun {
+	t.Helper()
 	cli := realCLI(t)
 	node, module := nodeModule(t, acpSDKModule, "the ACP client library")
-	r := &acpRun{t: t, workdir: t.TempDir()}
-	cmd := exec.Command(node, clientScript("acp_client.mjs"))
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "CCBRIDGE_CLAUDE="+cli,
-		"CCBRIDGE_LOG_LEVEL=debug", "ACP_SDK="+module, "CCBRIDGE_BIN="+ccbridgeBin, "WORKDIR="+r.workdir, "SCENARIO="+scenario)
-	cmd.Env = append(cmd.Env, fakeAPI(t).Env()...)
+	r := &acpRun{t: t, workdir: workdir}
+	cmd := exec.Command(node, script)
+	cmd.Env = append(os.Environ(), "HOME="+home, "CCBRIDGE_CLAUDE="+cli,
+		"CCBRIDGE_LOG_LEVEL=debug", "ACP_SDK="+module, "CCBRIDGE_BIN="+ccbridgeBin, "WORKDIR="+workdir)
+	cmd.Env = append(append(cmd.Env, env...), fakeAPI(t).Env()...)
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
-	timer := time.AfterFunc(90*time.Second, func() { cmd.Process.Kill() })
+	timer := time.AfterFunc(timeout, func() { cmd.Process.Kill() })
 	out, err := cmd.Output()
 	timer.Stop()
 	r.stderr = stderr.String()
@@ -1234,8 +1244,13 @@ func acpClient(t *testing.T, scenario string) *acpRun {
 			r.events = append(r.events, gjson.ParseBytes(l))
 		}
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("client events (tail):\n%s\nstderr (tail):\n%s", tail(string(out), 8000), tail(r.stderr, 6000))
+		}
+	})
 	if err != nil || len(r.events) == 0 || r.events[len(r.events)-1].Get("event").Str != "done" {
-		t.Fatalf("the ACP client did not finish (%v):\n%s\nstderr:\n%s", err, tail(string(out), 6000), tail(r.stderr, 6000))
+		t.Fatalf("the ACP client did not finish (%v)", err)
 	}
 	for _, e := range r.events {
 		if e.Get("event").Str == "sdk_error" {
@@ -1245,11 +1260,6 @@ func acpClient(t *testing.T, scenario string) *acpRun {
 			t.Errorf("ccbridge (%s) exited with %s", e.Get("conn").Str, e.Raw)
 		}
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("client events:\n%s\nstderr (tail):\n%s", tail(string(out), 8000), tail(r.stderr, 4000))
-		}
-	})
 	return r
 }
 
