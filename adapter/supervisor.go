@@ -343,9 +343,6 @@ func (s *Supervisor) Interrupting(d time.Duration, onTimeout func()) {
 // Interrupted disarms the interrupt deadline.
 func (s *Supervisor) Interrupted() { s.interruptAt, s.onTimeout = time.Time{}, nil }
 
-// InterruptPending reports whether the interrupt deadline is armed.
-func (s *Supervisor) InterruptPending() bool { return !s.interruptAt.IsZero() }
-
 // expire runs the interrupt deadline's onTimeout once it has passed.
 func (s *Supervisor) expire(now time.Time) {
 	if s.interruptAt.IsZero() || now.Before(s.interruptAt) {
