@@ -166,17 +166,7 @@ type Session struct {
 // that does not exist adds nothing; the error reports folders that exist
 // but cannot be read, and the files of the others are still returned.
 func List(configDir, cwd string) ([]Session, error) {
-	var files []Session
-	var errs []error
-	for _, dir := range ProjectDirs(configDir, cwd) {
-		var err error
-		files, err = appendSessions(files, dir)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	sortNewestFirst(files)
-	return files, errors.Join(errs...)
+	return listDirs(ProjectDirs(configDir, cwd))
 }
 
 // ListAll returns the session files of every project folder under
@@ -189,17 +179,26 @@ func ListAll(configDir string) ([]Session, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	errs := []error{err}
-	var files []Session
+	var dirs []string
 	for _, e := range entries {
 		dir := filepath.Join(root, e.Name())
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			continue // not a project folder (or removed meanwhile)
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			dirs = append(dirs, dir) // else not a project folder, or removed meanwhile
 		}
-		var derr error
-		files, derr = appendSessions(files, dir)
-		if derr != nil && !errors.Is(derr, fs.ErrNotExist) {
-			errs = append(errs, derr)
+	}
+	return listDirs(dirs, err)
+}
+
+// listDirs lists the session files of dirs, the most recently changed
+// first; the error joins errs and the folders that exist but cannot be
+// read.
+func listDirs(dirs []string, errs ...error) ([]Session, error) {
+	var files []Session
+	for _, dir := range dirs {
+		var err error
+		files, err = appendSessions(files, dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
 		}
 	}
 	sortNewestFirst(files)

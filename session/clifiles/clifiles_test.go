@@ -99,16 +99,23 @@ func realTempDir(t *testing.T) string {
 	return d
 }
 
-func TestProjectDirs(t *testing.T) {
-	cfg, tmp := t.TempDir(), realTempDir(t)
-	real := filepath.Join(tmp, "real")
-	link := filepath.Join(tmp, "link")
+// realAndLink makes a folder and a symbolic link to it.
+func realAndLink(t *testing.T) (real, link string) {
+	t.Helper()
+	tmp := realTempDir(t)
+	real, link = filepath.Join(tmp, "real"), filepath.Join(tmp, "link")
 	if err := os.Mkdir(real, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
+	return real, link
+}
+
+func TestProjectDirs(t *testing.T) {
+	cfg := t.TempDir()
+	real, link := realAndLink(t)
 	projects := filepath.Join(cfg, "projects")
 	for _, c := range []struct {
 		cwd  string
@@ -123,6 +130,7 @@ func TestProjectDirs(t *testing.T) {
 		}
 	}
 	// A link whose target has the same folder name: one folder.
+	tmp := filepath.Dir(real)
 	if err := os.Mkdir(filepath.Join(tmp, "a-b"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -136,15 +144,8 @@ func TestProjectDirs(t *testing.T) {
 }
 
 func TestSessionFile(t *testing.T) {
-	cfg, tmp := t.TempDir(), realTempDir(t)
-	real := filepath.Join(tmp, "real")
-	link := filepath.Join(tmp, "link")
-	if err := os.Mkdir(real, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(real, link); err != nil {
-		t.Fatal(err)
-	}
+	cfg := t.TempDir()
+	real, link := realAndLink(t)
 	now := time.Now()
 	file := filepath.Join(ProjectDir(cfg, real), "s1.jsonl")
 	mkfile(t, file, "{}\n", now)
@@ -178,15 +179,8 @@ func ids(files []Session) []string {
 }
 
 func TestList(t *testing.T) {
-	cfg, tmp := t.TempDir(), realTempDir(t)
-	real := filepath.Join(tmp, "real")
-	link := filepath.Join(tmp, "link")
-	if err := os.Mkdir(real, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(real, link); err != nil {
-		t.Fatal(err)
-	}
+	cfg := t.TempDir()
+	real, link := realAndLink(t)
 	now := time.Now().Truncate(time.Second)
 	dir := ProjectDir(cfg, real)
 	mkfile(t, filepath.Join(dir, "old.jsonl"), "{}\n", now.Add(-2*time.Hour))
