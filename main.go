@@ -86,7 +86,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 			fmt.Fprintf(stderr, "ccbridge: --fake-model: %v\n", err)
 			return 2
 		}
-		srv, err := fakemodel.Start(sc, log)
+		// Nothing here reads the fake's request log: it keeps none.
+		srv, err := fakemodel.StartWith(sc, log, fakemodel.Options{MaxLog: -1})
 		if err != nil {
 			fmt.Fprintf(stderr, "ccbridge: --fake-model: %v\n", err)
 			return 1

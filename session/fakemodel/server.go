@@ -25,10 +25,43 @@ const APIKey = "sk-ant-fake"
 
 const (
 	maxBody     = 512 << 20 // request bodies larger than this are refused
-	maxLog      = 10_000    // request log entries kept
-	keepBodies  = 16        // most recent requests whose bodies are kept
+	maxLog      = 1_000     // request log entries kept (Options.MaxLog's default)
+	keepBodies  = 16        // most recent requests whose bodies are kept (Options.KeepBodies's default)
 	promptLimit = 500       // bytes of the prompt kept in the log
 )
+
+// Options says how much of its request log a Server keeps. The zero value
+// keeps what Start keeps.
+//
+// A logged entry holds copies of a few small fields (the prompt cut to 500
+// bytes, the model, the rule), never a piece of the request's body, so it
+// costs well under a kilobyte however long the conversation has grown.
+// Bodies are another matter: the CLI sends the whole conversation with
+// every call, so each kept body is as large as the session so far.
+type Options struct {
+	// MaxLog is how many entries the request log keeps, the latest ones.
+	// 0 means 1,000; a negative value keeps none (Count still counts).
+	MaxLog int
+	// KeepBodies is how many of the latest entries keep their request's
+	// raw body. 0 means 16; a negative value keeps none.
+	KeepBodies int
+}
+
+func (o Options) withDefaults() Options {
+	switch {
+	case o.MaxLog == 0:
+		o.MaxLog = maxLog
+	case o.MaxLog < 0:
+		o.MaxLog = 0
+	}
+	switch {
+	case o.KeepBodies == 0:
+		o.KeepBodies = keepBodies
+	case o.KeepBodies < 0:
+		o.KeepBodies = 0
+	}
+	return o
+}
 
 // Request is one entry of the server's request log.
 type Request struct {
@@ -45,13 +78,15 @@ type Request struct {
 	Rule   string
 	// Status is the HTTP status; 0 while the response is being sent.
 	Status int
-	// Body is kept for the 16 most recent requests only, nil for older ones.
+	// Body is kept for the 16 most recent requests only (Options.KeepBodies),
+	// nil for older ones.
 	Body []byte
 }
 
 // Server is a running fake Messages API.
 type Server struct {
 	sc     *Scenario
+	opts   Options
 	res    []*regexp.Regexp // compiled Regex of each rule
 	log    *slog.Logger
 	srv    *http.Server
@@ -69,8 +104,14 @@ type Server struct {
 }
 
 // Start validates sc and serves it on 127.0.0.1 on a free port. logger may
-// be nil. Every request is logged at debug level.
+// be nil. Every request is logged at debug level. The request log keeps
+// what Options' zero value says.
 func Start(sc *Scenario, logger *slog.Logger) (*Server, error) {
+	return StartWith(sc, logger, Options{})
+}
+
+// StartWith is Start with the request log's limits given.
+func StartWith(sc *Scenario, logger *slog.Logger, opts Options) (*Server, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("fakemodel: %w", err)
 	}
@@ -90,6 +131,7 @@ func Start(sc *Scenario, logger *slog.Logger) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		sc:     sc,
+		opts:   opts.withDefaults(),
 		res:    res,
 		log:    logger,
 		url:    "http://" + ln.Addr().String(),
@@ -143,7 +185,7 @@ func noProxy(list string) string {
 }
 
 // Requests returns a copy of the request log, oldest first (at most the
-// latest 10,000 requests).
+// latest 1,000 requests, or Options.MaxLog).
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -186,13 +228,20 @@ func (s *Server) record(r *Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total++
-	if len(s.reqs) >= maxLog {
-		n := copy(s.reqs, s.reqs[len(s.reqs)-maxLog+1:])
+	keep, bodies := s.opts.MaxLog, s.opts.KeepBodies
+	if bodies == 0 || keep == 0 {
+		r.Body = nil
+	}
+	if keep == 0 {
+		return
+	}
+	if len(s.reqs) >= keep {
+		n := copy(s.reqs, s.reqs[len(s.reqs)-keep+1:])
 		clear(s.reqs[n:])
 		s.reqs = s.reqs[:n]
 	}
 	s.reqs = append(s.reqs, r)
-	if n := len(s.reqs) - keepBodies - 1; n >= 0 {
+	if n := len(s.reqs) - bodies - 1; n >= 0 {
 		s.reqs[n].Body = nil
 	}
 }
@@ -225,7 +274,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	entry.Body = body
-	entry.Model = gjson.GetBytes(body, "model").String()
+	// The log outlives the request: it keeps copies, never a string that
+	// points into the body (or into gjson's copy of a part of it).
+	entry.Model = strings.Clone(gjson.GetBytes(body, "model").String())
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	if r.Method == http.MethodPost && path == "/v1/messages" {
 		s.messages(w, r, body, entry)
@@ -307,10 +358,13 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, body []byte, e
 	info := analyze(body)
 	label, st, arg := s.choose(&info)
 	entry.Stream, entry.Step, entry.Rule = info.stream, info.step, label
-	entry.Prompt = info.prompt
-	if len(entry.Prompt) > promptLimit {
-		entry.Prompt = strings.ToValidUTF8(entry.Prompt[:promptLimit], "")
+	// info.prompt points into the copy of the whole messages array that
+	// gjson made: a clone of at most promptLimit bytes is all the log keeps.
+	p := info.prompt
+	if len(p) > promptLimit {
+		p = strings.ToValidUTF8(p[:promptLimit], "")
 	}
+	entry.Prompt = strings.Clone(p)
 	s.record(entry)
 	v := &vars{cwd: info.cwd, arg: arg, prompt: info.prompt, model: info.model, toolResult: info.toolResult, images: info.images, step: info.step}
 	resp := s.sc.render(st, v)
