@@ -93,6 +93,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 			return 1
 		}
 		defer srv.Close()
+		// The CLI must reach the fake and nothing else.
+		child.DropEnv = fakemodel.Redirects
 		child.Env = append(child.Env, srv.Env()...)
 		log.Info("fake model serving", "url", srv.URL(), "scenario", cfg.fakeModel)
 	}

@@ -49,6 +49,11 @@ type Config struct {
 	// key appears more than once the last entry wins, so Env overrides the
 	// inherited environment.
 	Env []string
+	// DropEnv, when set, leaves out of the child's environment every
+	// variable of os.Environ() whose name it reports true for (ccbridge
+	// under --fake-model drops what could lead the CLI to a real API).
+	// Entries of Env are never dropped.
+	DropEnv func(name string) bool
 
 	// Grace is how long Shutdown waits for the child to exit after closing
 	// its stdin before it sends SIGTERM to the process group.
@@ -274,8 +279,8 @@ func Start(cfg Config) (*Child, error) {
 	}
 	cmd := exec.Command(cfg.Path, cfg.Args...)
 	cmd.Dir = cfg.Dir
-	if cfg.Env != nil {
-		cmd.Env = append(os.Environ(), cfg.Env...)
+	if cfg.Env != nil || cfg.DropEnv != nil {
+		cmd.Env = append(inherit(os.Environ(), cfg.DropEnv), cfg.Env...)
 	}
 	cmd.SysProcAttr = sysProcAttr()
 
@@ -303,6 +308,21 @@ func Start(cfg Config) (*Child, error) {
 	go c.drainStderr()
 	go c.wait()
 	return c, nil
+}
+
+// inherit is env without the entries whose name drop reports true for.
+func inherit(env []string, drop func(string) bool) []string {
+	if drop == nil {
+		return env
+	}
+	kept := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !drop(name) {
+			kept = append(kept, kv)
+		}
+	}
+	return kept
 }
 
 // startPipes creates the three pipes, starts the process and closes the
