@@ -178,7 +178,7 @@ func (l *acpLoop) UILine(line []byte) {
 		if code == jsonrpc.CodeParseError {
 			text = "Parse error: the line is not valid JSON"
 		}
-		l.log.Warn("bad message from the client", "problem", msg.Problem, "preview", preview(line))
+		l.log.Warn("bad message from the client", withPayload(l.log, "preview", preview(line), "problem", msg.Problem, "size", len(line))...)
 		l.out = append(l.out, jsonrpc.AppendError(nil, msg.ID, code, text, ""))
 	case jsonrpc.KindRequest:
 		l.request(msg)
@@ -299,7 +299,8 @@ func (l *acpLoop) response(m jsonrpc.Message) {
 	}
 	ans := r.p.Answer(m.Result, errMsg)
 	if ans.Note != "" {
-		l.log.Warn("permission answer interpreted", "tool", r.p.ToolName, "note", ans.Note)
+		// The note may quote the client's answer.
+		l.log.Warn("permission answer interpreted", withPayload(l.log, "note", ans.Note, "tool", r.p.ToolName)...)
 	}
 	s := r.sess
 	if ans.Next {
@@ -388,7 +389,7 @@ func (l *acpLoop) CLILine(p *Proc, line string) {
 // cliLine handles one line of the child p that serves session s.
 func (l *acpLoop) cliLine(s *acpSession, p *Proc, line string) {
 	if !gjson.Valid(line) {
-		l.log.Warn("a CLI line that is not JSON was dropped", "session", s.id, "preview", preview(line))
+		l.log.Warn("a CLI line that is not JSON was dropped", withPayload(l.log, "preview", preview(line), "session", s.id, "size", len(line))...)
 		return
 	}
 	ev := mapping.RouteString(line)

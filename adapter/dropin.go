@@ -243,7 +243,7 @@ func (r *relay) pumpUI(in io.Reader, maxLine int) {
 		}
 		if !utf8.Valid(line) || !gjson.ValidBytes(line) {
 			r.log.Warn("host line dropped: not valid JSON; the CLI exits on such a line",
-				"size", len(line), "preview", preview(line))
+				withPayload(r.log, "preview", preview(line), "size", len(line))...)
 			continue
 		}
 		if gjson.GetBytes(line, "type").Str == "user" {

@@ -1,6 +1,10 @@
 package adapter
 
-import "strings"
+import (
+	"context"
+	"log/slog"
+	"strings"
+)
 
 // previewMax is how many bytes of a payload a log message shows.
 const previewMax = 80
@@ -14,4 +18,17 @@ func preview[T string | []byte](line T) string {
 		line = line[:previewMax]
 	}
 	return strings.ToValidUTF8(string(line), "?")
+}
+
+// withPayload is args plus the pair key, value when log is at debug level,
+// and args alone otherwise. Whatever may hold a user's payload (a line's
+// preview, a command, an answer's text: a prompt, a secret, a file's
+// contents) reaches the log through it, so that a warning says what went
+// wrong at every level and shows the payload only at debug level, as the
+// README promises.
+func withPayload(log *slog.Logger, key string, value any, args ...any) []any {
+	if !log.Enabled(context.Background(), slog.LevelDebug) {
+		return args
+	}
+	return append(args, key, value)
 }

@@ -192,7 +192,7 @@ func (l *rpcLoop) started(p *Proc) {
 func (l *rpcLoop) CLILine(p *Proc, line string) {
 	defer l.emit()
 	if !gjson.Valid(line) {
-		l.log.Warn("the CLI wrote a line that is not JSON", "preview", preview(line))
+		l.log.Warn("the CLI wrote a line that is not JSON", withPayload(l.log, "preview", preview(line), "size", len(line))...)
 		return
 	}
 	ev := mapping.RouteString(line)

@@ -35,7 +35,7 @@ func (l *rpcLoop) UILine(line []byte) {
 	msg := jsonrpc.Parse(line)
 	switch msg.Kind {
 	case jsonrpc.KindInvalid:
-		l.log.Warn("bad line from the UI", "problem", msg.Problem, "preview", preview(line))
+		l.log.Warn("bad line from the UI", withPayload(l.log, "preview", preview(line), "problem", msg.Problem, "size", len(line))...)
 		e := &rpc.Error{Code: msg.ProblemCode(), Message: msg.Problem}
 		l.out.UI = append(l.out.UI, e.AppendResponse(nil, msg.ID))
 	case jsonrpc.KindRequest:

@@ -58,7 +58,7 @@ func (l *rpcLoop) shellExec(id string, p gjson.Result) {
 	}
 	l.shells++
 	timeout := time.Duration(sp.TimeoutSeconds * float64(time.Second))
-	l.log.Info("shell.exec", "origin", "ui_bang", "cwd", dir, "timeout", timeout, "command", preview)
+	l.log.Info("shell.exec", withPayload(l.log, "command", preview, "origin", "ui_bang", "cwd", dir, "timeout", timeout)...)
 	l.goRequest(id, rpc.MethodShellExec, func(ctx context.Context) func() {
 		res, err := runShell(ctx, argv, dir, timeout)
 		return func() {
