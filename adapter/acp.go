@@ -75,6 +75,10 @@ type acpLoop struct {
 	allowBypass bool
 	claudeDir   string // read by background work too: set once, before Run
 
+	// private holds the files given to the CLI that no other user may
+	// read (the MCP servers); removed when Run returns.
+	private *session.PrivateDir
+
 	sessions map[string]*acpSession
 	bySup    map[*Supervisor]*acpSession
 	reqs     jsonrpc.Pending[*acpOutReq] // agent → client requests awaiting their answer
@@ -111,9 +115,17 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		loop:        NewLoop(LoopConfig{MaxLine: a.MaxLine, CLIMaxLine: a.CLIMaxLine, Clock: a.Clock, Logger: a.Logger}),
 		allowBypass: os.Geteuid() != 0 || a.childEnv("IS_SANDBOX") == "1",
 		claudeDir:   a.claudeDir(),
+		private:     &session.PrivateDir{},
 		sessions:    map[string]*acpSession{},
 		bySup:       map[*Supervisor]*acpSession{},
 	}
+	// Run returns once every child has exited (and read its files): the
+	// end of the input, a handled signal and an error all pass here.
+	defer func() {
+		if err := l.private.Remove(); err != nil {
+			a.Logger.Warn("removing ccbridge's private folder", "path", l.private.Path(), "err", err)
+		}
+	}()
 	// The exit code is ccbridge's, not a child's: the connection ended.
 	_, err := l.loop.Run(ctx, l, uiIn, uiOut, signals)
 	return 0, err

@@ -23,6 +23,9 @@ import (
 type acpSession struct {
 	id    string
 	setup acp.SessionSetup
+	// mcpFile holds the client's MCP servers for --mcp-config, in the
+	// connection's private folder; "" when there are none.
+	mcpFile string
 	// sup keeps the session's children; sup.Opts (model, mode and extra
 	// arguments) are the flags of the next one.
 	sup *Supervisor
@@ -127,7 +130,11 @@ func (l *acpLoop) setup(id, method string, params gjson.Result) {
 		l.reply(id, s.tr.Config.AppendSetupResult(nil, ""))
 		return
 	}
-	s := l.newSession(st)
+	s, err := l.newSession(st)
+	if err != nil {
+		l.fail(id, err)
+		return
+	}
 	s.pending = &acpSetup{id: id, method: method}
 	if method == acp.MethodSessionNew {
 		l.startSession(s, "")
@@ -148,9 +155,21 @@ func (l *acpLoop) setup(id, method string, params gjson.Result) {
 const sessionStateEnv = "CLAUDE_CODE_SDK_READS_SESSION_STATE"
 
 // newSession makes session st and its Supervisor, and adds it to the
-// connection.
-func (l *acpLoop) newSession(st acp.SessionSetup) *acpSession {
+// connection. The client's MCP servers go to the CLI in a file of the
+// connection's private folder, never on its command line: their
+// environment and headers hold secrets, and every local user can read a
+// process's arguments. The file stays while the session does (each child
+// of the session, a respawn included, reads it when it starts).
+func (l *acpLoop) newSession(st acp.SessionSetup) (*acpSession, *acp.Error) {
+	var mcpFile string
+	if st.MCPConfig != "" {
+		var err error
+		if mcpFile, err = l.private.WriteFile("mcp-*.json", []byte(st.MCPConfig)); err != nil {
+			return nil, acp.Internal("passing the MCP servers to the CLI: " + err.Error())
+		}
+	}
 	s := &acpSession{
+		mcpFile:  mcpFile,
 		id:       st.SessionID,
 		setup:    st,
 		tr:       acp.NewTranslator(st.SessionID),
@@ -179,8 +198,8 @@ func (l *acpLoop) newSession(st acp.SessionSetup) *acpSession {
 	})
 	opts := l.cfg.Options
 	opts.Extra = nil
-	if st.MCPConfig != "" {
-		opts.Extra = append(opts.Extra, "--mcp-config="+st.MCPConfig)
+	if mcpFile != "" {
+		opts.Extra = append(opts.Extra, "--mcp-config="+mcpFile)
 	}
 	for _, d := range st.AddDirs {
 		opts.Extra = append(opts.Extra, "--add-dir="+d)
@@ -189,7 +208,7 @@ func (l *acpLoop) newSession(st acp.SessionSetup) *acpSession {
 	s.sup.Opts = opts
 	l.sessions[s.id] = s
 	l.bySup[s.sup] = s
-	return s
+	return s, nil
 }
 
 // found goes on with session/load or resume once the session's file was
@@ -309,6 +328,11 @@ func (l *acpLoop) forget(s *acpSession) {
 	delete(l.sessions, s.id)
 	delete(l.bySup, s.sup)
 	s.sup.Close()
+	if s.mcpFile != "" {
+		if err := l.private.RemoveFile(s.mcpFile); err != nil {
+			l.log.Warn("removing the session's MCP configuration", "session", s.id, "err", err)
+		}
+	}
 }
 
 // startError is the client's error for a child that could not start.

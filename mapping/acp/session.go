@@ -215,7 +215,7 @@ type SessionSetup struct {
 	SessionID string   // load and resume
 	CWD       string   // absolute
 	AddDirs   []string // additionalDirectories, absolute
-	MCPConfig string   // the --mcp-config value, or "" when there are no servers
+	MCPConfig string   // the JSON for --mcp-config (ccbridge hands it over in a private file), or "" when there are no servers
 }
 
 // ParseSessionSetup validates the params of session/new (needID false),
