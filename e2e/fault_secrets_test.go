@@ -299,9 +299,9 @@ func TestFaultFakeModelRetainsNoRequests(t *testing.T) {
 	}
 	t.Logf("ccbridge VmRSS after turn 3: %d KiB; after turn %d: %d KiB (grew %d KiB)", base, turns, end, end-base)
 	// Measured (docs/reliability/secrets.md): the fixed fake grew ccbridge
-	// by 4.4 MiB here (18 MiB when built with -race, whose shadow memory
-	// triples the transient heap of a 1.6 MB request); the old one by 63
-	// MiB (159 MiB with -race).
+	// by 4,388 KiB here (18,240 and 18,492 KiB when built with -race, whose
+	// shadow memory multiplies the transient heap of a 1.6 MB request);
+	// the old one by 64,732 KiB (162,840 KiB with -race).
 	bound := int64(16 << 10)
 	if raceEnabled() {
 		bound = 48 << 10
