@@ -352,9 +352,12 @@ func (l *acpLoop) settle(s *acpSession, withdraw bool) {
 }
 
 // CLITooLong reports a CLI line over the limit, which was dropped, to the
-// client (_ccbridge/error); the session goes on. The line may have been
-// the turn's result (it holds the final text): the turn then ends when
-// the CLI says it is idle (see cliLine).
+// client (_ccbridge/error); the session goes on. When the line's head
+// shows it was the turn's result, the turn ends at once with the outcome
+// the head shows (a completed turn answers its stop reason; its text has
+// reached the client already in chunks), and the prompts queued behind it
+// go on. A line whose head does not tell may still have been the result:
+// the turn then ends when the CLI says it is idle (see cliLine).
 func (l *acpLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
 	s := l.bySup[p.Supervisor()]
 	if s == nil {
@@ -367,6 +370,10 @@ func (l *acpLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
 	l.out = append(l.out, appendACPError(nil, s.id, "line_too_long",
 		fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-cli-line); it was dropped", e.Size, e.Max)))
 	l.emit()
+	if line, ok := tooLongResult(e, true); ok {
+		l.log.Warn("the CLI's result line was over the limit; the turn ends", "session", s.id)
+		l.CLILine(p, line)
+	}
 }
 
 // acpErrorMethod is ccbridge's extension notification for what ACP has no

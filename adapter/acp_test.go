@@ -29,6 +29,8 @@ func init() {
 	//   DIE       exit 3 with a last word on stderr
 	//   LONG      a delta, a 4 KiB assistant line and a 4 KiB result, then
 	//             (with CLAUDE_CODE_SDK_READS_SESSION_STATE=1) idle
+	//   TOOLONG   a delta and a 4 KiB result with its keys in the real
+	//             CLI's order ("type" last), and no idle after it
 	registerFake("acp", func() {
 		logf, _ := os.OpenFile(os.Getenv("FAKE_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		fmt.Fprintf(logf, "argv %s\n", strings.Join(os.Args[1:], " "))
@@ -93,6 +95,9 @@ func init() {
 				case strings.Contains(text, "HANG"):
 					out(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"partial "}},"api_message_id":"msg_1",%s}`, sid)
 					hung = true
+				case strings.Contains(text, "TOOLONG"):
+					out(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}},"api_message_id":"msg_1",%s}`, sid)
+					out(`{"duration_api_ms":38,"stop_reason":"max_tokens","session_id":"fake","total_cost_usd":0.1,"is_error":false,"num_turns":1,"subtype":"success","result":%q,"type":"result"}`, strings.Repeat("x", 4096))
 				case strings.Contains(text, "LONG"):
 					out(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}},"api_message_id":"msg_1",%s}`, sid)
 					long := strings.Repeat("x", 4096)
@@ -524,5 +529,26 @@ func TestACPLoadUnresumable(t *testing.T) {
 	}
 	if log := h.log(); strings.Contains(log, "argv") {
 		t.Errorf("a CLI was started:\n%s", log)
+	}
+}
+
+// TestACPCLIResultTooLong: a result line over CLIMaxLine, with its keys in
+// the real CLI's order ("type" after the long text), ends its turn at
+// once, with the stop reason it held, though the CLI never says it is
+// idle; the prompt queued behind it runs and is answered.
+func TestACPCLIResultTooLong(t *testing.T) {
+	h := startACPWith(t, func(a *ACP) { a.CLIMaxLine = 1000 })
+	sid := h.newSession()
+	first := h.prompt(sid, "TOOLONG")
+	second := h.prompt(sid, "hello")
+	e := h.until(isMethod("_ccbridge/error"))
+	if e.Get("params.code").Str != "line_too_long" {
+		t.Errorf("notification: %s", e.Raw)
+	}
+	if r := h.answer(first); r.Get("result.stopReason").Str != "max_tokens" {
+		t.Fatalf("prompt whose result was too long: %s", r.Raw)
+	}
+	if r := h.answer(second); r.Get("result.stopReason").Str != "end_turn" {
+		t.Fatalf("prompt queued behind it: %s", r.Raw)
 	}
 }

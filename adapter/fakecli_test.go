@@ -246,7 +246,8 @@ func init() {
 	// message answers with init + text + result, unless its text holds
 	// HANG (stream one delta, then ignore everything, interrupts too), DIE
 	// (init, then exit 3 with a last word on stderr) or BIG (an assistant
-	// line and a result line of 300 KiB each). A control request gets a
+	// line and a result line of 300 KiB each; HUGE: the same, with the
+	// result's keys in the real CLI's order, "type" last). A control request gets a
 	// success; initialize's carries session_state "idle". With
 	// FAKE_SAVE=1 every prompt is saved in the session's file, where the
 	// CLI keeps it, so that the session can be resumed.
@@ -293,6 +294,13 @@ func init() {
 				case strings.Contains(text, "DIE"):
 					fmt.Fprintln(os.Stderr, "fatal: the fake CLI fell over")
 					os.Exit(3)
+				case strings.Contains(text, "HUGE"):
+					// As the real CLI writes them: a result line
+					// begins with its numbers and ends with its type,
+					// after the text.
+					big := strings.Repeat("0123456789", 30<<10)
+					fmt.Printf(`{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":%q}]},"session_id":%q,"parent_tool_use_id":null}`+"\n", big, sid)
+					fmt.Printf(`{"duration_api_ms":38,"stop_reason":"end_turn","session_id":%q,"total_cost_usd":0.25,"usage":{"input_tokens":24,"output_tokens":40},"terminal_reason":"completed","is_error":false,"num_turns":1,"subtype":"success","result":%q,"type":"result","duration_ms":158}`+"\n", sid, big)
 				case strings.Contains(text, "BIG"):
 					big := strings.Repeat("0123456789", 30<<10)
 					fmt.Printf(`{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":%q}]},"session_id":%q,"parent_tool_use_id":null}`+"\n", big, sid)

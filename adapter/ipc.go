@@ -257,9 +257,16 @@ func (l *ipcLoop) retireAndRespawn(why string, opts session.Options, resumed boo
 	})
 }
 
-func (l *ipcLoop) CLITooLong(_ *Proc, e *framing.LineTooLongError) {
+// CLITooLong reports a CLI line over the limit (--max-cli-line), which was
+// dropped, with a line_too_long error. When the line was the turn's result
+// the turn still ends: its terminal message says the line was too long.
+func (l *ipcLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
 	l.emitError("line_too_long", fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-cli-line); it was dropped", e.Size, e.Max), true)
 	l.emit()
+	if line, ok := tooLongResult(e, false); ok {
+		l.log.Warn("the CLI's result line was over --max-cli-line; the turn ends with an error", "size", e.Size, "max", e.Max)
+		l.CLILine(p, line)
+	}
 }
 
 // CLILine handles one line of the live child.

@@ -198,3 +198,42 @@ func TestIPCResumeOfAnUnresumableSession(t *testing.T) {
 		t.Errorf("the turn did not run in the first session:\n%s", log())
 	}
 }
+
+// TestIPCCLIResultTooLong: a result line over CLIMaxLine (keys in the real
+// CLI's order, "type" after the long text) still ends its turn, with a
+// turn_complete whose error says the line was too long; the prompt queued
+// behind it gets its own.
+func TestIPCCLIResultTooLong(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "log")
+	s := &IPC{Settings: Settings{
+		Child:      fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
+		CLIMaxLine: 100000,
+	}}
+	h := startRunner(t, s.Run)
+	h.send(`{"type":"user_message","text":"HUGE"}`)
+	h.send(`{"type":"user_message","text":"hi"}`)
+	var tooLong int
+	var done [][]byte
+	h.until(func(l []byte) bool {
+		switch gjson.GetBytes(l, "type").Str {
+		case "error":
+			if gjson.GetBytes(l, "code").Str == "line_too_long" {
+				tooLong++
+			}
+		case "turn_complete":
+			done = append(done, l)
+		}
+		return len(done) == 2
+	})
+	if tooLong != 2 {
+		t.Errorf("%d line_too_long errors, want 2 (assistant and result)", tooLong)
+	}
+	first := gjson.ParseBytes(done[0])
+	if !first.Get("is_error").Bool() || !strings.Contains(first.Get("errors.0").Str, "result line of") ||
+		!strings.Contains(first.Get("errors.0").Str, "--max-cli-line") || first.Get("result_class").Str != "error" {
+		t.Errorf("the turn whose result was too long: %s", done[0])
+	}
+	if r := gjson.GetBytes(done[1], "result").Str; r != "ok" {
+		t.Errorf("the turn queued behind it: %s", done[1])
+	}
+}

@@ -51,6 +51,8 @@ func readUI(in io.Reader, maxLine int, log *slog.Logger, out chan<- uiLine, stop
 				log.Warn("reading the UI's input", "err", err)
 			}
 			m.eof = true
+		case fr.Owned():
+			m.line = line // memory of its own (a line over 4 MiB): no copy
 		default:
 			m.line = append([]byte(nil), line...)
 		}
@@ -164,6 +166,14 @@ func readBlocks(gen int, r io.Reader, maxLine int, pool blockPool, log *slog.Log
 			var line []byte
 			if line, err = fr.ReadLine(); err == nil {
 				block = append(line, '\n')
+				if fr.Owned() {
+					// Memory of its own (over 4 MiB): hand it over
+					// as it is rather than copy it once more.
+					if !send(cliBlock{gen: gen, lines: unsafe.String(unsafe.SliceData(block), len(block))}) {
+						return false
+					}
+					continue
+				}
 			}
 		}
 		var long *framing.LineTooLongError
@@ -218,7 +228,8 @@ func sendBlock(gen int, block []byte, maxLine int, pool blockPool, send func(cli
 				if from < at && !send(pool.block(gen, block[from:at])) {
 					return false
 				}
-				if !send(cliBlock{gen: gen, tooLong: &framing.LineTooLongError{Size: int64(size), Max: int64(maxLine)}}) {
+				head := bytes.Clone(block[at : at+min(size, framing.MaxHead)])
+				if !send(cliBlock{gen: gen, tooLong: &framing.LineTooLongError{Size: int64(size), Max: int64(maxLine), Head: head}}) {
 					return false
 				}
 				from = next

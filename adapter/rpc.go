@@ -293,10 +293,13 @@ func (l *rpcLoop) failControls(gen int, why string) {
 }
 
 // CLITooLong reports a CLI line over the limit (--max-cli-line), which was
-// dropped, with runtime.error; the session goes on. While a turn is in
-// flight the line may have been the turn's result, and nothing else would
-// end its run: the CLI is asked for its state (see probeTurn).
-func (l *rpcLoop) CLITooLong(_ *Proc, e *framing.LineTooLongError) {
+// dropped, with runtime.error; the session goes on. A line whose head
+// shows it was the turn's result ends the run as that result would have,
+// with status error saying the line was too long. While a turn is in
+// flight any other line may still have been the result (its head did not
+// tell), and nothing else would end its run: the CLI is then asked for its
+// state (see probeTurn).
+func (l *rpcLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
 	defer l.emit()
 	l.log.Warn("a CLI line over --max-cli-line was dropped", "size", e.Size, "max", e.Max)
 	run := ""
@@ -305,7 +308,12 @@ func (l *rpcLoop) CLITooLong(_ *Proc, e *framing.LineTooLongError) {
 	}
 	msg := fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-cli-line); it was dropped", e.Size, e.Max)
 	l.out.UI = append(l.out.UI, appendRuntimeError(run, l.tr.SessionID(), rpc.CodeRuntimeInternal, msg, "cli_line_too_long", e.Size, e.Max))
-	if l.tr.Busy() {
+	if line, ok := tooLongResult(e, false); ok {
+		l.log.Warn("the CLI's result line was over --max-cli-line; the run ends with an error", "size", e.Size, "max", e.Max)
+		l.CLILine(p, line)
+		return
+	}
+	if l.tr.Busy() && skippedType(e.Head) == "" {
 		l.probeTurn(e.Max)
 	}
 }

@@ -350,3 +350,27 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+// TestRPCCLIResultTooLong: a result line over CLIMaxLine whose head shows
+// it is a result (the real CLI's key order, "type" after the text) ends
+// the run with error at once, without asking the CLI for its state.
+func TestRPCCLIResultTooLong(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "log")
+	s := &RPC{Settings: Settings{
+		Logger:     testLogger(t),
+		Child:      fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
+		CLIMaxLine: 100000,
+	}}
+	h := startRunner(t, s.Run)
+	run := h.runStart("a", "HUGE")
+	st := h.until(status(run, rpc.StatusError))
+	if msg := gjson.GetBytes(st, "params.message").Str; !strings.Contains(msg, "result line of") || !strings.Contains(msg, "--max-cli-line") {
+		t.Errorf("the run's end: %s", st)
+	}
+	run = h.runStart("b", "fine")
+	h.until(status(run, rpc.StatusCompleted))
+	b, _ := os.ReadFile(logFile)
+	if n := strings.Count(string(b), `"subtype":"initialize"`); n != 1 {
+		t.Errorf("%d initialize requests, want the first only (no probe):\n%s", n, b)
+	}
+}

@@ -1230,19 +1230,20 @@ func TestIPCBadInput(t *testing.T) {
 
 // TestIPCAlignCLILineTooLong: a CLI line over --max-cli-line (here the
 // assistant message and the result of a 300 kB text) is dropped and
-// reported as error line_too_long, and the session goes on.
+// reported as error line_too_long; the turn, whose result was dropped,
+// still ends (turn_complete with is_error), and the session goes on.
 func TestIPCAlignCLILineTooLong(t *testing.T) {
 	t.Parallel()
 	home, cwd := t.TempDir(), t.TempDir()
 	b := startBridge(t, []string{"--ui", "ipc", "--cwd", cwd, "--max-cli-line", "100000"}, "HOME="+home)
 	expectSessionInit(t, b)
-	b.send(userMessage("BIGTEXT 300000"))
-	lines := ipcUntil(t, b, "a line_too_long error", func(l []byte) bool {
-		return typeOf(l) == "error" && get(l, "code").Str == "line_too_long"
-	})
-	e := lines[len(lines)-1]
-	if !get(e, "recoverable").Bool() || !strings.Contains(get(e, "message").Str, "CLI line") {
+	lines := turn(t, b, "BIGTEXT 300000")
+	e := first(lines, func(l []byte) bool { return typeOf(l) == "error" && get(l, "code").Str == "line_too_long" })
+	if e == nil || !get(e, "recoverable").Bool() || !strings.Contains(get(e, "message").Str, "CLI line") {
 		t.Errorf("line_too_long error: %.400s", e)
+	}
+	if end := lines[len(lines)-1]; typeOf(end) != "turn_complete" || !get(end, "is_error").Bool() {
+		t.Errorf("the turn whose result was dropped ended with %.400s", end)
 	}
 	if len(ofType(lines, "assistant_text")) == 0 {
 		t.Errorf("no text streamed before the long line; the lines:\n%s", lastLines(lines, 8))

@@ -5,15 +5,19 @@
 // # Reading
 //
 // A [Reader] wraps one io.Reader and keeps a read-ahead buffer (64 KiB,
-// grown by [Reader.ReadLine] for longer lines) that must survive between
+// grown by [Reader.ReadLine] up to 4 MiB for longer lines; a line longer
+// still is collected in chunks and handed out in memory of its own, see
+// [Reader.Owned]) that must survive between
 // lines, so a stream gets exactly one long-lived Reader. A Reader is not
 // safe for concurrent use: one goroutine owns it and makes every call.
 //
 // [Reader.ReadLine] returns one whole line at a time, without its "\n" or
 // "\r\n". Blank lines, including lines that hold only "\r", are skipped.
-// A line longer than the Reader's limit is skipped without being held: the
-// call returns a [*LineTooLongError] (errors.Is(err, [ErrLineTooLong])
-// holds) and the next call goes on with the following line. A final line
+// A line longer than the Reader's limit is skipped without being held: it
+// is dropped as soon as it is known to be over the limit, the call returns
+// a [*LineTooLongError] (errors.Is(err, [ErrLineTooLong]) holds) with the
+// line's size and a copy of its first 16 KiB (Head, so that a caller can
+// tell what it lost), and the next call goes on with the following line. A final line
 // without a terminator is returned before io.EOF.
 //
 // [Reader.ReadSegment] is the streaming form, for lines too long to hold:
@@ -22,7 +26,8 @@
 //
 // The slices that ReadLine and ReadSegment return point into the Reader's
 // buffer. They are valid only until the next call on the Reader; a caller
-// that keeps a line, or hands it to another goroutine, copies it first.
+// that keeps a line, or hands it to another goroutine, copies it first
+// (unless [Reader.Owned] says the line is its own).
 //
 // After a read error other than io.EOF the Reader is finished: that call
 // and every later one return the same wrapped error. Lines that were

@@ -2,6 +2,7 @@ package framing
 
 import (
 	"io"
+	"slices"
 	"testing"
 )
 
@@ -51,9 +52,14 @@ func FuzzReader(f *testing.F) {
 		limit := int(maxLine%40) + 1
 		bufSize := int(size%32) + 4
 		r := newReaderSize(&chunkReader{data: data, n: int(chunk%17) + 1}, limit, bufSize)
-		got, err := readLines(t, r, int64(limit))
+		// Lines over keep bytes are collected in chunks (readLong).
+		r.keep = bufSize << (size / 32 % 4)
+		got, heads, err := readLinesHeads(t, r, int64(limit))
 		if err != io.EOF {
 			t.Fatalf("final error = %v, want io.EOF", err)
+		}
+		if want := modelHeads(data, limit); !slices.Equal(heads, want) {
+			t.Fatalf("heads %q, want %q", heads, want)
 		}
 		for _, it := range got {
 			if len(it.line) > limit {
@@ -78,7 +84,9 @@ func FuzzSegments(f *testing.F) {
 		if err != io.EOF {
 			t.Fatalf("ReadSegment error = %v, want io.EOF", err)
 		}
-		lines, err := readLines(t, newReaderSize(&chunkReader{data: data, n: n}, 0, bufSize), DefaultMaxLine)
+		lr := newReaderSize(&chunkReader{data: data, n: n}, 0, bufSize)
+		lr.keep = bufSize << (size / 32 % 4) // longer lines go through readLong
+		lines, err := readLines(t, lr, DefaultMaxLine)
 		if err != io.EOF {
 			t.Fatalf("ReadLine error = %v, want io.EOF", err)
 		}
@@ -93,6 +101,7 @@ func FuzzSegments(f *testing.F) {
 
 		// Mixing at line boundaries: alternate ReadLine and ReadSegment.
 		r := newReaderSize(&chunkReader{data: data, n: n}, 0, bufSize)
+		r.keep = bufSize << (chunk / 17 % 4)
 		var mixed []item
 		for i := 0; ; i++ {
 			var b []byte

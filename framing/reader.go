@@ -16,6 +16,19 @@ const DefaultMaxLine = 256 << 20
 // ReadSegment returns.
 const bufSize = 64 << 10
 
+// keepLine is the largest buffer a Reader grows for a line and keeps for
+// reuse. A longer line is collected in chunks instead and handed out in
+// memory of its own (see readLong), so that the Reader neither copies it
+// again and again while it grows nor pins its memory afterwards.
+const keepLine = 4 << 20
+
+// longChunk is the size of the chunks a line longer than keepLine is
+// collected in.
+const longChunk = 4 << 20
+
+// MaxHead is how many bytes of a skipped line a LineTooLongError keeps.
+const MaxHead = 16 << 10
+
 // maxEmptyReads is how many reads in a row may return no data and no
 // error before the Reader gives up with io.ErrNoProgress.
 const maxEmptyReads = 100
@@ -31,6 +44,9 @@ type LineTooLongError struct {
 	Size int64
 	// Max is the Reader's limit.
 	Max int64
+	// Head is a copy of the first bytes of the line (at most MaxHead),
+	// so that a caller can tell what kind of line it lost.
+	Head []byte
 }
 
 func (e *LineTooLongError) Error() string {
@@ -53,6 +69,8 @@ type Reader struct {
 	err  error // sticky read error, already wrapped
 	eof  bool  // the underlying reader said io.EOF; report it once drained
 	mid  bool  // ReadSegment has handed out part of a line, not its end
+	keep int   // the largest buffer ReadLine grows; keepLine but in tests
+	own  bool  // the line ReadLine returned last is in memory of its own
 }
 
 // NewReader returns a Reader that reads from rd with a 64 KiB buffer.
@@ -71,7 +89,7 @@ func newReaderSize(rd io.Reader, maxLine, size int) *Reader {
 	// The buffer may grow to maxLine+2 bytes; keep that from overflowing.
 	maxLine = min(maxLine, math.MaxInt-2)
 	size = max(size, 4)
-	return &Reader{rd: rd, buf: make([]byte, size), seg: size, max: maxLine}
+	return &Reader{rd: rd, buf: make([]byte, size), seg: size, max: maxLine, keep: max(size, keepLine)}
 }
 
 // Buffered returns how many bytes can be consumed without reading from the
@@ -86,6 +104,12 @@ func (r *Reader) Buffered() int { return r.w - r.r }
 // held whole: ReadLine returns nil and a *LineTooLongError, and the next
 // call goes on with the following line.
 //
+// While a line is read it is held in the Reader's buffer, which grows up
+// to 4 MiB and is kept for the next lines; a longer line is collected in
+// chunks and returned in memory of its own (see [Reader.Owned]), and a
+// line found to be over the limit is dropped at once, so that skipping a
+// line holds at most the limit and nothing after it.
+//
 // At the end of input ReadLine returns nil, io.EOF. Any other read error is
 // returned wrapped, and returned again by every later call.
 //
@@ -94,6 +118,7 @@ func (r *Reader) ReadLine() ([]byte, error) {
 	if r.mid {
 		panic("framing: ReadLine called in the middle of a ReadSegment line")
 	}
+	r.own = false
 	for {
 		if i := bytes.IndexByte(r.buf[r.r+r.scan:r.w], '\n'); i >= 0 {
 			end := r.r + r.scan + i
@@ -105,13 +130,13 @@ func (r *Reader) ReadLine() ([]byte, error) {
 			if len(line) > r.max {
 				// Possible when the buffer was grown earlier, or is
 				// larger than the limit to begin with.
-				return nil, r.tooLong(int64(len(line)))
+				return nil, r.tooLong(int64(len(line)), line)
 			}
 			return line, nil
 		}
 		r.scan = r.w - r.r
 		if r.overLimit() {
-			return nil, r.skip()
+			return nil, r.skip(int64(r.w-r.r), r.buf[r.w-1] == '\r', head(r.buf[r.r:r.w]))
 		}
 		if r.err != nil {
 			return nil, r.err
@@ -126,10 +151,91 @@ func (r *Reader) ReadLine() ([]byte, error) {
 			return line, nil // overLimit was false, so len(line) <= r.max
 		}
 		if r.r == 0 && r.w == len(r.buf) {
+			if len(r.buf) >= r.keep {
+				return r.readLong()
+			}
 			r.grow()
 		}
 		r.fill()
 	}
+}
+
+// Owned reports whether the line ReadLine returned last is in memory of
+// its own, which the Reader never reuses (a line longer than 4 MiB): the
+// caller may keep that slice without copying it.
+func (r *Reader) Owned() bool { return r.own }
+
+// readLong reads on a line that fills the buffer, of r.keep bytes or more,
+// without a '\n'. The line is collected in chunks: the buffer itself
+// first, then chunks of longChunk bytes, while the Reader goes on with a
+// buffer of its initial size. A line within the limit is then copied once
+// into memory of exactly its size and returned; a line over it is dropped
+// as soon as it is known to be, and the rest of it skipped.
+func (r *Reader) readLong() ([]byte, error) {
+	chunks := [][]byte{r.buf[:r.w]}
+	size := int64(r.w)
+	last := r.buf[r.w-1]
+	r.buf = make([]byte, r.seg)
+	r.r, r.w, r.scan = 0, 0, 0
+	var cur []byte
+	for {
+		if over := size - int64(r.max); over > 1 || over == 1 && last != '\r' {
+			h := head(chunks...)
+			clear(chunks) // give the memory back now, not after the skip
+			cur = nil
+			return nil, r.skip(size, last == '\r', h)
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.eof {
+			return r.joinLong(chunks, size, last)
+		}
+		if len(cur) == cap(cur) {
+			cur = make([]byte, 0, longChunk)
+			chunks = append(chunks, cur)
+		}
+		// At most a buffer's worth at a time: what follows the line
+		// must fit the buffer.
+		p := cur[len(cur):min(cap(cur), len(cur)+len(r.buf))]
+		n := r.readInto(p)
+		if i := bytes.IndexByte(p[:n], '\n'); i >= 0 {
+			r.w = copy(r.buf, p[i+1:n])
+			n = i
+			if i > 0 {
+				last = p[i-1]
+			}
+			cur = cur[:len(cur)+n]
+			chunks[len(chunks)-1] = cur
+			size += int64(n)
+			return r.joinLong(chunks, size, last)
+		}
+		if n > 0 {
+			last = p[n-1]
+		}
+		cur = cur[:len(cur)+n]
+		chunks[len(chunks)-1] = cur
+		size += int64(n)
+	}
+}
+
+// joinLong returns the line of size bytes held in chunks, last its final
+// byte, in memory of its own: without a final '\r', with room for one more
+// byte (a caller can add the '\n' without a copy). A line over the limit,
+// which can only be one that ended just now, is reported instead.
+func (r *Reader) joinLong(chunks [][]byte, size int64, last byte) ([]byte, error) {
+	if last == '\r' {
+		size--
+	}
+	if size > int64(r.max) {
+		return nil, r.tooLong(size, chunks...)
+	}
+	line := make([]byte, 0, size+1)
+	for _, c := range chunks {
+		line = append(line, c[:min(len(c), int(size)-len(line))]...)
+	}
+	r.own = true
+	return line, nil
 }
 
 // ReadSegment returns the current line in pieces of at most 64 KiB, so a
@@ -244,17 +350,17 @@ func (r *Reader) overLimit() bool {
 	return over > 1 || over == 1 && r.buf[r.w-1] != '\r'
 }
 
-// skip reads through the rest of an over-long line whose first w-r bytes
-// are buffered, holding no more than the buffer, and returns the
-// *LineTooLongError that reports it.
-func (r *Reader) skip() error {
-	size := int64(r.w - r.r)
-	cr := r.buf[r.w-1] == '\r'
+// skip reads through the rest of an over-long line, of which size bytes
+// are read already (cr: the last of them is a '\r') and none is buffered,
+// holding no more than the buffer, and returns the *LineTooLongError that
+// reports it, with head as its Head.
+func (r *Reader) skip(size int64, cr bool, head []byte) error {
 	r.r, r.w, r.scan = 0, 0, 0
 	for r.err == nil && !r.eof {
 		r.fill()
 		if i := bytes.IndexByte(r.buf[:r.w], '\n'); i >= 0 {
 			size += int64(i)
+			head = addHead(head, r.buf[:i])
 			if i > 0 {
 				cr = r.buf[i-1] == '\r'
 			}
@@ -263,10 +369,11 @@ func (r *Reader) skip() error {
 			if cr {
 				size--
 			}
-			return r.tooLong(size)
+			return r.tooLong(size, head)
 		}
 		if r.w > 0 {
 			size += int64(r.w)
+			head = addHead(head, r.buf[:r.w])
 			cr = r.buf[r.w-1] == '\r'
 		}
 		r.r, r.w = 0, 0
@@ -279,19 +386,34 @@ func (r *Reader) skip() error {
 	if cr {
 		size--
 	}
-	return r.tooLong(size)
+	return r.tooLong(size, head)
 }
 
-func (r *Reader) tooLong(size int64) error {
-	return &LineTooLongError{Size: size, Max: int64(r.max)}
+// head returns a copy of the first MaxHead bytes of a line held in parts.
+func head(parts ...[]byte) []byte {
+	var h []byte
+	for _, p := range parts {
+		h = addHead(h, p)
+	}
+	return h
+}
+
+// addHead appends to h the start of p, up to MaxHead bytes in all.
+func addHead(h, p []byte) []byte {
+	return append(h, p[:min(len(p), MaxHead-len(h))]...)
+}
+
+func (r *Reader) tooLong(size int64, line ...[]byte) error {
+	h := head(line...)
+	return &LineTooLongError{Size: size, Max: int64(r.max), Head: h[:min(int64(len(h)), size)]}
 }
 
 // grow enlarges a full buffer that holds one partial line, up to the
-// largest size ReadLine can need: max bytes, a '\r', and one more byte to
-// see what follows it.
+// largest size ReadLine can need (max bytes, a '\r', and one more byte to
+// see what follows it) and no further than keep.
 func (r *Reader) grow() {
-	n := 2 * len(r.buf)
-	if n < len(r.buf) || n-2 > r.max {
+	n := min(2*len(r.buf), r.keep)
+	if n-2 > r.max {
 		n = r.max + 2
 	}
 	nb := make([]byte, n)
@@ -320,26 +442,33 @@ func (r *Reader) fill() {
 		r.w = copy(r.buf, r.buf[r.r:r.w])
 		r.r = 0
 	}
+	r.w += r.readInto(r.buf[r.w:])
+}
+
+// readInto reads once from the underlying reader into p, which is not
+// empty, and returns how many bytes it read. It records io.EOF in r.eof
+// and other errors in r.err.
+func (r *Reader) readInto(p []byte) int {
 	for range maxEmptyReads {
-		n, err := r.rd.Read(r.buf[r.w:])
-		if n < 0 || n > len(r.buf)-r.w {
+		n, err := r.rd.Read(p)
+		if n < 0 || n > len(p) {
 			r.err = fmt.Errorf("framing: read: invalid count %d from %T", n, r.rd)
-			return
+			return 0
 		}
-		r.w += n
 		if err == io.EOF {
 			r.eof = true
-			return
+			return n
 		}
 		if err != nil {
 			r.err = fmt.Errorf("framing: read: %w", err)
-			return
+			return n
 		}
 		if n > 0 {
-			return
+			return n
 		}
 	}
 	r.err = fmt.Errorf("framing: read: %w", io.ErrNoProgress)
+	return 0
 }
 
 // SwapBuffer gives the Reader b as its buffer, moving into it the bytes

@@ -49,7 +49,16 @@ func patBytes(n, seed int) []byte {
 // *LineTooLongError, and returns the items and that error.
 func readLines(t testing.TB, r *Reader, wantMax int64) ([]item, error) {
 	t.Helper()
+	items, _, err := readLinesHeads(t, r, wantMax)
+	return items, err
+}
+
+// readLinesHeads is readLines that also returns the Head of every
+// *LineTooLongError, in order.
+func readLinesHeads(t testing.TB, r *Reader, wantMax int64) ([]item, []string, error) {
+	t.Helper()
 	var items []item
+	var heads []string
 	for range 1 << 20 {
 		b, err := r.ReadLine()
 		var tl *LineTooLongError
@@ -73,15 +82,27 @@ func readLines(t testing.TB, r *Reader, wantMax int64) ([]item, error) {
 				t.Fatalf("LineTooLongError.Max = %d, want %d", tl.Max, wantMax)
 			}
 			items = append(items, skipped(tl.Size))
+			heads = append(heads, string(tl.Head))
 		default:
 			if b != nil {
 				t.Fatalf("ReadLine returned %d bytes with %v", len(b), err)
 			}
-			return items, err
+			return items, heads, err
 		}
 	}
 	t.Fatal("ReadLine never returned an error")
-	return nil, nil
+	return nil, nil, nil
+}
+
+// modelHeads is the Head of every line over max in data.
+func modelHeads(data []byte, max int) []string {
+	var heads []string
+	for _, p := range bytes.Split(data, []byte("\n")) {
+		if p = dropCR(p); len(p) > max {
+			heads = append(heads, string(p[:min(len(p), MaxHead)]))
+		}
+	}
+	return heads
 }
 
 func diffItems(t testing.TB, got, want []item) {
@@ -678,4 +699,128 @@ func (l *loopReader) Read(p []byte) (int, error) {
 		l.off = (l.off + k) % len(l.data)
 	}
 	return n, nil
+}
+
+// TestLineTooLongHead: a skipped line's error carries a copy of its first
+// MaxHead bytes, however the line was read (within the buffer, grown, or
+// in chunks), and the copy survives the Reader's next calls.
+func TestLineTooLongHead(t *testing.T) {
+	long := `{"duration_api_ms":38,"session_id":"s","result":"` + pat(3*mi, 1) + `","type":"result"}`
+	for _, c := range []struct {
+		name  string
+		in    string
+		max   int
+		keep  int
+		head  string
+		lines int
+	}{
+		{"short line over a small limit", "0123456789\r\nok\n", 5, 0, "0123456789", 1},
+		{"buffer-sized", pat(70*ki, 2) + "\nok\n", 1000, 0, pat(70*ki, 2)[:MaxHead], 1},
+		{"grown then skipped", long + "\r\nok\n", 2 * mi, 0, long[:MaxHead], 1},
+		{"skipped after chunks", long + "\nok\n", 2 * mi, 256 * ki, long[:MaxHead], 1},
+		{"over at its end, in chunks", long + "\nok\n", len(long) - 1, 256 * ki, long[:MaxHead], 1},
+		{"at EOF", "ok\n" + long, 2 * mi, 256 * ki, long[:MaxHead], 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := NewReader(iotest.HalfReader(strings.NewReader(c.in)), c.max)
+			if c.keep > 0 {
+				r.keep = c.keep
+			}
+			var tl *LineTooLongError
+			var got []string
+			for {
+				b, err := r.ReadLine()
+				if err == io.EOF {
+					break
+				}
+				if errors.As(err, &tl) {
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, string(b))
+			}
+			if tl == nil {
+				t.Fatal("no line was skipped")
+			}
+			if string(tl.Head) != c.head {
+				t.Errorf("Head is %d bytes %.40q, want %d bytes %.40q", len(tl.Head), tl.Head, len(c.head), c.head)
+			}
+			if len(got) != c.lines {
+				t.Errorf("lines %q", got)
+			}
+		})
+	}
+}
+
+// TestReadLineOwned: a line longer than the kept buffer is returned in
+// memory of its own, which later calls leave alone; shorter ones are not.
+func TestReadLineOwned(t *testing.T) {
+	big := pat(5*mi+7, 3)
+	r := NewReader(iotest.HalfReader(strings.NewReader("a\n"+big+"\r\n"+big+"\nb\n")), 0)
+	var kept [][]byte
+	for i, wantOwned := range []bool{false, true, true, false} {
+		b, err := r.ReadLine()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Owned() != wantOwned {
+			t.Fatalf("line %d (%d bytes): Owned() = %v", i, len(b), r.Owned())
+		}
+		if r.Owned() {
+			kept = append(kept, b)
+		}
+	}
+	for _, b := range kept {
+		if string(b) != big {
+			t.Fatal("an owned line changed after later calls")
+		}
+	}
+	if len(r.buf) != bufSize {
+		t.Errorf("buffer is %d bytes after a long line, want %d", len(r.buf), bufSize)
+	}
+}
+
+// TestReadLineLongLineMemory: skipping a line holds no more than the
+// limit (and gives it back), and reading a long line that is returned
+// allocates about twice its size, not the three times and more of a
+// buffer that doubles.
+func TestReadLineLongLineMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 192 MiB")
+	}
+	const limit = 64 << 20
+	// Skipped: a 128 MiB line over a 64 MiB limit.
+	r := NewReader(&hugeLineReader{n: 2 * limit, tail: "\nafter\n"}, limit)
+	before := heapAlloc()
+	_, err := r.ReadLine()
+	grew := heapAlloc() - before
+	var tl *LineTooLongError
+	if !errors.As(err, &tl) || tl.Size != 2*limit || len(tl.Head) != MaxHead {
+		t.Fatalf("ReadLine error = %v", err)
+	}
+	if grew > limit+2*longChunk+2*keepLine {
+		t.Errorf("skipping a 128 MiB line over a 64 MiB limit allocated %d MiB", grew>>20)
+	}
+	t.Logf("skipping 128 MiB over a 64 MiB limit allocated %d MiB", grew>>20)
+	if b, err := r.ReadLine(); err != nil || string(b) != "after" {
+		t.Fatalf("next line: %q, %v", b, err)
+	}
+	if len(r.buf) != bufSize {
+		t.Errorf("buffer is %d bytes after the skip, want %d", len(r.buf), bufSize)
+	}
+
+	// Returned: a 64 MiB line.
+	r = NewReader(&hugeLineReader{n: limit, tail: "\nafter\n"}, 0)
+	before = heapAlloc()
+	b, err := r.ReadLine()
+	grew = heapAlloc() - before
+	if err != nil || len(b) != limit || !r.Owned() {
+		t.Fatalf("ReadLine = %d bytes, %v", len(b), err)
+	}
+	if grew > 2*limit+2*longChunk+2*keepLine {
+		t.Errorf("reading a 64 MiB line allocated %d MiB", grew>>20)
+	}
+	t.Logf("reading a 64 MiB line allocated %d MiB", grew>>20)
 }

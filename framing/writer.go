@@ -50,6 +50,8 @@ func NewWriter(w io.Writer) *Writer {
 
 // WriteLine writes line and a '\n', together with any lines pending from
 // AppendLine, in a single Write call on the underlying writer, and flushes.
+// A line longer than 4 MiB is not copied: it is written on its own after
+// the pending lines, its '\n' by a second Write.
 // It returns ErrNewline, writing nothing, if line contains '\n'.
 func (w *Writer) WriteLine(line []byte) error {
 	bad := bytes.IndexByte(line, '\n') >= 0
@@ -61,6 +63,9 @@ func (w *Writer) WriteLine(line []byte) error {
 	if bad {
 		return ErrNewline
 	}
+	if len(line) > keepSize {
+		return w.writeLong(line)
+	}
 	w.buf = append(w.buf, line...)
 	w.buf = append(w.buf, '\n')
 	return w.flushLocked()
@@ -69,7 +74,9 @@ func (w *Writer) WriteLine(line []byte) error {
 // AppendLine adds line and a '\n' to the Writer's buffer without writing
 // it. Pending lines are written by the next Flush, WriteLine or Stream, or
 // by AppendLine itself once 64 KiB are pending; only whole lines are ever
-// written. It returns ErrNewline, buffering nothing, if line contains '\n'.
+// written. A line longer than 4 MiB is written at once, as WriteLine
+// writes it, rather than copied. It returns ErrNewline, buffering nothing,
+// if line contains '\n'.
 func (w *Writer) AppendLine(line []byte) error {
 	bad := bytes.IndexByte(line, '\n') >= 0
 	w.mu.Lock()
@@ -80,12 +87,30 @@ func (w *Writer) AppendLine(line []byte) error {
 	if bad {
 		return ErrNewline
 	}
+	if len(line) > keepSize {
+		return w.writeLong(line)
+	}
 	w.buf = append(w.buf, line...)
 	w.buf = append(w.buf, '\n')
 	if len(w.buf) >= flushSize {
 		return w.flushLocked()
 	}
 	return nil
+}
+
+// writeLong writes a line longer than keepSize without copying it
+// into the buffer: the pending lines, the line itself, then its '\n',
+// and flushes. If the line's write fails part way, the Writer is broken
+// (as after any failed write) and no '\n' follows the partial line.
+func (w *Writer) writeLong(line []byte) error {
+	if err := w.writeLocked(); err != nil {
+		return err
+	}
+	if err := w.writeOut(line); err != nil {
+		return err
+	}
+	w.buf = append(w.buf, '\n')
+	return w.flushLocked()
 }
 
 // Flush writes the lines pending from AppendLine in one Write call.

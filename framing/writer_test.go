@@ -498,3 +498,45 @@ func TestWriteLineReusesBuffer(t *testing.T) {
 		t.Errorf("WriteLine allocates %v times per line", allocs)
 	}
 }
+
+// TestWriteLongLine: a line over 4 MiB is written as it is, not copied
+// into the Writer's buffer, after the pending lines and before its '\n'.
+func TestWriteLongLine(t *testing.T) {
+	big := patBytes(keepSize+1, 4)
+	for _, appendIt := range []bool{false, true} {
+		var rec recorder
+		w := NewWriter(&rec)
+		w.AppendLine([]byte("pending"))
+		before := heapAlloc()
+		var err error
+		if appendIt {
+			err = w.AppendLine(big)
+		} else {
+			err = w.WriteLine(big)
+		}
+		grew := heapAlloc() - before
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.String(); got != "pending\n"+string(big)+"\n" {
+			t.Fatalf("wrote %d bytes, want the pending line, the long line and its newline", len(got))
+		}
+		// The recorder clones each write (about 4 MiB); the Writer adds
+		// no copy of its own.
+		if grew > uint64(len(big))+64*ki {
+			t.Errorf("writing a %d-byte line allocated %d bytes", len(big), grew)
+		}
+		if err := w.WriteLine([]byte("next")); err != nil || !strings.HasSuffix(rec.String(), "\nnext\n") {
+			t.Fatalf("the next line: %v", err)
+		}
+	}
+	// A failed write of the long line breaks the Writer without a '\n'.
+	rec := recorder{failAt: 1}
+	w := NewWriter(&rec)
+	if err := w.WriteLine(big); err == nil {
+		t.Fatal("a failed write was not reported")
+	}
+	if len(rec.writes) != 1 || w.WriteLine([]byte("x")) == nil {
+		t.Fatal("the Writer went on after a failed long write")
+	}
+}
