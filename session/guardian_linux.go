@@ -174,7 +174,11 @@ func sweep(noChildren <-chan struct{}) {
 	deadline := time.Now().Add(sweepLimit)
 	pause := time.Millisecond
 	for {
-		killDescendants(self)
+		if live, killed := killDescendants(self); live > 0 && killed == 0 {
+			// Only processes it may not signal (a setuid program, say).
+			fmt.Fprintf(os.Stderr, "ccbridge guardian: %d processes may not be killed; leaving them\n", live)
+			return
+		}
 		select {
 		case <-noChildren:
 			return
@@ -210,8 +214,9 @@ type procInfo struct {
 }
 
 // killDescendants SIGKILLs every live process whose chain of parents
-// reaches self, and returns how many it found.
-func killDescendants(self int) int {
+// reaches self, and returns how many it found and how many it could
+// signal.
+func killDescendants(self int) (live, killed int) {
 	procs := scanProcs()
 	below := map[int]bool{self: true}
 	var isBelow func(pid, depth int) bool
@@ -224,14 +229,15 @@ func killDescendants(self int) int {
 		below[pid] = b
 		return b
 	}
-	n := 0
 	for pid, p := range procs {
 		if pid != self && p.live && isBelow(pid, 0) {
-			killProcess(pid, p.start)
-			n++
+			live++
+			if killProcess(pid, p.start) != syscall.EPERM {
+				killed++
+			}
 		}
 	}
-	return n
+	return live, killed
 }
 
 // scanProcs reads the stat of every process.
@@ -280,21 +286,26 @@ func readStat(pid int) (procInfo, bool) {
 }
 
 // killProcess SIGKILLs pid if it is still the process that started at
-// start. Through a pidfd (Linux 5.3 and later) the check and the signal
-// are about the same process even if pid is reused meanwhile; without
-// one, a tiny window is left.
-func killProcess(pid int, start uint64) {
+// start, and returns the error of the signal (ESRCH when it is gone).
+// Through a pidfd (Linux 5.3 and later) the check and the signal are
+// about the same process even if pid is reused meanwhile; without one, a
+// tiny window is left.
+func killProcess(pid int, start uint64) error {
 	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
 	if errno != 0 {
 		if p, ok := readStat(pid); ok && p.start == start {
-			syscall.Kill(pid, syscall.SIGKILL) // Best effort: it may be gone.
+			return syscall.Kill(pid, syscall.SIGKILL)
 		}
-		return
+		return syscall.ESRCH
 	}
 	defer syscall.Close(int(fd))
-	if p, ok := readStat(pid); ok && p.start == start {
-		syscall.Syscall6(sysPidfdSendSignal, fd, uintptr(syscall.SIGKILL), 0, 0, 0, 0) // Best effort.
+	if p, ok := readStat(pid); !ok || p.start != start {
+		return syscall.ESRCH
 	}
+	if _, _, errno := syscall.Syscall6(sysPidfdSendSignal, fd, uintptr(syscall.SIGKILL), 0, 0, 0, 0); errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // raise ends the guardian with sig, as the command ended. The default
