@@ -24,6 +24,10 @@ import (
 )
 
 func main() {
+	// ccbridge re-run as the CLI's guardian (session.Guard) is that alone.
+	if len(os.Args) > 1 && os.Args[1] == session.GuardianArg {
+		os.Exit(session.RunGuardian(os.Args[2:]))
+	}
 	// Only the real stdout carries protocol; anything a dependency prints
 	// lands in the log instead.
 	stdout := os.Stdout
@@ -79,6 +83,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		TermGrace: cfg.termGrace,
 		PipeSize:  cmp.Or(cfg.pipeSize, -1),
 		Logger:    log,
+		Guardian:  self, // nothing the CLI starts outlives ccbridge
 	}
 	if cfg.fakeModel != "" {
 		sc, err := fakemodel.Load(cfg.fakeModel)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,15 @@ import (
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/session"
 )
+
+// TestMain lets the test binary be a guardian, as ccbridge is, should a
+// test start a CLI through run.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == session.GuardianArg {
+		os.Exit(session.RunGuardian(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
 
 func env(kv ...string) func(string) string {
 	m := map[string]string{}

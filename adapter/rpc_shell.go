@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/mapping/rpc"
+	"github.com/ccbridge/ccbridge/session"
 )
 
 // shell.exec: a command the user typed (bang mode), run in the session's
@@ -60,7 +61,7 @@ func (l *rpcLoop) shellExec(id string, p gjson.Result) {
 	timeout := time.Duration(sp.TimeoutSeconds * float64(time.Second))
 	l.log.Info("shell.exec", withPayload(l.log, "command", preview, "origin", "ui_bang", "cwd", dir, "timeout", timeout)...)
 	l.goRequest(id, rpc.MethodShellExec, func(ctx context.Context) func() {
-		res, err := runShell(ctx, argv, dir, timeout)
+		res, err := runShell(ctx, argv, dir, timeout, l.cfg.Child.Guardian)
 		return func() {
 			l.shells--
 			if !l.finish(id) {
@@ -102,9 +103,12 @@ func quoteArgv(argv []string) string {
 // runShell runs argv in dir, in its own process group, with stdin from
 // /dev/null. When timeout passes or ctx ends, the group gets SIGTERM, then
 // SIGKILL after shellKillGrace. The group is also killed once the command
-// exits, so nothing it started outlives it. An error means the command
+// exits, so nothing it started outlives it. With guardian (ccbridge's own
+// executable, see session.Guard) the command runs under a guardian, which
+// also kills what left the group (setsid), and does so when ccbridge dies
+// too; the SIGKILL is then the guardian's. An error means the command
 // could not be started.
-func runShell(ctx context.Context, argv []string, dir string, timeout time.Duration) (rpc.ShellResult, error) {
+func runShell(ctx context.Context, argv []string, dir string, timeout time.Duration, guardian string) (rpc.ShellResult, error) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// ccbridge owns the pipes: Wait then returns when the command exits,
@@ -125,8 +129,11 @@ func runShell(ctx context.Context, argv []string, dir string, timeout time.Durat
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	setProcessGroup(cmd)
+	guard, err := session.Guarded(cmd, guardian)
 	start := time.Now()
-	err = cmd.Start()
+	if err == nil {
+		err = guard.Started(cmd.Start())
+	}
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -161,13 +168,18 @@ func runShell(ctx context.Context, argv []string, dir string, timeout time.Durat
 		select {
 		case <-waited:
 		case <-time.After(shellKillGrace):
-			killGroup(pid, true)
+			if guard != nil {
+				guard.Kill() // a SIGKILL would stop the guardian from sweeping
+			} else {
+				killGroup(pid, true)
+			}
 		}
 	}()
 	werr := cmd.Wait()
 	close(waited)
 	stopped.Wait()
 	killGroup(pid, true) // whatever the command left running in its group
+	guard.Kill()         // the guardian has swept; this releases its lifeline
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
 	select {

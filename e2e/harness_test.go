@@ -16,6 +16,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -418,27 +420,41 @@ func children(pid int) []int {
 	return pids
 }
 
-// childPID finds the CLI process started by ccbridge.
+// childPID finds the CLI process started by ccbridge: its child, or its
+// guardian's (session.Guard).
 func (b *bridge) childPID() int {
 	b.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", b.cmd.Process.Pid, b.cmd.Process.Pid))
-		if err == nil {
-			for _, f := range strings.Fields(string(data)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					return pid
-				}
-			}
-		}
-		// The child may have been started by another thread of ccbridge.
+		// The child may have been started by any thread of ccbridge.
+		// A child that runs ccbridge's program is the guardian, or the CLI
+		// before its exec.
 		if pids := children(b.cmd.Process.Pid); len(pids) > 0 {
-			return pids[0]
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pids[0])); exe != ccbridgeBin {
+				return pids[0]
+			}
+			if cli := children(pids[0]); len(cli) > 0 {
+				// The guardian's first child; later ones are orphans of the
+				// CLI's. The same pid once it has run exec.
+				return slices.MinFunc(cli, func(a, b int) int { return cmp.Compare(startTime(a), startTime(b)) })
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	b.t.Fatal("ccbridge has no child process")
 	return 0
+}
+
+// startTime is when pid started, in clock ticks since boot (field 22 of
+// /proc/PID/stat, after the parenthesised command name).
+func startTime(pid int) uint64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(f[19], 10, 64)
+	return n
 }
 
 // execed waits until process pid runs another program than ccbridge: a
@@ -455,12 +471,15 @@ func execed(t *testing.T, pid int) {
 	}
 }
 
-// groupGone waits until no process is left in the process group pgid.
+// groupGone waits until no process is left in the process group pgid,
+// and pgid itself is gone. (Under a guardian the CLI runs in the
+// guardian's group, and everything below it is swept: see
+// fault_orphans_test.go.)
 func groupGone(t *testing.T, pgid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) && errors.Is(syscall.Kill(pgid, 0), syscall.ESRCH) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -98,7 +98,26 @@ type Config struct {
 	// PTYRows and PTYCols set the pty's window size.
 	// 0 means 24 rows and 80 columns.
 	PTYRows, PTYCols uint16
+
+	// Guardian, when set, is ccbridge's own executable (an absolute path):
+	// on Linux the child is then started under a guardian (see [Guard]),
+	// which makes sure that no process the CLI starts outlives it or
+	// ccbridge, whichever way either ends (kill -9 included), even one
+	// that left the process group with setsid, as the CLI's Bash tool
+	// does. The guardian is the process Pid reports and the process group
+	// leader, the CLI runs in its group, and a SIGKILL to the group
+	// (Kill, the last stage of Shutdown) becomes Guard.Kill. The program
+	// at Guardian must call RunGuardian when its first argument is
+	// GuardianArg. Elsewhere than Linux it is ignored. "" starts the CLI
+	// directly.
+	Guardian string
 }
+
+// guardianKillWait bounds the wait for a guardian told to kill (Kill,
+// Shutdown's last stage) before its process group gets SIGKILL: a
+// guardian that does not sweep (stopped, say) must not keep the child
+// alive. The guardian gives up its own sweep after 5 s.
+const guardianKillWait = 10 * time.Second
 
 // ErrNoPath is returned by Start when Config.Path is empty.
 var ErrNoPath = errors.New("session: Config.Path is empty")
@@ -239,6 +258,9 @@ type Child struct {
 
 	ttyName string // pty mode: the terminal's path, for CloseStdin
 
+	guard     *Guard      // nil without a guardian
+	guardKill *time.Timer // the group's SIGKILL if the guardian has not swept in time
+
 	stdoutEOF     chan struct{} // closed when a Stdout read hits EOF
 	stdoutEOFOnce sync.Once
 	stdoutClosed  atomic.Bool // we closed stdout ourselves
@@ -259,7 +281,9 @@ type Child struct {
 
 // Start spawns the CLI described by cfg. The child runs in its own process
 // group (Setpgid) and, on Linux, gets Pdeathsig: SIGKILL so that it dies with
-// ccbridge.
+// ccbridge. With cfg.Guardian the child is the guardian, which gets no
+// Pdeathsig (it learns of ccbridge's death from its lifeline) and gives
+// the CLI Pdeathsig of its own.
 //
 // Pdeathsig is delivered when the OS thread that forked the child ends, not
 // when the whole process does, and the Go runtime ends a thread only when a
@@ -360,8 +384,11 @@ func (c *Child) startPipes() (err error) {
 	// copying goroutines and Wait does not wait for any.
 	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = inR, outW, errW
 
+	if c.guard, err = Guarded(c.cmd, c.cfg.Guardian); err != nil {
+		return err
+	}
 	runtime.LockOSThread() // Pdeathsig is tied to the forking thread; see Start.
-	err = c.cmd.Start()
+	err = c.guard.Started(c.cmd.Start())
 	runtime.UnlockOSThread()
 
 	// The child has its own copies now (or never will).
@@ -376,6 +403,8 @@ func (c *Child) startPipes() (err error) {
 }
 
 // Pid returns the child's process id, which is also its process group id.
+// With a guardian (Config.Guardian) it is the guardian's; the CLI is its
+// child, in the same group.
 func (c *Child) Pid() int { return c.pid }
 
 // Stdin returns the child's standard input. Closing it is the same as
@@ -488,6 +517,31 @@ func (c *Child) signal(sig syscall.Signal) error {
 }
 
 func (c *Child) signalLocked(sig syscall.Signal) error {
+	if sig == syscall.SIGKILL && c.guard != nil {
+		// A SIGKILL would end the guardian before it swept; it kills
+		// everything itself. The group's SIGKILL follows only if it does
+		// not.
+		c.guard.Kill()
+		if c.guardKill == nil {
+			c.guardKill = time.AfterFunc(guardianKillWait, c.guardianStuck)
+		}
+		return nil
+	}
+	return c.signalGroupLocked(sig)
+}
+
+// guardianStuck kills the group of a guardian that did not exit
+// guardianKillWait after it was told to kill.
+func (c *Child) guardianStuck() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.exited {
+		c.log.Warn("claude's guardian did not sweep in time; sending SIGKILL to the group", "wait", guardianKillWait)
+		c.signalGroupLocked(syscall.SIGKILL) // Best effort.
+	}
+}
+
+func (c *Child) signalGroupLocked(sig syscall.Signal) error {
 	err := signalGroup(c.pid, sig)
 	if err == nil || errors.Is(err, syscall.ESRCH) || errors.Is(err, os.ErrProcessDone) {
 		return nil
@@ -594,8 +648,13 @@ func (c *Child) wait() {
 	}
 	c.mu.Lock()
 	// No grandchild may outlive the CLI; this also lets stdout reach EOF.
-	if err := c.signalLocked(syscall.SIGKILL); err != nil {
+	// (A guardian has swept already; its lifeline is of no more use.)
+	if err := c.signalGroupLocked(syscall.SIGKILL); err != nil {
 		c.log.Warn("killing claude's process group after exit", "err", err)
+	}
+	c.guard.Kill()
+	if c.guardKill != nil {
+		c.guardKill.Stop()
 	}
 	c.exited = true
 	c.mu.Unlock()

@@ -22,6 +22,13 @@
 // CLI and stdout reaches EOF. If a process outside the group still holds
 // stdout or stderr open [Config.WaitDelay] later, the read ends are closed.
 //
+// A process that leaves the group (setsid, as the CLI's Bash tool does)
+// escapes both the group kill and Pdeathsig. With [Config.Guardian]
+// (Linux) the CLI runs under a guardian, ccbridge's own executable re-run
+// as the CLI's subreaper ([Guard], [RunGuardian]): when the CLI exits, or
+// ccbridge's end of a pipe closes (Kill, or ccbridge gone, kill -9
+// included), it SIGKILLs everything below it, escapees included.
+//
 // With [Config.PTY] (Linux only) stdin and stdout are a pseudo-terminal in
 // raw mode instead, the child leads a session of its own, and the
 // terminal's EIO at the end is reported as io.EOF; stderr stays a pipe.

@@ -40,6 +40,11 @@ func registerFake(name string, fn func(args []string)) {
 }
 
 func TestMain(m *testing.M) {
+	// The test binary is the guardian too (Config.Guardian), as ccbridge
+	// is; its environment is the fake CLI's.
+	if len(os.Args) > 1 && os.Args[1] == GuardianArg {
+		os.Exit(RunGuardian(os.Args[2:]))
+	}
 	if mode := os.Getenv(fakeEnv); mode != "" {
 		fn := fakes[mode]
 		if fn == nil {
@@ -336,6 +341,31 @@ func init() {
 		say("gc %d", cmd.Process.Pid)
 		say("ready")
 		io.Copy(io.Discard, os.Stdin)
+	})
+	// guarded-spawner plays ccbridge: it starts "grandchild setsid" under
+	// a guardian, reports the escapee's pid and the guardian's, and runs
+	// until killed.
+	registerFake("guarded-spawner", func([]string) {
+		c, err := Start(Config{Path: os.Args[0], Args: []string{"setsid"}, Guardian: os.Args[0],
+			Env: []string{fakeEnv + "=grandchild"}})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		gc, _ := bufio.NewReader(c.Stdout()).ReadString('\n')
+		say("%s", strings.TrimSpace(gc))
+		say("guardian %d", c.Pid())
+		block()
+	})
+	// count-int counts the SIGINTs it gets, one line each.
+	registerFake("count-int", func([]string) {
+		ch := make(chan os.Signal, 4)
+		signal.Notify(ch, syscall.SIGINT)
+		say("ready")
+		for n := 1; ; n++ {
+			<-ch
+			say("SIGINT %d", n)
+		}
 	})
 	// pgid reports its pid and process group id.
 	registerFake("pgid", func([]string) {

@@ -54,8 +54,11 @@ func (c *Child) startPTY() (err error) {
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	setPdeathsig(c.cmd.SysProcAttr)
 
+	if c.guard, err = Guarded(c.cmd, c.cfg.Guardian); err != nil {
+		return err
+	}
 	runtime.LockOSThread() // Pdeathsig is tied to the forking thread; see Start.
-	err = c.cmd.Start()
+	err = c.guard.Started(c.cmd.Start())
 	runtime.UnlockOSThread()
 	errW.Close() // Best effort.
 	if err != nil {

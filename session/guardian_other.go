@@ -1,0 +1,24 @@
+//go:build !linux
+
+package session
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// There is no guardian here: no subreaper (FreeBSD's procctl
+// PROC_REAP_ACQUIRE would do, but is not used yet), so Guarded leaves
+// commands alone and their process group is all that is signalled.
+const guardianSupported = false
+
+func dropPdeathsig(*syscall.SysProcAttr) {}
+
+func selfExe() (string, bool) { return "", false }
+
+// RunGuardian is never started here (Guarded returns nil); it refuses.
+func RunGuardian([]string) int {
+	fmt.Fprintln(os.Stderr, "ccbridge guardian: not supported on this system")
+	return 2
+}
