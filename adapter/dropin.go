@@ -191,7 +191,7 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 				lastInt = d.Now()
 				if err := r.interrupt(); err != nil {
 					log.Warn("interrupt not delivered; shutting down", "err", err)
-					stopChild("interrupt not delivered")
+					abort("interrupt not delivered")
 				}
 			}
 		case <-r.uiEOF:

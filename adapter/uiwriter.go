@@ -21,8 +21,12 @@ const (
 	// queueLimit is the soft bound of the output queued for the UI,
 	// written or not yet: at it the CLI's output is no longer read. Output
 	// made in answer to the UI (a reply, an error) is still queued beyond
-	// it: only the CLI waits.
-	queueLimit = 4 << 20
+	// it, and a line longer than it is queued whole: only the CLI waits.
+	// As much again as the UI's pipe holds (session.DefaultPipeSize):
+	// enough that the writer never waits for the loop, while the peak
+	// memory of a 1 GiB line through drop-in stays near the relay's
+	// (docs/reliability/output.md has the figures).
+	queueLimit = 256 << 10
 	// writeChunk is the most one Write call on the UI's output carries, so
 	// that a UI reading slowly is seen to make progress.
 	writeChunk = 64 << 10

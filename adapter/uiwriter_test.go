@@ -21,6 +21,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ccbridge/ccbridge/framing"
 )
 
 // logBuffer collects a logger's output, for tests that read it.
@@ -354,4 +356,47 @@ func TestDropInHostClosesOutput(t *testing.T) {
 	if !strings.Contains(log.String(), `reason="the host's output is gone"`) {
 		t.Errorf("no staged shutdown for the host's output:\n%s", log)
 	}
+}
+
+// BenchmarkUIWriterBlock is the drop-in relay's write of one 64 KiB block
+// of lines to the host: straight to the writer (as before the queue),
+// and through the queue and its goroutine.
+func BenchmarkUIWriterBlock(b *testing.B) {
+	block := bytes.Repeat([]byte(strings.Repeat("x", 149)+"\n"), (64<<10)/150)
+	b.Run("direct", func(b *testing.B) {
+		w := framing.NewWriter(io.Discard)
+		b.SetBytes(int64(len(block)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := w.WriteBlock(block); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("queued", func(b *testing.B) {
+		q := newUIWriter(io.Discard)
+		defer q.close()
+		w := framing.NewWriter(q)
+		b.SetBytes(int64(len(block)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := w.WriteBlock(block); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("swapped", func(b *testing.B) {
+		q := newUIWriter(io.Discard)
+		defer q.close()
+		var out []byte
+		b.SetBytes(int64(len(block)))
+		b.ReportAllocs()
+		for b.Loop() {
+			out = append(out, block...)
+			out = q.swap(out)
+			for q.pending() > queueLimit {
+				<-q.notify
+			}
+		}
+	})
 }
