@@ -472,6 +472,9 @@ func (l *Loop) Out() *[]byte { return &l.out }
 // for it to be written (Run does so on its own whenever it is idle). It
 // returns the error of a failed write, if one failed.
 func (l *Loop) Flush() error {
+	if l.ui == nil {
+		return nil
+	}
 	l.push()
 	return l.ui.failed()
 }

@@ -135,6 +135,7 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 				go child.Shutdown(context.WithoutCancel(ctx))
 			})
 		}
+		childEOF = r.childEOF
 		exit     *session.Exit // the child's, once its output ended
 		uiFailed bool
 		stall    = time.NewTimer(d.stall)
@@ -205,20 +206,21 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 			if eof && r.outstanding() == 0 {
 				stopChild("host input ended and every turn has its result")
 			}
-		case <-r.childEOF:
-			r.childEOF = nil
+		case <-childEOF:
+			childEOF = nil
 			<-child.Done()
 			e := child.Exit()
 			exit = &e
 			log.Info("claude exited", "code", exit.Code, "signal", exit.Signal)
 			if jsonOut {
 				for n := r.outstanding(); n > 0; n-- {
-					// Queued whatever the queue holds: the pump is done.
+					// Queued past the bound (swap never waits): the
+					// pump is done, and this loop must not block.
 					q.swap(append(r.syntheticResult(*exit), '\n'))
 				}
 			}
-			// Then wait for the output to be written, still serving
-			// signals.
+			// The loop goes on until the output is written (or given
+			// up), still serving signals.
 		}
 	}
 }
