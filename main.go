@@ -131,6 +131,15 @@ func serve(r adapter.Runner, stdin io.Reader, stdout, stderr io.Writer) int {
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(signals)
+	// A UI that closes its end of stdout would otherwise kill ccbridge
+	// with SIGPIPE (Go's default for fd 1 and 2), leaving no staged
+	// shutdown. Caught, the write fails with EPIPE instead, which the
+	// session takes as "the UI is gone". The signals themselves are of no
+	// use (a write to a child's pipe raises them too): the channel is
+	// never read, and signal.Notify drops what does not fit. Not
+	// signal.Ignore: an ignored SIGPIPE would be inherited by the CLI and
+	// its tools.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	code, err := r.Run(context.Background(), stdin, stdout, signals)
 	if err != nil {
 		fmt.Fprintf(stderr, "ccbridge: %v\n", err)

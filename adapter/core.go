@@ -10,6 +10,7 @@ package adapter
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -121,11 +122,19 @@ type Loop struct {
 	log   *slog.Logger
 	clock Clock
 	h     Handler
-	ui    *framing.Writer
 
-	// out holds whole lines, each ending in '\n', not yet written to the
-	// UI. Handlers append to it with Emit, or directly through Out.
+	// ui writes the UI's output on its own goroutine (uiwriter.go); out
+	// holds whole lines, each ending in '\n', not yet handed to it.
+	// Handlers append to out with Emit, or directly through Out.
+	ui  *uiWriter
 	out []byte
+	// uiFailed: a write to the UI failed, or its output was given up.
+	uiFailed bool
+	// While a shutdown runs with output pending, stallAt is when the
+	// output is given up unless the UI has taken some of it since
+	// (written, the writer's progress then).
+	stallAt time.Time
+	written int64
 
 	gen   int
 	procs map[int]*Proc // every child not yet exited, live or retired
@@ -199,34 +208,50 @@ func (l *Loop) UIEnded() bool { return l.uiEOF }
 // calls it otherwise).
 func (l *Loop) Start(out io.Writer) {
 	if l.ui == nil {
-		l.ui = framing.NewWriter(out)
+		l.ui = newUIWriter(out)
 	}
 }
 
-// Run serves the session until the UI's input ends (or a shutdown) and
-// every child has exited and background work is done. It returns the
-// last child's exit code and the error of the final write to the UI.
+// Run serves the session until the UI's input ends (or a shutdown),
+// every child has exited, background work is done and the output is
+// written. It returns the last child's exit code and, when some output
+// could not be written, why.
+//
+// The loop never blocks on the UI: its output is written by a goroutine
+// of its own (uiWriter). While queueLimit bytes or more wait to be
+// written, the loop stops taking the children's output, so that a CLI
+// writes no faster than the UI reads and nothing is dropped; the UI's
+// input, signals, deadlines and background work are still served, and
+// what they emit is queued beyond the bound. A failed write means the UI
+// is gone: the session shuts down and its output is dropped. Once a
+// shutdown began, output the UI takes none of for stallLimit is given up
+// too, so that the staged shutdown and the exit never wait for a UI that
+// does not read.
 func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, signals <-chan os.Signal) (int, error) {
 	l.h = h
 	l.Start(out)
 	defer func() {
 		l.bgCancel()
 		close(l.stop)
+		l.ui.close()
 	}()
-	if err := l.flush(); err != nil {
-		l.log.Warn("writing to the UI", "err", err)
-	}
+	l.push()
 	go readUI(in, l.cfg.MaxLine, l.log, l.uiCh, l.stop)
 
 	done := ctx.Done()
 	for !l.finished() {
+		cli := l.cliCh
+		paused := l.full()
+		if paused {
+			cli = nil // backpressure: the CLI waits for the UI
+		}
 		select {
 		case <-done:
 			done = nil
 			l.Shutdown("context cancelled")
 		case m := <-l.uiCh:
 			l.fromUI(m)
-		case m := <-l.cliCh:
+		case m := <-cli:
 			l.fromCLI(m)
 			l.blocks.put(m.buf) // the handler kept nothing of it
 		case fn := <-l.asyncCh:
@@ -237,28 +262,81 @@ func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, 
 			for s := range l.sups {
 				s.expire(now)
 			}
-			h.Expire(now)
+			if d := h.NextDeadline(); !d.IsZero() && !now.Before(d) {
+				h.Expire(now)
+			}
 		case sig := <-signals:
 			l.signal(sig)
+		case <-l.ui.notify:
+			// A write ended: room again, or an error.
 		}
+		l.checkUI()
+		// Hand the output over when no more input waits (a burst
+		// coalesces into few writes without added latency), or when
+		// enough is pending that holding more would only cost memory.
+		if len(l.out) >= pendingFlush || len(l.uiCh) == 0 && len(l.asyncCh) == 0 && (paused || len(l.cliCh) == 0) {
+			l.push()
+		}
+		l.watchStall()
 		l.armTimer()
-		// Write when no more input waits (a burst coalesces into few
-		// writes without added latency), or when enough is pending that
-		// holding more would only cost memory.
-		if len(l.cliCh) == 0 && len(l.uiCh) == 0 && len(l.asyncCh) == 0 || len(l.out) >= pendingFlush {
-			if err := l.flush(); err != nil && !l.stopping {
-				l.log.Warn("writing to the UI; shutting down", "err", err)
-				l.Shutdown("the UI's output is gone")
-			}
-		}
 	}
-	return l.exitCode, l.flush()
+	return l.exitCode, l.ui.result()
 }
 
 // finished reports whether the session is over: no more input expected,
-// no child left and no background work.
+// no child left, no background work, and the output written (or given
+// up).
 func (l *Loop) finished() bool {
-	return (l.uiEOF || l.stopping) && len(l.procs) == 0 && l.bgCount == 0
+	return (l.uiEOF || l.stopping) && len(l.procs) == 0 && l.bgCount == 0 &&
+		(l.uiFailed || len(l.out) == 0 && l.ui.pending() == 0)
+}
+
+// full reports whether the UI's output is at its bound: the children's
+// output then waits.
+func (l *Loop) full() bool {
+	return !l.uiFailed && len(l.out)+l.ui.pending() >= queueLimit
+}
+
+// checkUI shuts the session down when a write to the UI failed: the UI
+// is gone. Its output is dropped from then on.
+func (l *Loop) checkUI() {
+	if l.uiFailed {
+		return
+	}
+	err := l.ui.failed()
+	if err == nil {
+		return
+	}
+	l.uiFailed = true
+	l.out = l.out[:0]
+	if !errors.Is(err, errUIStalled) {
+		l.log.Warn("writing to the UI failed; shutting down", "err", err)
+	}
+	l.Shutdown("the UI's output is gone")
+}
+
+// watchStall gives the output up once a shutdown runs and the UI has
+// taken none of it for stallLimit.
+func (l *Loop) watchStall() {
+	if !l.stopping || l.uiFailed {
+		return
+	}
+	now := l.Now()
+	if len(l.out) == 0 && l.ui.pending() == 0 {
+		l.stallAt = time.Time{} // nothing to wait for
+		return
+	}
+	if w := l.ui.progress(); l.stallAt.IsZero() || w != l.written {
+		l.stallAt, l.written = now.Add(stallLimit), w
+		return
+	}
+	if now.Before(l.stallAt) {
+		return
+	}
+	l.uiFailed = true
+	l.out = l.out[:0]
+	lost := l.ui.abandon()
+	l.log.Warn("the UI has read none of its output while shutting down; giving it up", "for", stallLimit.String(), "bytes", lost)
 }
 
 func (l *Loop) fromUI(m uiLine) {
@@ -346,7 +424,7 @@ func (l *Loop) Shutdown(reason string) {
 
 func (l *Loop) armTimer() {
 	l.timer.Stop()
-	next := l.h.NextDeadline()
+	next := earliest(l.h.NextDeadline(), l.stallAt)
 	for s := range l.sups {
 		next = earliest(next, s.interruptAt)
 	}
@@ -390,26 +468,34 @@ func (l *Loop) EmitAll(lines [][]byte) [][]byte {
 // (each ending in '\n') to it directly.
 func (l *Loop) Out() *[]byte { return &l.out }
 
-// Flush writes the pending output now; Run writes it on its own whenever
-// it is idle. It keeps returning the error of a failed write.
-func (l *Loop) Flush() error { return l.flush() }
+// Flush hands the pending output to the UI's writer now, without waiting
+// for it to be written (Run does so on its own whenever it is idle). It
+// returns the error of a failed write, if one failed.
+func (l *Loop) Flush() error {
+	if l.ui == nil {
+		return nil
+	}
+	l.push()
+	return l.ui.failed()
+}
 
 // pendingFlush is how many bytes of whole lines the loop collects before
-// writing them without waiting to be idle; pendingKeep is the largest
-// buffer it keeps for reuse after one huge line.
+// handing them over without waiting to be idle; pendingKeep is the
+// largest buffer kept for reuse after one huge line.
 const (
 	pendingFlush = 64 << 10
 	pendingKeep  = 4 << 20
 )
 
-func (l *Loop) flush() error {
-	if l.ui == nil {
-		return nil
+// push hands the pending output to the UI's writer, and takes an empty
+// buffer back: the two swap, nothing is copied.
+func (l *Loop) push() {
+	if l.ui == nil || len(l.out) == 0 {
+		return
 	}
-	err := l.ui.WriteBlock(l.out)
-	if cap(l.out) > pendingKeep {
-		l.out = nil
+	if l.uiFailed {
+		l.out = l.out[:0]
+		return
 	}
-	l.out = l.out[:0]
-	return err
+	l.out = l.ui.swap(l.out)
 }

@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -118,15 +119,18 @@ type harness struct {
 	rec     *recorder
 	ui      *io.PipeWriter
 	out     *framing.Reader
+	outR    *io.PipeReader // the UI's end of the loop's output
 	signals chan os.Signal
 	starts  []*memChild
 	done    chan int
+	err     error // Run's, once done has its code
+	log     *logBuffer
 }
 
 func newHarness(t *testing.T, cli memCLI) *harness {
 	t.Helper()
-	h := &harness{signals: make(chan os.Signal, 4), done: make(chan int, 1)}
-	loop := NewLoop(LoopConfig{})
+	h := &harness{signals: make(chan os.Signal, 4), done: make(chan int, 1), log: &logBuffer{}}
+	loop := NewLoop(LoopConfig{Logger: slog.New(slog.NewTextHandler(h.log, nil))})
 	h.rec = &recorder{loop: loop, onLine: func(string) {}, onExpire: func(time.Time) {}}
 	h.rec.sup = loop.NewSupervisor(SupervisorConfig{Start: func(session.Config) (Child, error) {
 		c := startMem(100+len(h.starts), cli)
@@ -138,9 +142,10 @@ func newHarness(t *testing.T, cli memCLI) *harness {
 	}
 	uiR, uiW := io.Pipe()
 	outR, outW := io.Pipe()
-	h.ui, h.out = uiW, framing.NewReader(outR, 1<<20)
+	h.ui, h.out, h.outR = uiW, framing.NewReader(outR, 1<<20), outR
 	go func() {
-		code, _ := loop.Run(context.Background(), h.rec, uiR, outW, h.signals)
+		code, err := loop.Run(context.Background(), h.rec, uiR, outW, h.signals)
+		h.err = err
 		outW.Close()
 		h.done <- code
 	}()

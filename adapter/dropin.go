@@ -49,6 +49,11 @@ type DropIn struct {
 
 	// Now is the clock, for tests. Default time.Now.
 	Now func() time.Time
+
+	// stall is how long, once a shutdown began, output the host takes
+	// none of is kept before it is given up. Default stallLimit; tests
+	// shorten it.
+	stall time.Duration
 }
 
 // Run starts the child and relays until it has exited, then returns the
@@ -65,6 +70,12 @@ type DropIn struct {
 //   - If the child exits while turns are outstanding (prompts sent, results
 //     not seen), one synthetic error result per outstanding turn is written
 //     so that the host never waits forever.
+//   - The host's output goes through a bounded queue with a writer of its
+//     own (uiWriter): a host that stops reading makes the relay stop
+//     reading the CLI (nothing is dropped), but signals are still served.
+//     A failed write (the host closed its end) starts the staged shutdown;
+//     once a shutdown began, output the host takes none of for 2 s is
+//     given up, so that ccbridge exits within the shutdown's own bounds.
 //
 // When the host does not speak stream-json (no --input-format stream-json in
 // the arguments), its input is copied to the child as raw bytes; when the
@@ -87,9 +98,11 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 	}
 	log.Info("claude started", "pid", child.Pid(), "path", d.Child.Path, "args", len(args))
 
+	q := newUIWriter(uiOut)
+	defer q.close()
 	r := &relay{
 		Proc:      newProc(0, child, Lines, log),
-		toUI:      framing.NewWriter(uiOut),
+		toUI:      framing.NewWriter(q),
 		idPrefix:  "ccbridge-" + randomHex(4) + "-",
 		notify:    make(chan struct{}, 1),
 		uiEOF:     make(chan struct{}),
@@ -109,7 +122,7 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 	if jsonOut {
 		go r.pumpChild()
 	} else {
-		go r.copyChild(uiOut)
+		go r.copyChild(q)
 	}
 
 	var (
@@ -122,28 +135,64 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 				go child.Shutdown(context.WithoutCancel(ctx))
 			})
 		}
+		childEOF = r.childEOF
+		exit     *session.Exit // the child's, once its output ended
+		uiFailed bool
+		stall    = time.NewTimer(d.stall)
+		stallC   <-chan time.Time // armed once a shutdown began
+		written  int64
 	)
+	stall.Stop()
+	// abort starts the staged shutdown for a signal or the context, and
+	// from then on gives the host's output up if the host reads none of
+	// it for d.stall.
+	abort := func(why string) {
+		stopChild(why)
+		if stallC == nil {
+			stallC, written = stall.C, q.progress()
+			stall.Reset(d.stall)
+		}
+	}
 	done := ctx.Done()
 	for {
+		if exit != nil && (uiFailed || q.pending() == 0) {
+			return exit.Code, q.result()
+		}
 		select {
 		case <-done:
 			done = nil
-			stopChild("context cancelled")
+			abort("context cancelled")
+		case <-q.notify:
+			if err := q.failed(); err != nil && !uiFailed {
+				uiFailed = true
+				log.Warn("writing to the host failed; shutting down", "err", err)
+				stopChild("the host's output is gone")
+			}
+		case <-stallC:
+			switch w := q.progress(); {
+			case uiFailed:
+			case w == written && q.pending() > 0:
+				uiFailed = true
+				log.Warn("the host has read none of its output while shutting down; giving it up", "for", d.stall.String(), "bytes", q.abandon())
+			default:
+				written = w
+				stall.Reset(d.stall)
+			}
 		case sig := <-signals:
 			switch {
 			case sig != os.Interrupt && sig != syscall.SIGINT:
-				stopChild(sig.String())
+				abort(sig.String())
 			case eof:
 				// The child's stdin is closed: an interrupt can no
 				// longer be delivered in band.
-				stopChild("SIGINT after the host's input ended")
+				abort("SIGINT after the host's input ended")
 			case !lastInt.IsZero() && d.Now().Sub(lastInt) < d.InterruptWindow:
-				stopChild("second SIGINT")
+				abort("second SIGINT")
 			default:
 				lastInt = d.Now()
 				if err := r.interrupt(); err != nil {
 					log.Warn("interrupt not delivered; shutting down", "err", err)
-					stopChild("interrupt not delivered")
+					abort("interrupt not delivered")
 				}
 			}
 		case <-r.uiEOF:
@@ -157,21 +206,21 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 			if eof && r.outstanding() == 0 {
 				stopChild("host input ended and every turn has its result")
 			}
-		case <-r.childEOF:
+		case <-childEOF:
+			childEOF = nil
 			<-child.Done()
-			exit := child.Exit()
+			e := child.Exit()
+			exit = &e
 			log.Info("claude exited", "code", exit.Code, "signal", exit.Signal)
 			if jsonOut {
 				for n := r.outstanding(); n > 0; n-- {
-					if err := r.toUI.WriteLine(r.syntheticResult(exit)); err != nil {
-						return exit.Code, fmt.Errorf("writing the synthetic result: %w", err)
-					}
+					// Queued past the bound (swap never waits): the
+					// pump is done, and this loop must not block.
+					q.swap(append(r.syntheticResult(*exit), '\n'))
 				}
 			}
-			if err := r.toUI.Flush(); err != nil {
-				return exit.Code, err
-			}
-			return exit.Code, nil
+			// The loop goes on until the output is written (or given
+			// up), still serving signals.
 		}
 	}
 }
@@ -188,6 +237,9 @@ func (d *DropIn) defaults() {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
+	}
+	if d.stall <= 0 {
+		d.stall = stallLimit
 	}
 	if d.Child.Logger == nil {
 		d.Child.Logger = d.Logger
@@ -447,6 +499,8 @@ func (r *relay) copyChild(out io.Writer) {
 	defer close(r.childEOF)
 	if _, err := io.Copy(out, r.child.Stdout()); err != nil && !errors.Is(err, os.ErrClosed) {
 		r.log.Debug("copying the CLI's output", "err", err)
+		// The host is gone: drain, so that the child never blocks.
+		_, _ = io.Copy(io.Discard, r.child.Stdout())
 	}
 }
 

@@ -1,0 +1,215 @@
+package adapter
+
+// The UI's writer: output to the UI goes through a bounded queue that a
+// goroutine of its own writes, so that what serves the session (the
+// loop, the drop-in relay's signals) never blocks on a UI that stops
+// reading. Whoever fills the queue decides what a full queue means: the
+// loop stops reading the CLI (Loop.Run), the drop-in relay's pump blocks
+// in Write; either way the CLI then blocks on its own stdout and nothing
+// is dropped.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	// queueLimit is the soft bound of the output queued for the UI,
+	// written or not yet: at it the CLI's output is no longer read. Output
+	// made in answer to the UI (a reply, an error) is still queued beyond
+	// it, and a line longer than it is queued whole: only the CLI waits.
+	// As much again as the UI's pipe holds (session.DefaultPipeSize):
+	// enough that the writer never waits for the loop, while the peak
+	// memory of a 1 GiB line through drop-in stays near the relay's
+	// (docs/reliability/output.md has the figures).
+	queueLimit = 256 << 10
+	// writeChunk is the most one Write call on the UI's output carries, so
+	// that a UI reading slowly is seen to make progress.
+	writeChunk = 64 << 10
+	// stallLimit: once a shutdown began (a signal, the context), output
+	// that the UI takes none of for this long is given up: the UI is not
+	// reading, and the staged shutdown must not wait for it.
+	stallLimit = 2 * time.Second
+)
+
+// errUIStalled is the error of output given up on (uiWriter.abandon).
+var errUIStalled = errors.New("the UI stopped reading its output")
+
+// uiWriter writes the UI's output on a goroutine of its own. Its methods
+// are safe for concurrent use. After a failed write (or abandon) every
+// byte queued is dropped and failed reports why.
+type uiWriter struct {
+	w io.Writer
+
+	mu      sync.Mutex
+	cond    sync.Cond // the writer waits for output; Write waits for room
+	queued  []byte    // whole lines the writer takes next
+	spare   []byte    // an empty buffer, handed back by swap
+	writing int       // bytes the writer has taken and not yet written
+	err     error     // the first write error, or errUIStalled
+	total   int64     // bytes handed over, written or not
+	closed  bool
+
+	written atomic.Int64  // bytes written so far: the UI's progress
+	notify  chan struct{} // a write ended (room, an error, or nothing left)
+}
+
+func newUIWriter(w io.Writer) *uiWriter {
+	q := &uiWriter{w: w, notify: make(chan struct{}, 1)}
+	q.cond.L = &q.mu
+	go q.run()
+	return q
+}
+
+// swap queues the whole lines in b without blocking and without a bound
+// (the caller keeps its own), and returns an empty buffer for the next
+// ones: when nothing else is queued, b itself is queued and the writer's
+// spare buffer comes back, so a steady stream copies nothing.
+func (q *uiWriter) swap(b []byte) []byte {
+	if len(b) == 0 {
+		return b
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.total += int64(len(b))
+	switch {
+	case q.err != nil:
+	case len(q.queued) == 0:
+		b, q.queued = q.queued, b
+		q.cond.Broadcast()
+	default:
+		q.queued = append(q.queued, b...)
+	}
+	if cap(b) > pendingKeep {
+		return nil
+	}
+	return b[:0]
+}
+
+// Write queues a copy of p, waiting while the queue is at its bound. It
+// fails once a write failed or the output was given up.
+func (q *uiWriter) Write(p []byte) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.err == nil && len(q.queued)+q.writing >= queueLimit {
+		q.cond.Wait()
+	}
+	q.total += int64(len(p))
+	if q.err != nil {
+		return 0, q.err
+	}
+	q.queued = append(q.queued, p...)
+	q.cond.Broadcast()
+	return len(p), nil
+}
+
+// pending is how many bytes are queued or being written.
+func (q *uiWriter) pending() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queued) + q.writing
+}
+
+// failed is the error of a failed write, errUIStalled after abandon, or
+// nil.
+func (q *uiWriter) failed() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.err
+}
+
+// progress counts the bytes written so far.
+func (q *uiWriter) progress() int64 { return q.written.Load() }
+
+// abandon gives the output up: what is queued is dropped, the write under
+// way ends after its current chunk, a blocked Write returns, and later
+// output is dropped. It returns how many bytes were not written.
+func (q *uiWriter) abandon() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.err == nil {
+		q.err = errUIStalled
+	}
+	q.queued = q.queued[:0]
+	q.cond.Broadcast()
+	return q.total - q.written.Load()
+}
+
+// close ends the writer once what is queued is written. A write the UI
+// never takes keeps the goroutine blocked until the process exits.
+func (q *uiWriter) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}
+
+// result is the error a session ends with: nil when everything was
+// written.
+func (q *uiWriter) result() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.err == nil {
+		return nil
+	}
+	return fmt.Errorf("writing to the UI: %w (%d bytes not written)", q.err, q.total-q.written.Load())
+}
+
+func (q *uiWriter) run() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		for len(q.queued) == 0 && !q.closed {
+			q.cond.Wait()
+		}
+		if len(q.queued) == 0 {
+			return
+		}
+		buf := q.queued
+		q.queued, q.spare = q.spare, nil
+		q.writing = len(buf)
+		q.mu.Unlock()
+		err := q.write(buf)
+		q.mu.Lock()
+		q.writing = 0
+		if cap(buf) <= pendingKeep {
+			q.spare = buf[:0]
+		}
+		if err != nil && q.err == nil {
+			q.err = err
+		}
+		if q.err != nil {
+			q.queued = q.queued[:0]
+		}
+		q.cond.Broadcast()
+		select {
+		case q.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// write writes buf in chunks of at most writeChunk bytes, counting the
+// progress; it stops early once the output was given up.
+func (q *uiWriter) write(buf []byte) error {
+	for len(buf) > 0 {
+		chunk := buf[:min(len(buf), writeChunk)]
+		n, err := q.w.Write(chunk)
+		q.written.Add(int64(n))
+		if err == nil && n < len(chunk) {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return err
+		}
+		buf = buf[n:]
+		if len(buf) > 0 && q.failed() != nil {
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,402 @@
+package adapter
+
+// The UI's output when the UI stops reading (uiwriter.go): backpressure
+// on the CLI without loss, signals and shutdown still served, a failed
+// write taken as "the UI is gone".
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/ccbridge/ccbridge/framing"
+)
+
+// logBuffer collects a logger's output, for tests that read it.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// floodLines is how many lines of floodSize bytes a flood CLI writes: 10
+// MiB, more than the queue's bound.
+const (
+	floodLines = 160
+	floodSize  = 64 << 10
+)
+
+// floodCLI answers "flood" with floodLines long lines, numbered, and
+// echoes anything else.
+func floodCLI(line string) []string {
+	if line != "flood" {
+		return []string{line}
+	}
+	out := make([]string, floodLines)
+	for i := range out {
+		out[i] = fmt.Sprintf("%04d", i) + strings.Repeat("x", floodSize)
+	}
+	return out
+}
+
+// newFlood is a harness whose handler sends "flood" to the child and
+// answers any other UI line itself ("reply LINE"), and whose "count"
+// line reports on seen how many CLI lines the handler had by then.
+func newFlood(t *testing.T) (*harness, chan int) {
+	h := newHarness(t, floodCLI)
+	seen := make(chan int, 1)
+	r := h.rec
+	r.onLine = func(line string) {
+		switch line {
+		case "flood":
+			r.sup.Live().Write([]byte(line))
+		case "count":
+			seen <- len(slices.DeleteFunc(slices.Clone(r.calls), func(c string) bool { return !strings.HasPrefix(c, "cli ") }))
+		}
+		r.loop.Emit([]byte("reply " + line))
+	}
+	return h, seen
+}
+
+// TestLoopBackpressure: while the UI reads nothing the loop stops
+// taking the CLI's output once the queue is at its bound (the CLI then
+// blocks on its own stdout), yet UI lines and signals are still served,
+// and their output is queued beyond the bound; when the UI reads again
+// every line comes, in order, none dropped.
+func TestLoopBackpressure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, seen := newFlood(t)
+		h.send(t, "flood")
+		synctest.Wait() // the UI reads nothing: everything stops
+		h.send(t, "count")
+		took := <-seen
+		if maxTaken := queueLimit/floodSize + 2; took >= floodLines || took > maxTaken {
+			t.Fatalf("the loop took %d of %d lines while the UI read nothing, want at most %d", took, floodLines, maxTaken)
+		}
+		h.signals <- syscall.SIGINT
+		synctest.Wait()
+
+		var got []string
+		for len(got) < floodLines+2 {
+			line := h.next(t)
+			if len(line) > 20 {
+				line = line[:20]
+			}
+			got = append(got, line)
+		}
+		var flood []string
+		for _, l := range got {
+			if !strings.HasPrefix(l, "reply") {
+				flood = append(flood, l[:4])
+			}
+		}
+		if len(flood) != floodLines {
+			t.Fatalf("got %d flood lines, want %d", len(flood), floodLines)
+		}
+		for i, l := range flood {
+			if want := fmt.Sprintf("%04d", i); l != want {
+				t.Fatalf("flood line %d is %s, want %s: lost or out of order", i, l, want)
+			}
+		}
+		if !slices.Contains(got, "reply flood") || !slices.Contains(got, "reply count") {
+			t.Errorf("the replies to the UI's lines are missing")
+		}
+		h.ui.Close()
+		<-h.done
+		if h.err != nil {
+			t.Errorf("Run: %v", h.err)
+		}
+		if !slices.Contains(h.rec.calls, "interrupt") {
+			t.Errorf("the SIGINT sent while the UI was not reading was not served: %q", h.rec.calls)
+		}
+	})
+}
+
+// TestLoopShutdownWhileUIStalled: SIGTERM while the UI reads nothing
+// and the queue is full: the shutdown runs, the child is stopped, the
+// output the UI takes none of for stallLimit is given up, and Run
+// returns (on the bubble's clock, after stallLimit and no more than a
+// second later).
+func TestLoopShutdownWhileUIStalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newFlood(t)
+		h.send(t, "flood")
+		synctest.Wait()
+		start := time.Now()
+		h.signals <- syscall.SIGTERM
+		<-h.done
+		took := time.Since(start)
+		if took < stallLimit || took > stallLimit+time.Second {
+			t.Errorf("Run returned %v after SIGTERM, want %v to %v", took, stallLimit, stallLimit+time.Second)
+		}
+		if !errors.Is(h.err, errUIStalled) {
+			t.Errorf("Run: %v, want errUIStalled", h.err)
+		}
+		select {
+		case <-h.starts[0].stopped:
+		default:
+			t.Error("the child was not stopped")
+		}
+		if !slices.Contains(h.rec.calls, "shutdown terminated") {
+			t.Errorf("calls %q, want the shutdown", h.rec.calls)
+		}
+		if !strings.Contains(h.log.String(), "giving it up") {
+			t.Errorf("no log of the output given up:\n%s", h.log)
+		}
+		h.outR.Close() // releases the writer still blocked on the UI
+		h.ui.Close()
+	})
+}
+
+// TestLoopShutdownSlowUIGetsEverything: a UI that reads slowly, but
+// reads, during a shutdown gets every line: only a UI that takes nothing
+// for stallLimit is given up on.
+func TestLoopShutdownSlowUIGetsEverything(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newFlood(t)
+		h.send(t, "flood")
+		synctest.Wait()
+		h.signals <- syscall.SIGTERM
+		n := 0
+		for {
+			time.Sleep(stallLimit * 3 / 4)
+			line, err := h.out.ReadLine()
+			if err != nil {
+				break
+			}
+			if !strings.HasPrefix(string(line), "reply") {
+				n++
+			}
+		}
+		<-h.done
+		if n != floodLines || h.err != nil {
+			t.Errorf("the slow UI got %d of %d lines; Run: %v", n, floodLines, h.err)
+		}
+		h.ui.Close()
+	})
+}
+
+// TestLoopUIWriteError: a write to the UI that fails (the UI closed its
+// end: EPIPE) means the UI is gone: the session shuts down, the child is
+// stopped, and Run returns the error.
+func TestLoopUIWriteError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newFlood(t)
+		h.send(t, "flood")
+		synctest.Wait()
+		h.outR.CloseWithError(syscall.EPIPE)
+		<-h.done
+		if !errors.Is(h.err, syscall.EPIPE) {
+			t.Errorf("Run: %v, want EPIPE", h.err)
+		}
+		if !slices.Contains(h.rec.calls, "shutdown the UI's output is gone") {
+			t.Errorf("calls %q, want the shutdown", h.rec.calls)
+		}
+		select {
+		case <-h.starts[0].stopped:
+		default:
+			t.Error("the child was not stopped")
+		}
+		h.ui.Close()
+	})
+}
+
+// TestUIWriterBound: Write waits while the queue is at its bound, and
+// returns once the output is given up; swap never waits.
+func TestUIWriterBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, w := io.Pipe()
+		q := newUIWriter(w)
+		big := make([]byte, queueLimit)
+		if _, err := q.Write(big); err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		go func() {
+			_, err := q.Write([]byte("more\n"))
+			errc <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-errc:
+			t.Fatalf("Write at the bound returned %v, want it to wait", err)
+		default:
+		}
+		q.swap([]byte("reply\n")) // the loop's side never waits
+		if got := q.pending(); got != queueLimit+len("reply\n") {
+			t.Errorf("pending %d", got)
+		}
+		if lost := q.abandon(); lost != int64(queueLimit+len("reply\n")) {
+			t.Errorf("abandon: %d bytes not written, want all", lost)
+		}
+		if err := <-errc; !errors.Is(err, errUIStalled) {
+			t.Errorf("the waiting Write returned %v, want errUIStalled", err)
+		}
+		r.Close()
+		q.close()
+	})
+}
+
+func init() {
+	// flood: answers every user line with FAKE_SIZE bytes of assistant
+	// lines of 64 KiB, then a result; exits at EOF.
+	registerFake("flood", func() {
+		stdin := bufio.NewReader(os.Stdin)
+		size, _ := strconv.Atoi(os.Getenv("FAKE_SIZE"))
+		w := bufio.NewWriterSize(os.Stdout, 1<<16)
+		pad := strings.Repeat("x", 64<<10)
+		for {
+			if _, err := stdin.ReadBytes('\n'); err != nil {
+				return
+			}
+			for i := 0; i < size; i += len(pad) {
+				fmt.Fprintf(w, `{"type":"assistant","i":%d,"pad":"%s"}`+"\n", i, pad)
+			}
+			w.WriteString(`{"type":"result","subtype":"success","session_id":"sess-flood"}` + "\n")
+			w.Flush()
+		}
+	})
+}
+
+// runStalledHost runs a DropIn whose host never reads its output; first
+// is closed at the relay's first write to the host.
+func runStalledHost(t *testing.T, d *DropIn) (outR *io.PipeReader, sigs chan os.Signal, first chan struct{}, done chan error) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	sigs, first, done = make(chan os.Signal, 1), make(chan struct{}), make(chan error, 1)
+	var once sync.Once
+	go func() {
+		_, err := d.Run(context.Background(), inR, writerFunc(func(p []byte) (int, error) {
+			once.Do(func() { close(first) })
+			return outW.Write(p)
+		}), sigs)
+		done <- err
+	}()
+	if _, err := io.WriteString(inW, userMsg+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		inW.Close()
+		outR.Close()
+	})
+	return outR, sigs, first, done
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestDropInStalledHostSIGTERM: a host that reads none of a flood does
+// not freeze the relay: SIGTERM starts the staged shutdown, the output is
+// given up once the host has taken none of it for the stall time, the
+// CLI (its stdin closed) exits, and Run returns.
+func TestDropInStalledHostSIGTERM(t *testing.T) {
+	log := &logBuffer{}
+	d := &DropIn{Child: fakeCLIConfig(t, "flood", streamJSONArgs, "FAKE_SIZE=16777216"),
+		stall: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(log, nil))}
+	_, sigs, first, done := runStalledHost(t, d)
+	<-first
+	sigs <- syscall.SIGTERM
+	select {
+	case err := <-done:
+		if !errors.Is(err, errUIStalled) {
+			t.Errorf("Run: %v, want errUIStalled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Run did not return within 10 s of SIGTERM; log:\n%s", log)
+	}
+	if !strings.Contains(log.String(), "giving it up") {
+		t.Errorf("no log of the output given up:\n%s", log)
+	}
+}
+
+// TestDropInHostClosesOutput: a failed write to the host (it closed its
+// end) starts the staged shutdown: the CLI's stdin is closed, it exits,
+// and Run returns the error.
+func TestDropInHostClosesOutput(t *testing.T) {
+	log := &logBuffer{}
+	d := &DropIn{Child: fakeCLIConfig(t, "flood", streamJSONArgs, "FAKE_SIZE=16777216"),
+		Logger: slog.New(slog.NewTextHandler(log, nil))}
+	outR, _, first, done := runStalledHost(t, d)
+	<-first
+	outR.CloseWithError(syscall.EPIPE)
+	select {
+	case err := <-done:
+		if !errors.Is(err, syscall.EPIPE) {
+			t.Errorf("Run: %v, want EPIPE", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Run did not return within 10 s of the host closing its output; log:\n%s", log)
+	}
+	if !strings.Contains(log.String(), `reason="the host's output is gone"`) {
+		t.Errorf("no staged shutdown for the host's output:\n%s", log)
+	}
+}
+
+// BenchmarkUIWriterBlock is the drop-in relay's write of one 64 KiB block
+// of lines to the host: straight to the writer (as before the queue),
+// and through the queue and its goroutine.
+func BenchmarkUIWriterBlock(b *testing.B) {
+	block := bytes.Repeat([]byte(strings.Repeat("x", 149)+"\n"), (64<<10)/150)
+	b.Run("direct", func(b *testing.B) {
+		w := framing.NewWriter(io.Discard)
+		b.SetBytes(int64(len(block)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := w.WriteBlock(block); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("queued", func(b *testing.B) {
+		q := newUIWriter(io.Discard)
+		defer q.close()
+		w := framing.NewWriter(q)
+		b.SetBytes(int64(len(block)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := w.WriteBlock(block); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("swapped", func(b *testing.B) {
+		q := newUIWriter(io.Discard)
+		defer q.close()
+		var out []byte
+		b.SetBytes(int64(len(block)))
+		b.ReportAllocs()
+		for b.Loop() {
+			out = append(out, block...)
+			out = q.swap(out)
+			for q.pending() > queueLimit {
+				<-q.notify
+			}
+		}
+	})
+}
