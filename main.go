@@ -101,6 +101,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		// The CLI must reach the fake and nothing else.
 		child.DropEnv = fakemodel.Redirects
 		child.Env = append(child.Env, srv.Env()...)
+		cwd := cmp.Or(cfg.cwd, ".")
+		child.LeadArgs = []string{"--settings", srv.Settings(fakemodel.SettingsFiles(os.Getenv, cwd)...)}
 		log.Info("fake model serving", "url", srv.URL(), "scenario", cfg.fakeModel)
 	}
 

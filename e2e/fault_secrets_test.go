@@ -235,18 +235,24 @@ func TestFaultNoPayloadInWarnings(t *testing.T) {
 func TestFaultFakeModelIsolated(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		name string
-		env  []string
+		name     string
+		env      []string
+		settings string // the user's settings.json, when set
 	}{
-		{"bedrock", []string{"CLAUDE_CODE_USE_BEDROCK=1", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=AKIAFAKE", "AWS_SECRET_ACCESS_KEY=fake",
+		{name: "bedrock", env: []string{"CLAUDE_CODE_USE_BEDROCK=1", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=AKIAFAKE", "AWS_SECRET_ACCESS_KEY=fake",
 			"ANTHROPIC_BEDROCK_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_BEDROCK_AUTH=1"}},
-		{"vertex", []string{"CLAUDE_CODE_USE_VERTEX=1", "CLOUD_ML_REGION=us-east5", "ANTHROPIC_VERTEX_PROJECT_ID=fake",
+		{name: "vertex", env: []string{"CLAUDE_CODE_USE_VERTEX=1", "CLOUD_ML_REGION=us-east5", "ANTHROPIC_VERTEX_PROJECT_ID=fake",
 			"ANTHROPIC_VERTEX_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_VERTEX_AUTH=1"}},
-		{"foundry", []string{"CLAUDE_CODE_USE_FOUNDRY=1", "ANTHROPIC_FOUNDRY_RESOURCE=fake", "ANTHROPIC_FOUNDRY_API_KEY=fake",
+		{name: "foundry", env: []string{"CLAUDE_CODE_USE_FOUNDRY=1", "ANTHROPIC_FOUNDRY_RESOURCE=fake", "ANTHROPIC_FOUNDRY_API_KEY=fake",
 			"ANTHROPIC_FOUNDRY_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_FOUNDRY_AUTH=1"}},
-		{"proxy-and-token", []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9",
+		{name: "proxy-and-token", env: []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9",
 			"https_proxy=http://127.0.0.1:9", "http_proxy=http://127.0.0.1:9", "NO_PROXY=", "no_proxy=",
 			"ANTHROPIC_AUTH_TOKEN=fake", "CLAUDE_CODE_OAUTH_TOKEN=fake", "ANTHROPIC_CUSTOM_HEADERS=X-Fake: 1"}},
+		// The same, set by the user's settings file rather than the
+		// environment: the CLI applies its "env" over its own environment.
+		{name: "settings-file", settings: `{"env":{"CLAUDE_CODE_USE_BEDROCK":"1","AWS_REGION":"us-east-1","AWS_ACCESS_KEY_ID":"AKIAFAKE",
+			"AWS_SECRET_ACCESS_KEY":"fake","ANTHROPIC_BEDROCK_BASE_URL":"http://127.0.0.1:9","CLAUDE_CODE_SKIP_BEDROCK_AUTH":"1",
+			"ANTHROPIC_BASE_URL":"http://127.0.0.1:9","HTTPS_PROXY":"http://127.0.0.1:9"}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -254,6 +260,16 @@ func TestFaultFakeModelIsolated(t *testing.T) {
 			// own fake (which --fake-model replaces) and with every retry off,
 			// so that a CLI sent elsewhere fails fast.
 			env := append([]string{"CCBRIDGE_FAKE_MODEL=default", "CCBRIDGE_LOG_LEVEL=info", "CLAUDE_CODE_MAX_RETRIES=0"}, c.env...)
+			if c.settings != "" {
+				home := t.TempDir()
+				if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(c.settings), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				env = append(env, "HOME="+home)
+			}
 			b := startBridge(t, cliFlags, env...)
 			b.prompt("hello")
 			lines := b.until("the result", isType("result"))

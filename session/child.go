@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,10 @@ type Config struct {
 	Path string
 	// Args are the arguments after the program name, normally from BuildArgs.
 	Args []string
+	// LeadArgs go before Args (ccbridge under --fake-model puts a
+	// --settings there). The CLI takes the last of a repeated flag, so the
+	// same flag in Args wins over one here.
+	LeadArgs []string
 	// Dir is the child's working directory; "" means ccbridge's own.
 	Dir string
 	// Env holds extra "KEY=value" entries appended to os.Environ(). When a
@@ -301,7 +306,7 @@ func Start(cfg Config) (*Child, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(cfg.Path, cfg.Args...)
+	cmd := exec.Command(cfg.Path, append(slices.Clip(cfg.LeadArgs), cfg.Args...)...)
 	cmd.Dir = cfg.Dir
 	if cfg.Env != nil || cfg.DropEnv != nil {
 		cmd.Env = append(inherit(os.Environ(), cfg.DropEnv), cfg.Env...)
