@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/ccbridge/ccbridge/framing"
@@ -58,10 +59,23 @@ type ipcLoop struct {
 	tr   *ipc.Translator
 	out  [][]byte // lines to send, moved to the loop by emit
 
-	turns int // prompts sent to the live child without a result
+	// prompts are the prompts written to the live child that have no
+	// terminal message yet, oldest first (see ipcPrompt).
+	prompts []*ipcPrompt
 
 	interruptID string
 	deadlines   map[string]time.Time // control requests awaiting the CLI's answer
+}
+
+// ipcPrompt is a prompt written to the CLI. Each one gets exactly one
+// terminal message, in the order the UI sent them: its own turn's, the
+// turn of an earlier prompt it was merged into (marked "merged"), a
+// turn_cancelled when the CLI dropped it from its queue, or an error when
+// the CLI died or its result was lost. A terminal message known before
+// the ones of the prompts ahead of it waits for them.
+type ipcPrompt struct {
+	id  string // its client uuid, which the CLI echoes
+	end []byte // its terminal message, once known
 }
 
 // Run serves the session until the UI's input ends (or a shutdown signal)
@@ -86,7 +100,7 @@ func (s *IPC) newLoop() *ipcLoop {
 		cfg:       s,
 		log:       s.Logger,
 		loop:      NewLoop(LoopConfig{MaxLine: s.MaxLine, CLIMaxLine: s.CLIMaxLine, ReuseBlocks: true, Clock: s.Clock, Logger: s.Logger}),
-		tr:        ipc.New(ipc.Options{ForwardUnknown: s.ForwardUnknown}),
+		tr:        ipc.New(ipc.Options{ForwardUnknown: s.ForwardUnknown, NewPromptID: uuid.NewString}),
 		deadlines: make(map[string]time.Time),
 	}
 	l.sup = l.loop.NewSupervisor(SupervisorConfig{Child: s.Child, BaseArgs: IPCArgs, Started: l.started})
@@ -96,7 +110,7 @@ func (s *IPC) newLoop() *ipcLoop {
 // started resets the per-child state and tells the UI the session id.
 func (l *ipcLoop) started(p *Proc) {
 	defer l.emit()
-	l.turns = 0
+	l.endPrompts(nil) // none is open: every way a child goes ends them
 	switch o := p.Opts; {
 	case o.SessionID != "":
 		l.out = l.tr.SetSessionID(o.SessionID, l.out)
@@ -122,8 +136,15 @@ func (l *ipcLoop) UILine(line []byte) {
 		// A respawn is under way: keep the line for the new child. Answers
 		// and interrupts for the old one are refused by the translator.
 		l.sup.Wait(func(err error) {
+			defer l.emit()
 			if err != errShuttingDown {
 				l.UILine(line)
+				return
+			}
+			// The session ended before a CLI could take the line: a
+			// prompt still gets its terminal message.
+			if gjson.GetBytes(line, "type").Str == "user_message" {
+				l.emitError("shutting_down", "ccbridge is shutting down; the prompt was not sent to the CLI", false)
 			}
 		})
 		return
@@ -163,9 +184,9 @@ func (l *ipcLoop) command(cmd ipc.Command) {
 	}
 	switch cmd.Kind {
 	case ipc.CmdUserMessage:
-		l.turns++
+		l.prompts = append(l.prompts, &ipcPrompt{id: cmd.PromptID})
 	case ipc.CmdInterrupt:
-		if l.turns == 0 {
+		if len(l.prompts) == 0 {
 			// Nothing runs: the CLI answers an idle interrupt, and no
 			// turn needs cancelling.
 			break
@@ -229,7 +250,7 @@ func (l *ipcLoop) sessionCommand(r ipc.Respawn) {
 		}
 		return
 	}
-	if l.turns > 0 {
+	if len(l.prompts) > 0 {
 		// Stop the running turn in band first, so that the session file
 		// is complete before the child goes.
 		if cmd, err := l.tr.FromUI([]byte(`{"type":"interrupt","cancel_queued":true}`)); err == nil {
@@ -244,7 +265,7 @@ func (l *ipcLoop) sessionCommand(r ipc.Respawn) {
 // retireAndRespawn stops the live child and starts one with opts once it
 // has exited.
 func (l *ipcLoop) retireAndRespawn(why string, opts session.Options, resumed bool) {
-	l.turns = 0
+	l.endPrompts(nil)
 	l.interruptID = ""
 	clear(l.deadlines)
 	l.out = l.tr.CancelPending(why, l.out)
@@ -278,20 +299,23 @@ func (l *ipcLoop) CLILine(p *Proc, line string) {
 	if ev.Kind.ControlRequest() {
 		p.AutoReply(&ev)
 	}
-	// l.out is empty here: every entry point emits before it returns.
-	out := l.loop.Out()
-	*out = l.tr.AppendCLI(*out, &ev)
+	if ev.Kind == mapping.KindResult {
+		l.result(&ev)
+	} else {
+		// l.out is empty here: every entry point emits before it returns.
+		out := l.loop.Out()
+		*out = l.tr.AppendCLI(*out, &ev)
+	}
 	switch ev.Kind {
 	case mapping.KindSystemInit:
 		l.sup.Persisted(ev.SessionID)
 	case mapping.KindResult:
-		if l.turns > 0 {
-			l.turns--
-		}
-		if l.turns == 0 && l.interruptID != "" {
+		if len(l.prompts) == 0 && l.interruptID != "" {
 			l.sup.Interrupted()
 			l.interruptID = ""
 		}
+	case mapping.KindCommandLifecycle:
+		l.lifecycle(&ev)
 	case mapping.KindControlResponse:
 		if _, open := l.tr.Outstanding(ev.RequestID); !open {
 			delete(l.deadlines, ev.RequestID)
@@ -304,13 +328,158 @@ func (l *ipcLoop) CLILine(p *Proc, line string) {
 	l.emit()
 }
 
+// result ends the prompts a result answers: the CLI names them
+// (user_message_uuids), several when it merged queued prompts into one
+// turn. The first gets the turn's terminal message, each other one a copy
+// marked merged. A prompt ahead of them still open cannot be running any
+// more: its own result was lost.
+func (l *ipcLoop) result(ev *mapping.Event) {
+	lines := l.tr.FromCLI(*ev, nil)
+	term := lines[len(lines)-1]
+	l.out = append(l.out, lines[:len(lines)-1]...)
+	ids := ev.Get("user_message_uuids")
+	if !ids.IsArray() {
+		ids = ev.Get("user_message_uuid")
+	}
+	first := -1
+	for i, p := range l.prompts {
+		if p.end != nil || !hasString(ids, p.id) {
+			continue
+		}
+		if first < 0 {
+			first, p.end = i, term
+		} else {
+			p.end = ipc.MarkMerged(term)
+		}
+	}
+	switch {
+	case first >= 0:
+		for _, p := range l.prompts[:first] {
+			if p.end == nil {
+				p.end = resultLost()
+			}
+		}
+	case ids.Exists():
+		// Every prompt it names has its terminal message already.
+		l.log.Debug("a result for prompts that were ended already")
+	default:
+		// A result that names no prompt (none was open, or a CLI that
+		// does not echo uuids): it ends the oldest open one.
+		if p := l.firstOpen(); p != nil {
+			p.end = term
+		} else {
+			l.out = append(l.out, term)
+		}
+	}
+	l.flushPrompts()
+}
+
+// lifecycle follows the CLI's command_lifecycle for the prompts: one the
+// CLI dropped from its queue (an interrupt with cancel_queued) gets
+// turn_cancelled; one completed without its result seen (the result line
+// was over --max-cli-line) gets an error, as its turn is over.
+func (l *ipcLoop) lifecycle(ev *mapping.Event) {
+	id := ev.Get("command_uuid").Str
+	var p *ipcPrompt
+	for _, q := range l.prompts {
+		if q.end == nil && q.id != "" && q.id == id {
+			p = q
+			break
+		}
+	}
+	if p == nil {
+		return
+	}
+	switch state := ev.Get("state").Str; state {
+	case "completed":
+		p.end = resultLost()
+	case "cancelled":
+		p.end = ipc.AppendQueuedCancelled(nil, ipc.ReasonCancelQueued)
+	case "discarded", "refused":
+		p.end = ipc.AppendQueuedCancelled(nil, state)
+	}
+	l.flushPrompts()
+}
+
+// resultLost is the terminal message of a prompt whose turn ended without
+// a result ccbridge saw.
+func resultLost() []byte {
+	return ipc.AppendError(nil, "result_lost", "the CLI ended the turn, but its result line was not seen (a CLI line over --max-cli-line is dropped)", false)
+}
+
+func (l *ipcLoop) firstOpen() *ipcPrompt {
+	for _, p := range l.prompts {
+		if p.end == nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// flushPrompts sends the terminal messages known, in the order of the
+// prompts, up to the first prompt still open.
+func (l *ipcLoop) flushPrompts() {
+	n := 0
+	for _, p := range l.prompts {
+		if p.end == nil {
+			break
+		}
+		l.out = append(l.out, p.end)
+		n++
+	}
+	clear(l.prompts[:n])
+	l.prompts = l.prompts[n:]
+	if len(l.prompts) == 0 {
+		l.prompts = nil
+	}
+}
+
+// endPrompts ends every prompt still open: end(i, open) is the terminal
+// message of the i-th of them (nil: none can be open).
+func (l *ipcLoop) endPrompts(end func(i, open int) []byte) {
+	i, open := 0, 0
+	for _, p := range l.prompts {
+		if p.end == nil {
+			open++
+		}
+	}
+	for _, p := range l.prompts {
+		if p.end == nil && end != nil {
+			p.end = end(i, open)
+			i++
+		}
+		if p.end != nil {
+			l.out = append(l.out, p.end)
+		}
+	}
+	clear(l.prompts)
+	l.prompts = nil
+}
+
+func hasString(r gjson.Result, s string) bool {
+	if s == "" {
+		return false
+	}
+	if !r.IsArray() {
+		return r.Str == s
+	}
+	found := false
+	r.ForEach(func(_, v gjson.Result) bool {
+		found = v.Str == s
+		return !found
+	})
+	return found
+}
+
 // ChildExited reports a child that died on its own. An open turn ends
-// with an error carrying the child's last stderr; the next input respawns
-// it.
+// with an error carrying the child's last stderr, and so does every
+// prompt queued behind it, also after the UI's end of input and during a
+// shutdown; the next input respawns it.
 func (l *ipcLoop) ChildExited(_ *Proc, exit session.Exit) {
 	defer l.emit()
-	if l.loop.Ending() {
-		return
+	ending := l.loop.Ending()
+	if ending && len(l.prompts) == 0 {
+		return // the CLI finished every prompt and went, as asked
 	}
 	for id := range l.deadlines {
 		l.emitError("control_request_failed", "the CLI exited before answering "+id, true)
@@ -321,32 +490,41 @@ func (l *ipcLoop) ChildExited(_ *Proc, exit session.Exit) {
 	clear(l.deadlines)
 	l.interruptID = ""
 	l.out = l.tr.CancelPending("child_exited", l.out)
-	// One terminal message per turn: the running one and every queued
+	// One terminal message per prompt: the running one and every queued
 	// one the CLI will now never run.
-	msgs := []string{"the CLI exited: " + exit.String() + "; the next user_message resumes the session"}
-	if l.turns > 0 {
-		msgs[0] = "the CLI exited during the turn: " + exit.String() + "; the next user_message resumes the session"
-		for range l.turns - 1 {
-			msgs = append(msgs, "the CLI exited before running this queued prompt: "+exit.String())
-		}
+	next := "; the next user_message resumes the session"
+	if ending {
+		next = ""
 	}
-	for _, msg := range msgs {
-		line := ipc.AppendError(nil, "child_exited", msg, l.turns == 0)
+	exited := func(msg string, recoverable bool) []byte {
+		line := ipc.AppendError(nil, "child_exited", msg, recoverable)
 		line, _ = sjson.SetBytes(line, "exit_code", exit.Code)
 		line, _ = sjson.SetBytes(line, "stderr", exit.Stderr)
-		l.out = append(l.out, line)
+		return line
 	}
-	l.turns = 0
+	if len(l.prompts) == 0 {
+		l.out = append(l.out, exited("the CLI exited: "+exit.String()+next, true))
+	}
+	l.endPrompts(func(i, _ int) []byte {
+		if i == 0 {
+			return exited("the CLI exited during the turn: "+exit.String()+next, false)
+		}
+		return exited("the CLI exited before running this queued prompt: "+exit.String(), false)
+	})
 	l.tr.ResetProcess()
 }
 
 // cancelTurns ends the running turn and every queued one with
 // turn_cancelled, for turns ccbridge stops itself.
 func (l *ipcLoop) cancelTurns(reason string) {
-	for range l.turns {
-		l.out = l.tr.CancelTurn(reason, l.out)
-	}
-	l.turns = 0
+	l.out = l.tr.CancelPending(reason, l.out)
+	var lines [][]byte
+	l.endPrompts(func(int, int) []byte {
+		// The first carries the text streamed so far; CancelTurn then
+		// forgets it.
+		lines = l.tr.CancelTurn(reason, lines[:0])
+		return lines[len(lines)-1]
+	})
 }
 
 // Expire handles the control requests the CLI did not answer in time.

@@ -45,6 +45,10 @@ type Command struct {
 
 	// Respawn says how to restart the CLI for CmdSessionCommand.
 	Respawn Respawn
+
+	// PromptID is the client uuid the user message carries
+	// (CmdUserMessage with Options.NewPromptID), "" without one.
+	PromptID string
 }
 
 // Control reports whether the command belongs to the control tier: it

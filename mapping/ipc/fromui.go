@@ -122,7 +122,11 @@ func (t *Translator) userMessage(p *parser) (Command, error) {
 		}
 		return Command{}, p.fail(CodeMissingField, "text", "user_message needs text or attachments")
 	}
-	return Command{Kind: CmdUserMessage, Stdin: mapping.AppendUserMessage(nil, mapping.UserOptions{}, blocks...)}, nil
+	var opt mapping.UserOptions
+	if t.opt.NewPromptID != nil {
+		opt.UUID = t.opt.NewPromptID()
+	}
+	return Command{Kind: CmdUserMessage, PromptID: opt.UUID, Stdin: mapping.AppendUserMessage(nil, opt, blocks...)}, nil
 }
 
 func attachment(p *parser, i int, a gjson.Result) (mapping.Block, error) {

@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -55,6 +56,13 @@ type Options struct {
 	// RequestIDPrefix prefixes the ids of the control requests FromUI
 	// builds; a counter follows it. Default "ccbridge-".
 	RequestIDPrefix string
+
+	// NewPromptID, when set, gives every user message FromUI builds a
+	// client uuid (Command.PromptID): the CLI then names the prompts a
+	// result answers (user_message_uuids, several when it merged queued
+	// prompts into one turn) and reports each prompt's fate
+	// (command_lifecycle). It must return a fresh UUID each call.
+	NewPromptID func() string
 }
 
 // Translator turns routed CLI events into ipc lines and ipc lines from the
@@ -420,6 +428,41 @@ func (t *Translator) CancelTurn(reason string, out [][]byte) [][]byte {
 	out = append(out, l.done())
 	t.endTurn()
 	return out
+}
+
+// Reasons of the turn_cancelled lines the adapter writes for prompts that
+// never ran.
+const (
+	// ReasonCancelQueued: an interrupt with cancel_queued removed the
+	// prompt from the CLI's queue before it ran.
+	ReasonCancelQueued = "cancel_queued"
+)
+
+// AppendQueuedCancelled appends the turn_cancelled line of a prompt that
+// never ran (the CLI dropped it from its queue): no partial result, no
+// message id.
+func AppendQueuedCancelled(dst []byte, reason string) []byte {
+	l := line{dst}
+	l.b = append(l.b, `{"type":"turn_cancelled","ipc_version":2`...)
+	l.str("partial_result", "")
+	l.str("reason", reason)
+	l.strOrNull("msg_id", "")
+	l.boolean("is_error", true)
+	return l.done()
+}
+
+// MarkMerged returns a copy of a terminal line (turn_complete or
+// turn_cancelled) with "merged": true added: the terminal message of a
+// prompt the CLI merged into the turn of an earlier queued prompt, which
+// that line answered.
+func MarkMerged(terminal []byte) []byte {
+	b := bytes.TrimRight(terminal, "\n")
+	if len(b) == 0 || b[len(b)-1] != '}' {
+		return bytes.Clone(b)
+	}
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, b[:len(b)-1]...)
+	return append(out, `,"merged":true}`...)
 }
 
 // maxStreamText bounds the streamed text a Translator keeps for a turn it
