@@ -498,8 +498,16 @@ func (l *rpcLoop) Interrupt() {
 	}
 }
 
-// Shutdown: the loop stops the child and fails what waits for one.
-func (l *rpcLoop) Shutdown(string) {}
+// Shutdown ends the held run, whose prompt no CLI will take now (as the
+// UI's end of input does); the loop stops the child, and the runs in
+// flight end when it exits (ChildExited).
+func (l *rpcLoop) Shutdown(reason string) {
+	defer l.emit()
+	if id := l.tr.Held(); id != "" {
+		l.tr.CancelRun(id, "ccbridge is shutting down ("+reason+")", &l.out)
+		l.heldPrompt = nil
+	}
+}
 
 // emit hands the lines for the UI to the loop.
 func (l *rpcLoop) emit() { l.out.UI = l.loop.EmitAll(l.out.UI) }
