@@ -154,6 +154,7 @@ func (l *acpLoop) emit() { l.out = l.loop.EmitAll(l.out) }
 // child is stopped in stages; turns that finish meanwhile are still
 // answered.
 func (l *acpLoop) UIEnd() {
+	defer l.emit()
 	l.log.Debug("client input ended; stopping every CLI")
 	l.dropQueues()
 	for _, s := range l.sessions {
@@ -163,12 +164,21 @@ func (l *acpLoop) UIEnd() {
 	}
 }
 
-// Shutdown drops every queued prompt; the loop then stops every child in
-// stages. Turns that finish meanwhile are still answered.
-func (l *acpLoop) Shutdown(string) { l.dropQueues() }
+// Shutdown answers every queued prompt "cancelled"; the loop then stops
+// every child in stages. Turns that finish meanwhile are still answered,
+// and a turn cut short by the child's exit gets an error (ChildExited).
+func (l *acpLoop) Shutdown(string) {
+	defer l.emit()
+	l.dropQueues()
+}
 
+// dropQueues answers every queued prompt "cancelled": no CLI will run it
+// now. Every session/prompt request gets its response.
 func (l *acpLoop) dropQueues() {
 	for _, s := range l.sessions {
+		for _, q := range s.queue {
+			l.reply(q.id, acp.AppendStopResult(nil, acp.StopCancelled))
+		}
 		s.queue = nil
 	}
 }

@@ -381,6 +381,11 @@ func (l *acpLoop) prompt(id string, params gjson.Result) {
 		l.fail(id, err)
 		return
 	}
+	if l.loop.Ending() {
+		// The queues were answered already; nothing would run this one.
+		l.fail(id, acp.Internal(acp.MethodSessionPrompt+": ccbridge is shutting down"))
+		return
+	}
 	s.queue = append(s.queue, acpQueued{id: id, stdin: mapping.AppendUserMessage(nil, mapping.UserOptions{}, blocks...)})
 	l.next(s)
 }
