@@ -132,6 +132,7 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 		stopChild = func(why string) {
 			shutdown.Do(func() {
 				log.Info("staged shutdown", "reason", why)
+				r.stdinClosed.Store(true) // the shutdown's first stage
 				go child.Shutdown(context.WithoutCancel(ctx))
 			})
 		}
@@ -213,7 +214,7 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 			exit = &e
 			log.Info("claude exited", "code", exit.Code, "signal", exit.Signal)
 			if jsonOut {
-				for n := r.outstanding(); n > 0; n-- {
+				for n := r.lost(*exit); n > 0; n-- {
 					// Queued past the bound (swap never waits): the
 					// pump is done, and this loop must not block.
 					q.swap(append(r.syntheticResult(*exit), '\n'))
@@ -256,7 +257,12 @@ type relay struct {
 	interrupts atomic.Int64
 
 	prompts atomic.Int64
-	results atomic.Int64
+	results atomic.Int64 // prompts answered: one a result, or the uuids it names
+	// running: a turn began (system/init) and its result has not come.
+	running atomic.Bool
+	// stdinClosed: the child's stdin was closed (the host's input ended,
+	// or the staged shutdown began).
+	stdinClosed atomic.Bool
 
 	notify   chan struct{} // a result arrived
 	uiEOF    chan struct{} // closed when the host's input ended
@@ -264,6 +270,28 @@ type relay struct {
 
 	sessionID []byte
 	cost      []byte // the last result's total_cost_usd, raw
+}
+
+// lost is how many synthetic results the exit of the child calls for:
+// one per prompt without a result. A child that exited on its own, not
+// killed by a signal, after its stdin was closed and with no turn
+// running has run every prompt it read (the CLI finishes the running and
+// queued turns at the end of its input): the prompts left without a
+// result were merged by the CLI into the turn of an earlier one, whose
+// result answered them, so none is lost. A host that gives its prompts a
+// uuid is counted exactly: a result names the prompts it answered.
+func (r *relay) lost(exit session.Exit) int64 {
+	if exit.Signal == 0 && r.stdinClosed.Load() && !r.running.Load() {
+		if n := r.outstanding(); n > 0 {
+			r.log.Debug("prompts without a result of their own at a clean exit: merged by the CLI", "prompts", n)
+		}
+		return 0
+	}
+	n := r.outstanding()
+	if n == 0 && r.running.Load() {
+		n = 1 // a turn began for prompts counted as answered: it is lost too
+	}
+	return n
 }
 
 func (r *relay) outstanding() int64 {
@@ -279,6 +307,7 @@ func (r *relay) outstanding() int64 {
 func (r *relay) pumpUI(in io.Reader, maxLine int) {
 	defer close(r.uiEOF)
 	defer r.CloseStdin()
+	defer r.stdinClosed.Store(true)
 	fr := framing.NewReader(in, maxLine)
 	for {
 		line, err := fr.ReadLine()
@@ -407,6 +436,9 @@ func (r *relay) swallow(line []byte) bool {
 		if id := gjson.GetBytes(line, "session_id"); id.Type == gjson.String {
 			r.sessionID = append(r.sessionID[:0], id.Str...)
 		}
+		if gjson.GetBytes(line, "subtype").Str == "init" {
+			r.running.Store(true) // a turn begins
+		}
 	case "control_response":
 		id := gjson.GetBytes(line, "response.request_id").Str
 		if strings.HasPrefix(id, r.idPrefix) {
@@ -483,11 +515,21 @@ func (r *relay) noteResult(line []byte) {
 	if c := gjson.GetBytes(line, "total_cost_usd"); c.Type == gjson.Number {
 		r.cost = append(r.cost[:0], c.Raw...)
 	}
-	r.countResult()
+	// A host's prompts that carry a uuid are named by the result that
+	// answers them: several when the CLI merged queued prompts into one
+	// turn.
+	n := int64(1)
+	if ids := gjson.GetBytes(line, "user_message_uuids"); ids.IsArray() {
+		n = max(n, int64(len(ids.Array())))
+	}
+	r.countResults(n)
 }
 
-func (r *relay) countResult() {
-	r.results.Add(1)
+func (r *relay) countResult() { r.countResults(1) }
+
+func (r *relay) countResults(n int64) {
+	r.running.Store(false)
+	r.results.Add(n)
 	select {
 	case r.notify <- struct{}{}:
 	default:
