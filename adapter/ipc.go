@@ -271,7 +271,8 @@ func (l *ipcLoop) retireAndRespawn(why string, opts session.Options, resumed boo
 	l.out = l.tr.CancelPending(why, l.out)
 	l.tr.ResetProcess()
 	l.sup.Replace(why, l.cfg.InterruptTimeout, false, opts, resumed, func(err error) {
-		if err != nil {
+		// A session that ends first starts no child: nothing failed.
+		if err != nil && err != errShuttingDown {
 			l.emitError("spawn_failed", err.Error(), false)
 			l.emit()
 		}
