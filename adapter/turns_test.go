@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -207,5 +209,53 @@ func TestIPCLineHeldForARespawnGetsATerminalMessage(t *testing.T) {
 	}
 	if got := strings.Join(ts, " "); got != "turn_cancelled/session_command error/shutting_down" {
 		t.Fatalf("terminal messages after the end of input %q, want one error/shutting_down", got)
+	}
+}
+
+// rpc: a run held while a cancelled turn drains ends at a shutdown (it
+// stayed open, as no CLI would take its prompt).
+func TestRPCShutdownEndsTheHeldRun(t *testing.T) {
+	h, _ := startRPCFake(t)
+	run := h.runStart("a", "HANG")
+	h.until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
+	h.send(`{"jsonrpc":"2.0","id":"c","method":"run.cancel","params":{"run_id":"` + run + `"}}`)
+	h.until(reply(`"c"`))
+	held := h.runStart("b", "held")
+	h.sigs <- syscall.SIGTERM
+	h.until(status(held, rpc.StatusCancelled))
+}
+
+// acp: prompts queued behind a running one are answered "cancelled" at the
+// client's end of input and at a shutdown; the running one gets its
+// answer when its child goes.
+func TestACPQueuedPromptsAnsweredAtTheEnd(t *testing.T) {
+	for _, end := range []string{"end of input", "SIGTERM"} {
+		t.Run(end, func(t *testing.T) {
+			h := startACP(t)
+			sid := h.newSession()
+			ids := []string{h.prompt(sid, "HANG"), h.prompt(sid, "two"), h.prompt(sid, "three")}
+			h.until(func(l gjson.Result) bool { return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" })
+			if end == "SIGTERM" {
+				h.sigs <- syscall.SIGTERM
+			} else {
+				h.in.Close()
+			}
+			got := map[string]int{}
+			var stops []string
+			for _, l := range h.rest() {
+				r := gjson.ParseBytes(l)
+				for _, id := range ids {
+					if r.Get("id").Raw == id && !r.Get("method").Exists() {
+						got[id]++
+						stops = append(stops, r.Get("result.stopReason").Str+r.Get("error.message").Str)
+					}
+				}
+			}
+			for _, id := range ids {
+				if got[id] != 1 {
+					t.Errorf("prompt %s: %d answers, want 1 (answers %q)", id, got[id], stops)
+				}
+			}
+		})
 	}
 }

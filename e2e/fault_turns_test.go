@@ -1,0 +1,526 @@
+package e2e
+
+// One terminal message per prompt, in every dialect, whatever happens to
+// the prompt: the CLI merges prompts queued during a turn into one turn
+// (one result for several user lines), a queued prompt is cancelled, the
+// UI's input ends while prompts are queued, the CLI is killed with kill -9
+// mid-turn, or ccbridge is told to shut down.
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// ---- ipc: the terminal message is turn_complete, turn_cancelled or an
+// error with recoverable false.
+
+// ipcBusy starts an ipc session whose first prompt streams slowly, and
+// sends queued more prompts while it streams; once the CLI has read them
+// (its session file holds an enqueue for each), it returns the session's
+// id and the lines read so far.
+func ipcBusy(t *testing.T, b *bridge, queued ...string) (string, [][]byte) {
+	t.Helper()
+	sid := expectSessionInit(t, b)
+	b.send(userMessage("SLOW " + token("first")))
+	lines := ipcUntil(t, b, "streaming text", func(l []byte) bool {
+		if isTerminal(l) {
+			t.Fatalf("the turn ended before it streamed: %.400s", l)
+		}
+		return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
+	})
+	for _, q := range queued {
+		b.send(userMessage(q))
+	}
+	waitSessionFile(t, sessionFile(t, b.home, b.dir, sid), "the queued prompts", 1+len(queued), isEnqueue)
+	return sid, lines
+}
+
+// terminals lists the terminal messages among lines, as type/code-or-reason.
+func terminals(lines [][]byte) []string {
+	var ts []string
+	for _, l := range lines {
+		if isTerminal(l) {
+			s := typeOf(l) + "/" + get(l, "code").Str + get(l, "reason").Str
+			if typeOf(l) == "turn_complete" {
+				s += get(l, "subtype").Str
+			}
+			if get(l, "merged").Bool() {
+				s += "/merged"
+			}
+			ts = append(ts, s)
+		}
+	}
+	return ts
+}
+
+// ipcTerminals reads until n terminal messages came, then checks that no
+// other follows within ipcQuiet.
+func ipcTerminals(t *testing.T, b *bridge, n int) [][]byte {
+	t.Helper()
+	var lines [][]byte
+	for got := 0; got < n; {
+		l, err := recv(t, b, ipcWait)
+		if err != nil {
+			t.Fatalf("%d terminal messages %v for %d prompts, then %v", got, terminals(lines), n, err)
+		}
+		lines = append(lines, l)
+		if isTerminal(l) {
+			got++
+		}
+	}
+	for _, l := range quiet(t, b, ipcQuiet) {
+		lines = append(lines, l)
+		if isTerminal(l) {
+			t.Errorf("a terminal message more than the %d prompts: %.400s", n, l)
+		}
+	}
+	return lines
+}
+
+// TestFaultTurnsIPCMerged: three prompts sent during one turn; the CLI
+// runs the first, then the two queued ones merged into one turn with one
+// result. Each prompt gets exactly one terminal message: the merged one a
+// turn_complete marked merged. The count does not drift: the next prompt
+// gets exactly one.
+func TestFaultTurnsIPCMerged(t *testing.T) {
+	t.Parallel()
+	b := startIPC(t)
+	ipcBusy(t, b, "hello two", "hello three")
+	lines := ipcTerminals(t, b, 3)
+	ts := terminals(lines)
+	if strings.Join(ts, " ") != "turn_complete/success turn_complete/success turn_complete/success/merged" {
+		t.Errorf("terminal messages %v, want two turn_complete and one marked merged", ts)
+	}
+	complete(t, turn(t, b, "hello four"))
+}
+
+// TestFaultTurnsIPCCancelQueued: an interrupt with cancel_queued while two
+// prompts are queued: the running turn ends turn_cancelled, and each
+// queued prompt gets turn_cancelled (reason cancel_queued), in order.
+func TestFaultTurnsIPCCancelQueued(t *testing.T) {
+	t.Parallel()
+	b := startIPC(t)
+	ipcBusy(t, b, "hello two", "hello three")
+	b.send(`{"type":"interrupt","cancel_queued":true}`)
+	ts := terminals(ipcTerminals(t, b, 3))
+	if strings.Join(ts, " ") != "turn_cancelled/aborted_streaming turn_cancelled/cancel_queued turn_cancelled/cancel_queued" {
+		t.Errorf("terminal messages %v, want the interrupted turn's and two cancel_queued", ts)
+	}
+	complete(t, turn(t, b, "hello four"))
+}
+
+// TestFaultTurnsIPCEndOfInput: the UI's input ends while a turn runs and
+// two prompts are queued: the CLI finishes them (merged), and each prompt
+// has its terminal message before ccbridge exits.
+func TestFaultTurnsIPCEndOfInput(t *testing.T) {
+	t.Parallel()
+	b := startIPC(t)
+	_, lines := ipcBusy(t, b, "hello two", "hello three")
+	b.stdin.Close()
+	lines = append(lines, b.rest()...)
+	if ts := terminals(lines); len(ts) != 3 {
+		t.Errorf("terminal messages %v before ccbridge exited, want 3", ts)
+	}
+	if code := b.wait(); code != 0 {
+		t.Errorf("ccbridge exited with %d", code)
+	}
+}
+
+// TestFaultTurnsIPCKilled: kill -9 of the CLI mid-turn with two prompts
+// queued: one error each, whether the UI's input is still open, ended
+// before the kill, or ccbridge is shutting down (SIGTERM) when the CLI
+// dies.
+func TestFaultTurnsIPCKilled(t *testing.T) {
+	t.Parallel()
+	for _, when := range []string{"input open", "after the end of input", "during shutdown"} {
+		t.Run(when, func(t *testing.T) {
+			t.Parallel()
+			b := startIPC(t)
+			_, lines := ipcBusy(t, b, "hello two", "hello three")
+			switch when {
+			case "after the end of input":
+				b.stdin.Close()
+			case "during shutdown":
+				// SIGTERM stops the CLI in stages: close its stdin, then
+				// signals. The kill comes first.
+				b.cmd.Process.Signal(syscall.SIGTERM)
+				b.waitStderr("shutting down")
+			}
+			killChild(t, b)
+			if when == "input open" {
+				lines = append(lines, ipcTerminals(t, b, 3)...)
+			} else {
+				lines = append(lines, b.rest()...)
+			}
+			ts := terminals(lines)
+			want := "error/child_exited error/child_exited error/child_exited"
+			if strings.Join(ts, " ") != want {
+				t.Errorf("terminal messages %v, want %s", ts, want)
+			}
+			if when == "input open" {
+				complete(t, turn(t, b, "hello after"))
+			}
+		})
+	}
+}
+
+// ---- rpc: one run at a time; a run's terminal message is its terminal
+// run.status, a refused run.start's its error response. A run started
+// while a cancelled turn drains is held by ccbridge until the CLI is free.
+
+// rpcHeld starts run-1 on a slow prompt, stops the CLI (SIGSTOP, so that
+// it cannot end the turn), cancels run-1 (its turn must drain in the CLI
+// before another prompt is written) and starts run-2, which ccbridge holds
+// meanwhile. It returns the two runs and the CLI's pid.
+func rpcHeld(t *testing.T, c *rpcConn) (string, string, int) {
+	t.Helper()
+	c.initialize("")
+	r1 := c.start("SLOW " + token("first"))
+	c.until("streaming text", isEvent(r1, "text.delta"))
+	pid := c.b.childPID()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	c.result(c.call("run.cancel", `{"run_id":"`+r1+`"}`))
+	r2 := c.start("hello two")
+	return r1, r2, pid
+}
+
+// TestFaultTurnsRPC: three run.start sent at once give one run and two
+// -32001 answers; run.cancel of a held run ends it; the UI's end of input,
+// kill -9 of the CLI and SIGTERM each leave every run with exactly one
+// terminal run.status before ccbridge exits.
+func TestFaultTurnsRPC(t *testing.T) {
+	t.Parallel()
+	fast := []string{"--grace", "300ms", "--term-grace", "300ms"}
+	t.Run("three at once", func(t *testing.T) {
+		t.Parallel()
+		c := startRPC(t, nil)
+		c.initialize("")
+		ids := []string{c.call("run.start", `{"input":{"type":"text","text":"SLOW one"}}`),
+			c.call("run.start", `{"input":{"type":"text","text":"hello two"}}`),
+			c.call("run.start", `{"input":{"type":"text","text":"hello three"}}`)}
+		r1 := c.result(ids[0]).Get("run_id").Str
+		c.rpcError(ids[1], -32001)
+		c.rpcError(ids[2], -32001)
+		if _, st := c.finishRun(r1); st != "completed" {
+			t.Errorf("%s ended %s", r1, st)
+		}
+		c.close()
+	})
+	t.Run("cancel held", func(t *testing.T) {
+		t.Parallel()
+		c := startRPC(t, fast)
+		r1, r2, pid := rpcHeld(t, c)
+		c.result(c.call("run.cancel", `{"run_id":"`+r2+`"}`))
+		if n := count(c.seen, isRunStatus(r2, "cancelled")); n != 1 {
+			t.Errorf("%d run.status cancelled for the held %s", n, r2)
+		}
+		syscall.Kill(pid, syscall.SIGCONT)
+		if _, _, st := c.runText("hello three"); st != "completed" {
+			t.Errorf("the run after the cancelled ones ended %s", st)
+		}
+		c.close()
+		checkRPCEnded(t, c, r1, r2)
+	})
+	for _, when := range []string{"end of input", "kill", "shutdown"} {
+		t.Run(when, func(t *testing.T) {
+			t.Parallel()
+			c := startRPC(t, fast)
+			r1, r2, pid := rpcHeld(t, c)
+			switch when {
+			case "end of input":
+				c.b.stdin.Close()
+				syscall.Kill(pid, syscall.SIGCONT)
+				c.close()
+			case "kill":
+				syscall.Kill(pid, syscall.SIGKILL)
+				if _, st := c.finishRun(r2); st != "completed" {
+					t.Errorf("the held run ended %s after the CLI was killed; want it sent to a resumed CLI", st)
+				}
+				c.close()
+			case "shutdown":
+				c.b.cmd.Process.Signal(syscall.SIGTERM)
+				// The UI's input stays open: ccbridge ends on its own.
+				for {
+					if _, err := c.read(rpcWait); err != nil {
+						break
+					}
+				}
+				c.b.wait()
+				c.checkRules()
+			}
+			checkRPCEnded(t, c, r1, r2)
+		})
+	}
+}
+
+// checkRPCEnded checks that each run has exactly one terminal run.status
+// among every line the connection saw.
+func checkRPCEnded(t *testing.T, c *rpcConn, runs ...string) {
+	t.Helper()
+	for _, r := range runs {
+		if n := count(c.seen, isTerminalStatus(r)); n != 1 {
+			t.Errorf("%s has %d terminal run.status, want 1", r, n)
+		}
+	}
+}
+
+// ---- acp: every session/prompt request gets one response (a stop
+// reason, or an error). ccbridge holds queued prompts itself and runs them
+// one after another.
+
+// TestFaultTurnsACP: three prompts sent at once get three answers; a
+// session/cancel answers the queued ones cancelled; the UI's end of input,
+// kill -9 of the CLI and SIGTERM each leave no prompt unanswered.
+func TestFaultTurnsACP(t *testing.T) {
+	t.Parallel()
+	for _, when := range []string{"three at once", "cancel", "end of input", "kill", "shutdown"} {
+		t.Run(when, func(t *testing.T) {
+			t.Parallel()
+			a := startACPRaw(t)
+			sid := a.newSession()
+			ids := []string{a.prompt(sid, "SLOW "+token("first")), a.prompt(sid, "hello two"), a.prompt(sid, "hello three")}
+			a.untilUpdate(sid, "agent_message_chunk")
+			switch when {
+			case "cancel":
+				a.notify("session/cancel", `{"sessionId":"`+sid+`"}`)
+			case "end of input":
+				a.b.stdin.Close()
+			case "kill":
+				killChild(t, a.b)
+			case "shutdown":
+				a.b.cmd.Process.Signal(syscall.SIGTERM)
+			}
+			answers := a.answers(ids)
+			want := map[string]string{
+				"three at once": "end_turn end_turn end_turn",
+				"cancel":        "cancelled cancelled cancelled",
+			}[when]
+			got := strings.Join(answers, " ")
+			if want != "" && got != want {
+				t.Errorf("answers %q, want %q", got, want)
+			}
+			a.b.stdin.Close()
+			a.rest()
+			for i, id := range ids {
+				if n := a.responses(id); n != 1 {
+					t.Errorf("prompt %d (id %s): %d responses, want 1 (answers %v)", i, id, n, answers)
+				}
+			}
+		})
+	}
+}
+
+// acpRaw is an ACP client written by hand over ccbridge's stdio, for
+// counting the answers to session/prompt requests.
+type acpRaw struct {
+	t    *testing.T
+	b    *bridge
+	n    int
+	seen [][]byte
+}
+
+func startACPRaw(t *testing.T) *acpRaw {
+	t.Helper()
+	a := &acpRaw{t: t, b: startBridge(t, []string{"--ui", "acp"})}
+	a.result(a.call("initialize", `{"protocolVersion":1,"clientCapabilities":{}}`))
+	return a
+}
+
+func (a *acpRaw) call(method, params string) string {
+	a.n++
+	id := fmt.Sprint(a.n)
+	a.b.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":` + params + `}`)
+	return id
+}
+
+func (a *acpRaw) notify(method, params string) {
+	a.b.send(`{"jsonrpc":"2.0","method":"` + method + `","params":` + params + `}`)
+}
+
+// read returns the next line within rpcWait, nil at the end of the output.
+func (a *acpRaw) read() []byte {
+	a.t.Helper()
+	l, ok := a.b.next(rpcWait)
+	if !ok {
+		return nil
+	}
+	a.seen = append(a.seen, l)
+	// A permission request would stall the test's prompts: refuse it.
+	if gjson.GetBytes(l, "method").Str == "session/request_permission" {
+		a.b.send(`{"jsonrpc":"2.0","id":` + gjson.GetBytes(l, "id").Raw + `,"result":{"outcome":{"outcome":"cancelled"}}}`)
+	}
+	return l
+}
+
+func (a *acpRaw) until(what string, pred func([]byte) bool) []byte {
+	a.t.Helper()
+	for {
+		l := a.read()
+		if l == nil {
+			a.t.Fatalf("ccbridge's output ended before %s", what)
+		}
+		if pred(l) {
+			return l
+		}
+	}
+}
+
+func (a *acpRaw) isResponse(id string) func([]byte) bool {
+	return func(l []byte) bool {
+		return gjson.GetBytes(l, "id").Raw == id && !gjson.GetBytes(l, "method").Exists()
+	}
+}
+
+func (a *acpRaw) result(id string) gjson.Result {
+	a.t.Helper()
+	l := a.until("the answer to "+id, a.isResponse(id))
+	if e := gjson.GetBytes(l, "error"); e.Exists() {
+		a.t.Fatalf("request %s failed: %s", id, l)
+	}
+	return gjson.GetBytes(l, "result")
+}
+
+func (a *acpRaw) newSession() string {
+	a.t.Helper()
+	return a.result(a.call("session/new", `{"cwd":`+jsonStr(a.b.dir)+`,"mcpServers":[]}`)).Get("sessionId").Str
+}
+
+func (a *acpRaw) prompt(sid, text string) string {
+	return a.call("session/prompt", `{"sessionId":"`+sid+`","prompt":[{"type":"text","text":`+jsonStr(text)+`}]}`)
+}
+
+func (a *acpRaw) untilUpdate(sid, kind string) {
+	a.t.Helper()
+	a.until(kind, func(l []byte) bool {
+		return gjson.GetBytes(l, "method").Str == "session/update" &&
+			gjson.GetBytes(l, "params.update.sessionUpdate").Str == kind
+	})
+}
+
+// answers waits for the responses to ids, in any order, and returns their
+// stop reasons in the order of ids ("error" for an error response); an
+// output that ends first leaves "none".
+func (a *acpRaw) answers(ids []string) []string {
+	a.t.Helper()
+	got := make([]string, len(ids))
+	left := len(ids)
+	for i := range got {
+		got[i] = "none"
+	}
+	for _, l := range a.seen {
+		for i, id := range ids {
+			if a.isResponse(id)(l) && got[i] == "none" {
+				got[i] = stopOf(l)
+				left--
+			}
+		}
+	}
+	for left > 0 {
+		l := a.read()
+		if l == nil {
+			break
+		}
+		for i, id := range ids {
+			if a.isResponse(id)(l) && got[i] == "none" {
+				got[i] = stopOf(l)
+				left--
+			}
+		}
+	}
+	return got
+}
+
+func stopOf(l []byte) string {
+	if gjson.GetBytes(l, "error").Exists() {
+		return "error"
+	}
+	return gjson.GetBytes(l, "result.stopReason").Str
+}
+
+// rest reads until the output ends.
+func (a *acpRaw) rest() {
+	a.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for a.read() != nil {
+		if time.Now().After(deadline) {
+			a.t.Fatal("ccbridge's output did not end")
+		}
+	}
+}
+
+// responses counts the responses to id among every line seen.
+func (a *acpRaw) responses(id string) int { return count(a.seen, a.isResponse(id)) }
+
+// ---- drop-in: the CLI's own results pass unchanged, merged turns
+// included; ccbridge adds a synthetic result only for prompts a dying CLI
+// left without one.
+
+// dropInBusy sends a slow prompt and, while it streams, two more, which
+// the CLI queues (and will merge into one turn).
+func dropInBusy(t *testing.T, b *bridge) {
+	t.Helper()
+	b.prompt("SLOW " + token("first"))
+	b.until("streaming text", func(l []byte) bool {
+		return gjson.GetBytes(l, "event.delta.type").Str == "text_delta"
+	})
+	b.prompt("hello two")
+	b.prompt("hello three")
+}
+
+// TestFaultTurnsDropIn: three prompts, two of them merged by the CLI, then
+// the end of the host's input: the CLI's two results and no synthetic one
+// (nothing died). kill -9 of the CLI after the end of the host's input,
+// and SIGTERM to ccbridge, each while the first turn runs: every prompt
+// without a result gets a synthetic one, so the host never waits.
+func TestFaultTurnsDropIn(t *testing.T) {
+	t.Parallel()
+	results := func(lines [][]byte) (real, synthetic int) {
+		for _, l := range lines {
+			if isType("result")(l) {
+				if gjson.GetBytes(l, "ccbridge_synthetic").Bool() {
+					synthetic++
+				} else {
+					real++
+				}
+			}
+		}
+		return real, synthetic
+	}
+	t.Run("merged then end of input", func(t *testing.T) {
+		t.Parallel()
+		b := startBridge(t, cliFlags)
+		dropInBusy(t, b)
+		b.stdin.Close()
+		real, synthetic := results(b.rest())
+		if real != 2 || synthetic != 0 {
+			t.Errorf("%d results of the CLI and %d synthetic, want the CLI's 2 (one for the merged prompts) and none", real, synthetic)
+		}
+		if code := b.wait(); code != 0 {
+			t.Errorf("exit code %d, want 0", code)
+		}
+	})
+	for _, when := range []string{"kill after the end of input", "shutdown"} {
+		t.Run(when, func(t *testing.T) {
+			t.Parallel()
+			b := startBridge(t, append([]string{}, cliFlags...), "CCBRIDGE_GRACE=300ms", "CCBRIDGE_TERM_GRACE=300ms")
+			dropInBusy(t, b)
+			if when == "shutdown" {
+				b.cmd.Process.Signal(syscall.SIGTERM)
+			} else {
+				b.stdin.Close()
+				killChild(t, b)
+			}
+			real, synthetic := results(b.rest())
+			if real+synthetic != 3 || synthetic == 0 {
+				t.Errorf("%d results of the CLI and %d synthetic for 3 prompts, want 3 in all", real, synthetic)
+			}
+		})
+	}
+}
