@@ -404,7 +404,7 @@ func (l *Loop) flush() error {
 	if l.ui == nil {
 		return nil
 	}
-	err := l.ui.WriteBlock(l.out)
+	err := l.ui.WriteBlock(framing.ValidUTF8(l.out)) // nothing but UTF-8 reaches the UI
 	if cap(l.out) > pendingKeep {
 		l.out = nil
 	}
