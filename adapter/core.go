@@ -497,5 +497,5 @@ func (l *Loop) push() {
 		l.out = l.out[:0]
 		return
 	}
-	l.out = l.ui.swap(l.out)
+	l.out = l.ui.swap(framing.ValidUTF8(l.out)) // nothing but UTF-8 reaches the UI
 }

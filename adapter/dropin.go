@@ -16,12 +16,12 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/mapping/dropin"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -60,8 +60,12 @@ type DropIn struct {
 // exit code ccbridge should exit with (the child's).
 //
 // What it adds to a plain relay:
-//   - A host line that is not valid JSON (or not UTF-8) is never written to
-//     the CLI, which would die of it; it is dropped with a warning on the log.
+//   - A host line the CLI cannot read (dropin.Check: not UTF-8 JSON, not an
+//     object, a type the CLI does not read from its input, a user line
+//     without a user message, a control_request without a request) is
+//     never written to the CLI, which would exit on many of them; it is
+//     dropped with a warning on the log (without its text, which is logged
+//     at debug level) and nothing is written to the host.
 //   - SIGINT on signals becomes an in-band interrupt control_request; the
 //     CLI's control_response to it is swallowed. A second SIGINT within
 //     InterruptWindow, SIGTERM or SIGHUP starts the staged shutdown.
@@ -322,12 +326,13 @@ func (r *relay) pumpUI(in io.Reader, maxLine int) {
 			}
 			return
 		}
-		if !utf8.Valid(line) || !gjson.ValidBytes(line) {
-			r.log.Warn("host line dropped: not valid JSON; the CLI exits on such a line",
-				withPayload(r.log, "preview", preview(line), "size", len(line))...)
+		v := dropin.Check(line)
+		if !v.OK() {
+			r.log.Warn("host line dropped: the CLI cannot read it",
+				withPayload(r.log, "preview", preview(line), "reason", string(v.Reason), "type", v.Type, "size", len(line))...)
 			continue
 		}
-		if gjson.GetBytes(line, "type").Str == "user" {
+		if v.Type == dropin.TypeUser {
 			r.prompts.Add(1)
 		}
 		err = r.w.AppendLine(line)

@@ -66,6 +66,9 @@ func (t *Translator) FromUI(line []byte) (Command, error) {
 		if err != nil {
 			return Command{}, err
 		}
+		if !mapping.ValidModelName(model) {
+			return Command{}, p.fail(CodeInvalidValue, "model", "model must be 1 to 256 letters, digits or -._:/@[] (a model alias, id or ARN)")
+		}
 		id := t.request("set_model")
 		return Command{Kind: CmdModelChange, RequestID: id, Stdin: mapping.AppendSetModel(nil, id, model)}, nil
 	case "stop_task":
@@ -326,6 +329,9 @@ func (t *Translator) sessionCommand(p *parser) (Command, error) {
 	sid, _, err := p.optStr("session_id")
 	if err != nil {
 		return Command{}, err
+	}
+	if sid != "" && !mapping.ValidSessionID(sid) {
+		return Command{}, p.fail(CodeInvalidValue, "session_id", "session_id must be a session id (a UUID)")
 	}
 	r := Respawn{SessionID: sid}
 	switch command {

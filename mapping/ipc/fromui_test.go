@@ -306,7 +306,7 @@ func TestSessionCommand(t *testing.T) {
 	}{
 		{`{"type":"session_command","command":"new"}`, ipc.Respawn{Mode: ipc.RespawnNew}},
 		{`{"type":"session_command","command":"continue"}`, ipc.Respawn{Mode: ipc.RespawnContinue}},
-		{`{"type":"session_command","command":"resume","session_id":"0d23"}`, ipc.Respawn{Mode: ipc.RespawnResume, SessionID: "0d23"}},
+		{`{"type":"session_command","command":"resume","session_id":"0d23e1f2-5a0c-4a6e-9d4e-2f2f7f6e8a11"}`, ipc.Respawn{Mode: ipc.RespawnResume, SessionID: "0d23e1f2-5a0c-4a6e-9d4e-2f2f7f6e8a11"}},
 		{`{"type":"session_command","command":"fork"}`, ipc.Respawn{Mode: ipc.RespawnFork}},
 	}
 	for _, c := range cases {
@@ -321,6 +321,38 @@ func TestSessionCommand(t *testing.T) {
 		if err != nil || cmd.Respawn != (ipc.Respawn{Mode: mode, SessionID: "s1"}) {
 			t.Errorf("%s defaults to the current session: %+v %v", cmdName, cmd.Respawn, err)
 		}
+	}
+}
+
+// TestSessionCommandBadID: a session id that is not a UUID (the only form
+// the CLI gives) is refused before anything looks for its file.
+func TestSessionCommandBadID(t *testing.T) {
+	tr := ipc.New(ipc.Options{})
+	for _, id := range []string{"0d23", `x\u0001`, "../../x", "0d23e1f2-5a0c-4a6e-9d4e-2f2f7f6e8a11 "} {
+		for _, c := range []string{"resume", "fork"} {
+			_, err := tr.FromUI([]byte(`{"type":"session_command","command":"` + c + `","session_id":"` + id + `"}`))
+			var e *ipc.Error
+			if !errors.As(err, &e) || e.Code != ipc.CodeInvalidValue || e.Field != "session_id" {
+				t.Errorf("%s %q: %v, want invalid_value on session_id", c, id, err)
+			}
+		}
+	}
+}
+
+// TestModelChangeBadName: a model name with a control character, a space
+// or over 256 bytes never reaches the CLI, which would take it and fail
+// every later prompt.
+func TestModelChangeBadName(t *testing.T) {
+	tr := ipc.New(ipc.Options{})
+	for _, m := range []string{`claude-\u0001x`, "claude x", `tab\there`, strings.Repeat("a", 257)} {
+		cmd, err := tr.FromUI([]byte(`{"type":"model_change","model":"` + m + `"}`))
+		var e *ipc.Error
+		if !errors.As(err, &e) || e.Code != ipc.CodeInvalidValue || e.Field != "model" || cmd.Stdin != nil {
+			t.Errorf("%q: %+v %v, want invalid_value on model", m, cmd, err)
+		}
+	}
+	if _, err := tr.FromUI([]byte(`{"type":"model_change","model":"claude-sonnet-4-5"}`)); err != nil {
+		t.Errorf("a model id refused: %v", err)
 	}
 }
 

@@ -8,6 +8,7 @@ package jsonrpc
 
 import (
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -57,12 +58,13 @@ func (m Message) ProblemCode() int {
 // problemParse is the Problem of a line that is not JSON.
 const problemParse = "parse error"
 
-// Parse classifies one line. A line that is not JSON gives KindInvalid with
-// Problem "parse error" (answer CodeParseError); one that is JSON but not a
-// JSON-RPC 2.0 message gives KindInvalid with another Problem (answer
+// Parse classifies one line. A line that is not JSON, or not UTF-8 (which
+// JSON text must be), gives KindInvalid with Problem "parse error" (answer
+// CodeParseError, with no id); one that is JSON but not a JSON-RPC 2.0
+// message gives KindInvalid with another Problem (answer
 // CodeInvalidRequest, with the id when there is one).
 func Parse(line []byte) Message {
-	if !gjson.ValidBytes(line) {
+	if !utf8.Valid(line) || !gjson.ValidBytes(line) {
 		return Message{Problem: problemParse}
 	}
 	root := gjson.ParseBytes(line)

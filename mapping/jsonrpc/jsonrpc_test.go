@@ -92,3 +92,15 @@ func TestProblemCode(t *testing.T) {
 		}
 	}
 }
+
+func TestParseInvalidUTF8(t *testing.T) {
+	for _, l := range []string{
+		"{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"initialize\",\"params\":{}}",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"t\":\"\xc3\"}}",
+	} {
+		m := Parse([]byte(l))
+		if m.Kind != KindInvalid || m.ProblemCode() != CodeParseError || m.ID != "" {
+			t.Errorf("Parse(%q) = %+v, want a parse error with no id", l, m)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping"
 )
 
 // Request methods (UI → runtime).
@@ -206,25 +208,7 @@ func ParseRunStart(p gjson.Result) (RunStartParams, *Error) {
 
 // ValidSessionID reports whether s has the CLI's session id form, a UUID
 // in 8-4-4-4-12 hex. Only such ids are used to build file paths.
-func ValidSessionID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
-}
+func ValidSessionID(s string) bool { return mapping.ValidSessionID(s) }
 
 // RunCancelParams are run.cancel's params.
 type RunCancelParams struct{ RunID, Reason string }
@@ -287,6 +271,9 @@ func ParseModelSet(p gjson.Result) (name string, err *Error) {
 	v := newParams(p)
 	name = strings.TrimSpace(v.str("name", true))
 	v.checkProvider()
+	if v.err == nil && !mapping.ValidModelName(name) {
+		v.fail("name must be 1 to " + itoa(mapping.MaxModelName) + " letters, digits or -._:/@[] (a model alias, id or ARN)")
+	}
 	return name, v.err
 }
 

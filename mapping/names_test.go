@@ -1,0 +1,32 @@
+package mapping
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestValidModelName(t *testing.T) {
+	for _, s := range []string{"default", "sonnet", "opus[1m]", "claude-sonnet-4-5", "claude-opus-4-1-20250805",
+		"claude-3-5-sonnet-v2@20241022", "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-5-v1:0",
+		"opusplan", "claude_x.y", strings.Repeat("a", MaxModelName)} {
+		if !ValidModelName(s) {
+			t.Errorf("ValidModelName(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"", "claude-\x01x", "claude x", "claude-\u00e9", "a\nb", "tab\there", `quote"`, strings.Repeat("a", MaxModelName+1)} {
+		if ValidModelName(s) {
+			t.Errorf("ValidModelName(%q) = true", s)
+		}
+	}
+}
+
+func TestValidSessionID(t *testing.T) {
+	if !ValidSessionID("5c3bb572-859f-4ecf-9616-2b9d21f1b011") {
+		t.Error("a UUID refused")
+	}
+	for _, s := range []string{"", "s", "../../etc/passwd", "5c3bb572-859f-4ecf-9616-2b9d21f1b01\x01", "5c3bb572x859f-4ecf-9616-2b9d21f1b011", "5c3bb572-859f-4ecf-9616-2b9d21f1b011 "} {
+		if ValidSessionID(s) {
+			t.Errorf("ValidSessionID(%q) = true", s)
+		}
+	}
+}
