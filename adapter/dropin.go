@@ -408,7 +408,7 @@ func (r *relay) passBlock(block []byte) error {
 		next := off + i + 1
 		if r.swallow(block[off : off+i]) {
 			if off > start {
-				if err := r.toUI.WriteBlock(block[start:off]); err != nil {
+				if err := r.toUI.WriteBlock(framing.ValidUTF8(block[start:off])); err != nil {
 					return err
 				}
 			}
@@ -417,7 +417,7 @@ func (r *relay) passBlock(block []byte) error {
 		off = next
 	}
 	if start < len(block) {
-		return r.toUI.WriteBlock(block[start:])
+		return r.toUI.WriteBlock(framing.ValidUTF8(block[start:]))
 	}
 	return nil
 }
@@ -427,7 +427,7 @@ func (r *relay) passLine(line []byte) error {
 	if r.swallow(line) {
 		return nil
 	}
-	return r.toUI.AppendLine(line)
+	return r.toUI.AppendLine(framing.ValidUTF8(line))
 }
 
 // swallow notes what ccbridge needs from one whole line (results, the
@@ -480,19 +480,20 @@ func (r *relay) streamLine(fr *framing.Reader, seg []byte, last bool, sn *sniffe
 	sn.reset()
 	var rerr error
 	werr := r.toUI.Stream(func(w io.Writer) error {
+		u := framing.UTF8Writer{W: w} // a rune may fall across two pieces
 		for {
 			sn.write(seg)
-			if _, err := w.Write(seg); err != nil {
+			if _, err := u.Write(seg); err != nil {
 				return err
 			}
 			if last {
-				return nil
+				return u.End()
 			}
 			seg, _, last, rerr = fr.ReadSegment()
 			if rerr != nil {
 				// The child's output ended inside a line: end the line
 				// here so that the host's framing stays intact.
-				return nil
+				return u.End()
 			}
 		}
 	})

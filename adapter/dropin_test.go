@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -295,6 +297,32 @@ func TestDropInLargeResultCounted(t *testing.T) {
 		t.Errorf("%d lines after the large result, want none (no synthetic result)", len(rest))
 	}
 	h.wait()
+}
+
+// TestDropInOutputIsUTF8: bytes of the CLI's that are not UTF-8 reach the
+// host as U+FFFD, in a line passed whole and in one streamed in 64 KiB
+// pieces, where a two-byte rune falls across every piece's end; every
+// valid rune comes through unchanged.
+func TestDropInOutputIsUTF8(t *testing.T) {
+	const fill = "é\xff" // 3 bytes: a valid rune, then a byte that is not UTF-8
+	for _, size := range []int{300, 3 << 20} {
+		h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "bigresult", streamJSONArgs,
+			"FAKE_SIZE="+strconv.Itoa(size), "FAKE_FILL="+fill)})
+		h.send(userMsg)
+		l := h.next()
+		text := gjson.GetBytes(l, "result").Str
+		if !utf8.Valid(l) || !gjson.ValidBytes(l) || gjson.GetBytes(l, "type").Str != "result" {
+			t.Fatalf("size %d: the host got a line that is not UTF-8 JSON (%d bytes)", size, len(l))
+		}
+		if n, bad := strings.Count(text, "é"), strings.Count(text, "\uFFFD"); n != size/3 || bad != size/3 {
+			t.Errorf("size %d: %d é and %d U+FFFD, want %d of each", size, n, bad, size/3)
+		}
+		h.in.Close()
+		if rest := h.rest(); len(rest) != 0 {
+			t.Errorf("size %d: %d lines after the result, want none", size, len(rest))
+		}
+		h.wait()
+	}
 }
 
 func TestDropInRawModeCopiesBytes(t *testing.T) {

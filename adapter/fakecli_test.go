@@ -180,7 +180,8 @@ func init() {
 	})
 
 	// bigresult: answers a user line with a result line of FAKE_SIZE bytes
-	// whose type key comes last, then waits for EOF.
+	// whose type key comes last, then waits for EOF. The text is y's, or
+	// FAKE_FILL repeated (FAKE_SIZE must then be a multiple of its length).
 	registerFake("bigresult", func() {
 		stdin := bufio.NewReader(os.Stdin)
 		size, _ := strconv.Atoi(os.Getenv("FAKE_SIZE"))
@@ -195,6 +196,9 @@ func init() {
 			w := bufio.NewWriterSize(os.Stdout, 1<<16)
 			w.WriteString(`{"result":"`)
 			chunk := []byte(strings.Repeat("y", 1<<16))
+			if fill := os.Getenv("FAKE_FILL"); fill != "" {
+				chunk = []byte(strings.Repeat(fill, 1<<16/len(fill)))
+			}
 			for left := size; left > 0; left -= len(chunk) {
 				if left < len(chunk) {
 					chunk = chunk[:left]

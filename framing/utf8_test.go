@@ -1,7 +1,9 @@
 package framing
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -36,5 +38,40 @@ func BenchmarkValidUTF8(b *testing.B) {
 	b.SetBytes(int64(len(block)))
 	for b.Loop() {
 		ValidUTF8(block)
+	}
+}
+
+func TestUTF8WriterSplits(t *testing.T) {
+	for _, in := range []string{
+		`{"t":"café ✓ 𝄞 done"}`,
+		"{\"t\":\"a\xffb\xe2\x82\"}",
+		"{\"t\":\"\xf0\x9d\x84\"}",
+		"\xe2\x82",
+	} {
+		whole := string(ValidUTF8([]byte(in)))
+		for i := 0; i <= len(in); i++ {
+			for j := i; j <= len(in); j++ {
+				var out bytes.Buffer
+				u := UTF8Writer{W: &out}
+				for _, piece := range []string{in[:i], in[i:j], in[j:]} {
+					if n, err := u.Write([]byte(piece)); n != len(piece) || err != nil {
+						t.Fatalf("Write(%q) = %d, %v", piece, n, err)
+					}
+				}
+				if err := u.End(); err != nil {
+					t.Fatal(err)
+				}
+				got := out.String()
+				if !utf8.ValidString(got) {
+					t.Errorf("%q cut at %d and %d gave %q: not UTF-8", in, i, j, got)
+				}
+				if utf8.ValidString(in) && got != in {
+					t.Errorf("valid %q cut at %d and %d came out as %q", in, i, j, got)
+				}
+				if strings.Count(got, "\uFFFD") < strings.Count(whole, "\uFFFD") {
+					t.Errorf("%q cut at %d and %d gave %q, fewer replacements than %q", in, i, j, got, whole)
+				}
+			}
+		}
 	}
 }
