@@ -54,11 +54,12 @@ func dropped(t *testing.T, stderr, secret string) int {
 }
 
 // TestDropInKillerLinesDropped: each line the CLI would exit on is dropped
-// with a warning that holds none of its text, and the next prompt gets
-// its answer from the same CLI.
+// with a warning that holds none of its text at the default log level (at
+// debug level the warning carries a preview: TestFaultNoPayloadInWarnings),
+// and the next prompt gets its answer from the same CLI.
 func TestDropInKillerLinesDropped(t *testing.T) {
 	t.Parallel()
-	b := startBridge(t, cliFlags)
+	b := startBridge(t, cliFlags, "CCBRIDGE_LOG_LEVEL=info")
 	secret := token("secret")
 	lines := append(append([]string(nil), killerLines...),
 		`{"type":"user","message":{"role":"assistant","content":"`+secret+`"}}`, `[]`, `"a string"`)
