@@ -2,7 +2,7 @@
 # Runs every test: format and vet checks, the unit tests and the end-to-end
 # tests (./e2e) against the real Claude Code CLI (installed into .tools/
 # when missing), all under the race detector, then each fuzz target for
-# FUZZTIME (default 5s: 14 targets stay within 2 minutes; FUZZTIME=5m
+# FUZZTIME (default 5s: 17 targets stay within 2 minutes and a half; FUZZTIME=5m
 # ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +48,23 @@ echo "== fuzz ($FUZZTIME each)"
 for target in $(grep -rhoE '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' . | sed 's/^func //' | sort -u); do
   pkg=$(dirname "$(grep -rlE "^func $target\(" --include='*_test.go' . | head -1)")
   echo "-- $target in $pkg"
-  go test -run='^$' -fuzz="^$target\$" -fuzztime="$FUZZTIME" "$pkg"
+  # Go 1.26's fuzzing coordinator can fail a target with a bare "context
+  # deadline exceeded" when -fuzztime runs out while a worker is mid-call
+  # (go.dev/issue/75804, fixed in Go 1.27): no input is written then.
+  # Such a run is tried once more; a real finding (an input written to
+  # testdata/fuzz/, a panic, a failed check) fails at once.
+  for attempt in 1 2; do
+    if out=$(go test -run='^$' -fuzz="^$target\$" -fuzztime="$FUZZTIME" "$pkg" 2>&1); then
+      echo "$out" | tail -2
+      break
+    fi
+    echo "$out"
+    if [ "$attempt" = 2 ] || ! grep -q 'context deadline exceeded' <<<"$out" ||
+      grep -qE 'Failing input written|panic:|_test\.go:[0-9]+:' <<<"$out"; then
+      exit 1
+    fi
+    echo "   (the fuzzing engine's deadline race, no input found: once more)"
+  done
 done
 step
 echo "all tests passed in $SECONDS s"
