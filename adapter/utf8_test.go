@@ -42,7 +42,8 @@ func TestLoopOutputIsUTF8(t *testing.T) {
 }
 
 // FuzzDialectsUTF8 is the UTF-8 property of every dialect: any CLI line and
-// any UI line, through each dialect's translator, give whole JSON lines;
+// any UI line, through each dialect's translator, give whole JSON lines
+// (drop-in: the CLI's line as its relay passes it, whole or in pieces);
 // once through the loop's output guard (framing.ValidUTF8, which
 // Loop.flush applies to everything it writes) not a byte is outside UTF-8;
 // the lines built for the CLI are UTF-8 on their own; and a UI line that is
@@ -135,6 +136,25 @@ func FuzzDialectsUTF8(f *testing.F) {
 		for _, l := range toCLI {
 			if !utf8.Valid(l) || !json.Valid(l) {
 				t.Fatalf("a CLI line is not UTF-8 JSON: %q", l)
+			}
+		}
+
+		// Drop-in relays the CLI's line: whole (framing.ValidUTF8, as
+		// passBlock does) or in pieces (framing.UTF8Writer, as streamLine
+		// does), here cut at a third and at two thirds.
+		var pieces bytes.Buffer
+		u := framing.UTF8Writer{W: &pieces}
+		n := len(cli)
+		for _, p := range [][]byte{cli[:n/3], cli[n/3 : 2*n/3], cli[2*n/3:]} {
+			u.Write(p)
+		}
+		u.End()
+		for _, got := range [][]byte{framing.ValidUTF8(cli), pieces.Bytes()} {
+			if !utf8.Valid(got) {
+				t.Fatalf("drop-in: %q reached the host as %q, not UTF-8", cli, got)
+			}
+			if utf8.Valid(cli) && !bytes.Equal(got, cli) {
+				t.Fatalf("drop-in: valid %q reached the host as %q", cli, got)
 			}
 		}
 	})
