@@ -52,6 +52,7 @@ type config struct {
 	interruptIn time.Duration
 	controlIn   time.Duration
 	maxCLILine  int
+	control     adapter.ControlConfig
 	dialect     adapter.Dialect // the --ui dialect, its own flags parsed
 }
 
@@ -119,7 +120,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	}
 	err = cfg.dialect.Configure(adapter.DialectConfig{DropInArgs: cfg.dropInArgs, Settings: adapter.Settings{
 		Child: child, Options: cfg.opts, MaxLine: cfg.maxLine, CLIMaxLine: cfg.maxCLILine,
-		InterruptTimeout: cfg.interruptIn, ControlTimeout: cfg.controlIn, Logger: log}})
+		InterruptTimeout: cfg.interruptIn, ControlTimeout: cfg.controlIn, Control: cfg.control, Logger: log}})
 	if err != nil {
 		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
 		return 2
@@ -206,7 +207,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		d.Flags(fs)
 	}
 	fs.DurationVar(&cfg.interruptIn, "interrupt-timeout", 5*time.Second, "wait this long for the CLI to acknowledge an interrupt, then restart it")
-	fs.DurationVar(&cfg.controlIn, "control-timeout", 30*time.Second, "wait this long for the CLI's answer to a control request (model, mode, …)")
+	fs.DurationVar(&cfg.controlIn, "control-timeout", 5*time.Second, "wait this long for the CLI's answer to a control request (model, mode, …), and for the worker to take a control lane's input or interrupt")
+	adapter.ControlFlags(fs, &cfg.control)
 	fs.IntVar(&cfg.maxCLILine, "max-cli-line", 0, "largest CLI line held whole, in bytes (default: each dialect's, see its doc)")
 	fs.BoolVar(&cfg.demo, "demo", false, "run the offline demo: one turn with a permission request, answered")
 	fs.StringVar(&cfg.claude, "claude", cfg.claude, "path of the Claude Code CLI (default $CCBRIDGE_CLAUDE, else claude on PATH)")

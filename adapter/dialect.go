@@ -48,8 +48,12 @@ type Settings struct {
 	// session resumed in a new one. Default 5 s.
 	InterruptTimeout time.Duration
 	// ControlTimeout bounds the wait for the CLI's answer to a control
-	// request (--control-timeout). Default 30 s.
+	// request, and for the worker to take a control lane's input or
+	// interrupt (--control-timeout). Default 5 s.
 	ControlTimeout time.Duration
+	// Control configures the control plane: --ui control, and --control
+	// beside any dialect.
+	Control ControlConfig
 	// Clock is the session's time; nil means the real one.
 	Clock  Clock
 	Logger *slog.Logger
@@ -64,7 +68,7 @@ func (s *Settings) defaults() {
 		s.InterruptTimeout = 5 * time.Second
 	}
 	if s.ControlTimeout <= 0 {
-		s.ControlTimeout = 30 * time.Second
+		s.ControlTimeout = 5 * time.Second
 	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)

@@ -1,0 +1,269 @@
+package control
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	mctl "github.com/ccbridge/ccbridge/mapping/control"
+)
+
+// Target is the session a lane steers. Its methods are called on the
+// session's loop only (through LaneConfig.Submit), and call done exactly
+// once, on the loop.
+type Target interface {
+	ControlSessionID() string
+	ControlInject(text []byte, interrupt bool, done func(res mctl.Result, detail string))
+	ControlInterrupt(done func(res mctl.Result, detail string))
+}
+
+// IDTarget is a Target that also takes the control request's id with a
+// prompt, to name it when the turn that answers it ends.
+type IDTarget interface {
+	ControlInjectFor(requestID string, text []byte, interrupt bool, done func(res mctl.Result, detail string))
+}
+
+// LaneConfig is what a lane-000 receiver needs.
+type LaneConfig struct {
+	Store  Store
+	Audit  *Audit // nil: no audit trail
+	Policy mctl.Policy
+	// RefRoots are the folders content_ref may point into; none refuses
+	// content_ref. RefMax bounds a referenced file (64 MiB when 0).
+	RefRoots []string
+	RefMax   int64
+	// Timeout is how long the worker may take to take an input or an
+	// interrupt before the ack says timeout (--control-timeout).
+	Timeout  time.Duration
+	TTL      time.Duration // the dedupe window, for the capabilities
+	Now      func() time.Time
+	Target   Target
+	// Submit runs fn on the session's loop; false once the session ended.
+	Submit func(fn func()) bool
+}
+
+// DefaultRefMax is the largest content_ref file taken when RefMax is 0.
+const DefaultRefMax = 64 << 20
+
+// Lane serves lane 000 (control.stdin.*, control.interrupt.*) for one
+// session. Handle may be called from any number of goroutines at once:
+// the store makes each request id count once, whoever sends it.
+type Lane struct {
+	cfg LaneConfig
+}
+
+// NewLane returns a lane-000 receiver.
+func NewLane(cfg LaneConfig) *Lane {
+	if cfg.RefMax <= 0 {
+		cfg.RefMax = DefaultRefMax
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	cfg.Policy.RefsAllowed = len(cfg.RefRoots) > 0
+	return &Lane{cfg: cfg}
+}
+
+// laneID names lane 000 in store keys and audit entries.
+const laneID = "000"
+
+// Capabilities returns the control.capabilities line, which a lane writes
+// first on every connection.
+func (l *Lane) Capabilities() []byte {
+	sid, _ := l.sessionID()
+	p := l.cfg.Policy
+	return mctl.AppendCapabilities(nil, mctl.Capabilities{
+		Lanes:       []string{laneID},
+		Types:       []string{"control.stdin.request", "control.interrupt.request", "control.capabilities.request"},
+		SoftLimit:   p.SoftLimit,
+		HardLimit:   p.HardLimit,
+		RefMax:      l.cfg.RefMax,
+		RefsAllowed: p.RefsAllowed,
+		Durable:     l.cfg.Store.Durable(),
+		DedupeTTL:   l.cfg.TTL,
+		Team:        p.Team,
+		AgentID:     p.AgentID,
+		SessionID:   sid,
+	}, l.cfg.Now())
+}
+
+// sessionID asks the session for its id, on its loop; ok is false when
+// the session has ended.
+func (l *Lane) sessionID() (string, bool) {
+	ch := make(chan string, 1)
+	if !l.cfg.Submit(func() { ch <- l.cfg.Target.ControlSessionID() }) {
+		return "", false
+	}
+	select {
+	case sid := <-ch:
+		return sid, true
+	case <-time.After(l.cfg.Timeout):
+		return "", false
+	}
+}
+
+// Handle answers one line of a controller with exactly one line, through
+// reply. It blocks until the worker took the input (or the timeout), so a
+// connection's requests are carried out in the order they came.
+func (l *Lane) Handle(line []byte, reply func([]byte)) {
+	now := l.cfg.Now()
+	req, prob := mctl.Decode(line)
+	if prob != nil {
+		l.audit("failure", prob.RequestID, prob.Team, prob.SessionID, prob.AgentID, "", string(prob.Result), false, prob.Detail, nil)
+		reply(mctl.AppendProblem(nil, prob, now))
+		return
+	}
+	if req.Kind == mctl.KindCapabilities {
+		reply(l.Capabilities())
+		return
+	}
+	ev := "request"
+	if req.RetryCount > 0 {
+		ev = "retry"
+	}
+	l.audit(ev, req.RequestID, req.Team, req.SessionID, req.AgentID, req.Sender, "", false, "", req.Content)
+
+	sid, live := l.sessionID()
+	if !live {
+		l.ack(&req, mctl.NotLive, "the worker session has ended", false, reply)
+		return
+	}
+	prob, warn := mctl.Check(&req, l.cfg.Policy, sid, now)
+	if prob != nil {
+		l.audit("failure", req.RequestID, req.Team, req.SessionID, req.AgentID, req.Sender, string(prob.Result), false, prob.Detail, nil)
+		reply(mctl.AppendProblem(nil, prob, now))
+		return
+	}
+	if warn != "" {
+		l.audit("warning", req.RequestID, req.Team, req.SessionID, req.AgentID, req.Sender, "", false, warn, nil)
+	}
+
+	key := Key{Lane: laneID, Team: req.Team, SessionID: req.SessionID, AgentID: req.AgentID, RequestID: req.RequestID}
+	prev, fresh, err := l.cfg.Store.Begin(key, now)
+	if err != nil {
+		l.ack(&req, mctl.Busy, "the dedupe store cannot take the request: "+err.Error(), false, reply)
+		return
+	}
+	if !fresh {
+		detail := "duplicate of a request still in flight"
+		if !prev.InFlight {
+			detail = "duplicate; the first attempt's result: " + prev.Outcome.Result
+			if prev.Outcome.Detail != "" {
+				detail += " (" + prev.Outcome.Detail + ")"
+			}
+		}
+		l.audit("duplicate", req.RequestID, req.Team, req.SessionID, req.AgentID, req.Sender, string(mctl.OK), true, detail, nil)
+		l.ack(&req, mctl.OK, detail, true, reply)
+		return
+	}
+
+	text := req.Content
+	if req.Ref != nil {
+		if text, err = ReadRef(l.cfg.RefRoots, *req.Ref, l.cfg.RefMax, now); err != nil {
+			l.release(key)
+			detail := err.Error()
+			if re, ok := err.(*RefError); ok {
+				detail = re.Detail
+			}
+			l.ack(&req, mctl.Rejected, "content_ref: "+detail, false, reply)
+			return
+		}
+	}
+	res, detail := l.execute(&req, text)
+	switch res {
+	case mctl.OK, mctl.Timeout:
+		// Done, or maybe done later (the input may still reach the
+		// worker): a retry must not repeat it.
+		l.finish(key, Outcome{Result: string(res), Detail: detail, At: l.cfg.Now()})
+	default:
+		// Nothing happened: a retry is judged anew.
+		l.release(key)
+	}
+	if res == mctl.Timeout {
+		l.audit("timeout", req.RequestID, req.Team, req.SessionID, req.AgentID, req.Sender, string(res), false, detail, nil)
+	}
+	l.ack(&req, res, detail, false, reply)
+}
+
+// execute hands the request to the worker on its loop and waits for the
+// worker to take it, at most Timeout.
+func (l *Lane) execute(req *mctl.Request, text []byte) (mctl.Result, string) {
+	type outcome struct {
+		res    mctl.Result
+		detail string
+	}
+	ch := make(chan outcome, 1)
+	var abandoned atomic.Bool
+	done := func(res mctl.Result, detail string) { ch <- outcome{res, detail} }
+	fn := func() {
+		if abandoned.Load() {
+			return // the ack said timeout before the loop got here: do nothing
+		}
+		t := l.cfg.Target
+		switch {
+		case req.Kind == mctl.KindInterrupt:
+			t.ControlInterrupt(done)
+		default:
+			if it, ok := t.(IDTarget); ok {
+				it.ControlInjectFor(req.RequestID, text, req.Interrupt, done)
+			} else {
+				t.ControlInject(text, req.Interrupt, done)
+			}
+		}
+	}
+	if !l.cfg.Submit(fn) {
+		return mctl.NotLive, "the worker session has ended"
+	}
+	timer := time.NewTimer(l.cfg.Timeout)
+	defer timer.Stop()
+	select {
+	case o := <-ch:
+		return o.res, o.detail
+	case <-timer.C:
+		abandoned.Store(true)
+		what := "the input"
+		if req.Kind == mctl.KindInterrupt {
+			what = "the interrupt"
+		}
+		return mctl.Timeout, "the worker did not take " + what + " within " + l.cfg.Timeout.String()
+	}
+}
+
+func (l *Lane) ack(req *mctl.Request, res mctl.Result, detail string, duplicate bool, reply func([]byte)) {
+	if !duplicate {
+		ev := "ack"
+		if res != mctl.OK {
+			ev = "failure"
+		}
+		l.audit(ev, req.RequestID, req.Team, req.SessionID, req.AgentID, req.Sender, string(res), false, detail, nil)
+	}
+	reply(mctl.AppendAck(nil, req, res, detail, duplicate, l.cfg.Now()))
+}
+
+func (l *Lane) finish(k Key, o Outcome) {
+	if err := l.cfg.Store.Finish(k, o); err != nil {
+		l.audit("failure", k.RequestID, k.Team, k.SessionID, k.AgentID, "", string(mctl.InternalError), false, "recording the outcome: "+err.Error(), nil)
+	}
+}
+
+func (l *Lane) release(k Key) {
+	if err := l.cfg.Store.Release(k); err != nil {
+		l.audit("failure", k.RequestID, k.Team, k.SessionID, k.AgentID, "", string(mctl.InternalError), false, "releasing the request: "+err.Error(), nil)
+	}
+}
+
+func (l *Lane) audit(event, requestID, team, sessionID, agentID, sender, result string, duplicate bool, detail string, payload []byte) {
+	if l.cfg.Audit == nil {
+		return
+	}
+	l.cfg.Audit.Log(AuditEvent{
+		Event: event, RequestID: requestID, Team: team, SessionID: sessionID, AgentID: agentID,
+		Sender: sender, Lane: laneID, Result: result, Duplicate: duplicate, Detail: detail, Payload: payload,
+	})
+}
+
+// seconds formats d for a detail.
+func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s" }

@@ -1,0 +1,380 @@
+package adapter
+
+import (
+	"context"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/mapping"
+	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/session"
+)
+
+func init() { Register("control", func() Dialect { return &ControlUI{} }) }
+
+// ControlArgs are the CLI arguments of the control dialect: those of every
+// dialect on the core, with the user's prompts echoed back.
+var ControlArgs = append(slices.Clip(coreArgs), "--replay-user-messages")
+
+// ControlUI is `--ui control`: stdin carries control-lane requests (lane
+// 000: control.stdin.request, control.interrupt.request,
+// control.capabilities.request), stdout their acks and the worker's
+// progress (control.worker.*), so that a TUI or a team daemon drives one
+// worker session and shows what it does. docs/protocol/control.md.
+type ControlUI struct {
+	Settings
+}
+
+// Flags adds nothing: the control plane's flags serve --control beside
+// every dialect too, so main adds them for all.
+func (c *ControlUI) Flags(*flag.FlagSet) {}
+
+// controlWorker is the control dialect's handler, owned by the loop.
+type controlWorker struct {
+	cfg    *ControlUI
+	log    *slog.Logger
+	loop   *Loop
+	sup    *Supervisor
+	plane  *controlPlane
+	worker mctl.Worker
+	// queue holds the UI lines the lane has yet to answer, in order; one
+	// at a time is handled off the loop (handling). uiEnded: no more come.
+	queue    [][]byte
+	handling bool
+	uiEnded  bool
+	state    WorkerState
+	out    [][]byte
+
+	// prompts are the prompts written to the live child without a result
+	// yet, oldest first.
+	prompts []controlPrompt
+	// interruptID is the in-band interrupt awaiting the CLI's answer, and
+	// interrupted the lane's done for it.
+	interruptID string
+	interrupted []func(mctl.Result, string)
+}
+
+type controlPrompt struct {
+	uuid, requestID string
+}
+
+// Run serves the session until the UI's input ends (or a shutdown signal)
+// and the child has exited.
+func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
+	c.defaults()
+	opts := withSessionID(c.Options)
+	if _, err := session.BuildArgs(ControlArgs, opts); err != nil {
+		return 2, err
+	}
+	w := &controlWorker{
+		cfg:   c,
+		log:   c.Logger,
+		loop:  NewLoop(LoopConfig{MaxLine: c.MaxLine, CLIMaxLine: c.CLIMaxLine, ReuseBlocks: true, Clock: c.Clock, Logger: c.Logger}),
+		state: WorkerStarting,
+	}
+	w.worker = mctl.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: sessionOf(opts)}
+	w.sup = w.loop.NewSupervisor(SupervisorConfig{Child: c.Child, BaseArgs: ControlArgs, Started: w.started})
+	plane, err := openControlPlane(&c.Settings, w, w.loop.Submit)
+	if err != nil {
+		return 2, err
+	}
+	defer plane.close()
+	w.plane = plane
+	if err := plane.listen(&c.Settings); err != nil {
+		return 2, err
+	}
+	if _, err := w.sup.Start(opts, (opts.Resume != "" || opts.Continue) && !opts.ForkSession); err != nil {
+		return 1, err
+	}
+	w.loop.Go(func(context.Context) func() {
+		caps := plane.lane.Capabilities()
+		return func() { w.loop.Emit(caps) }
+	})
+	return w.loop.Run(ctx, w, uiIn, uiOut, signals)
+}
+
+// sessionOf is the session id opts give the CLI, or "".
+func sessionOf(o session.Options) string {
+	switch {
+	case o.SessionID != "":
+		return o.SessionID
+	case o.Resume != "" && !o.ForkSession:
+		return o.Resume
+	}
+	return ""
+}
+
+// reply writes one lane answer to the UI; any goroutine.
+func (w *controlWorker) reply(line []byte) {
+	w.loop.Submit(func() { w.loop.Emit(line) })
+}
+
+func (w *controlWorker) started(p *Proc) {
+	if sid := sessionOf(p.Opts); sid != "" {
+		w.worker.SessionID = sid
+	}
+	w.setState(WorkerIdle, "")
+	w.emit()
+}
+
+func (w *controlWorker) setState(s WorkerState, detail string) {
+	if w.state == s && detail == "" {
+		return
+	}
+	w.state = s
+	w.out = append(w.out, w.worker.AppendState(nil, string(s), detail, w.loop.Now()))
+}
+
+func (w *controlWorker) emit() { w.out = w.loop.EmitAll(w.out) }
+
+// UILine queues the line for the lane. The lane's requests are carried
+// out one after another, in order, off the loop (the store and
+// content_ref files are file work; the lane waits for the loop).
+func (w *controlWorker) UILine(line []byte) {
+	w.queue = append(w.queue, line)
+	w.next()
+}
+
+// next starts handling the oldest queued line unless one is being handled;
+// with none left after the UI's end, the CLI's input closes.
+func (w *controlWorker) next() {
+	if w.handling {
+		return
+	}
+	if len(w.queue) == 0 {
+		if w.uiEnded {
+			w.uiEnded = false // once
+			if p := w.sup.Live(); p != nil {
+				p.CloseStdin()
+			}
+		}
+		return
+	}
+	line := w.queue[0]
+	w.queue = w.queue[1:]
+	w.handling = true
+	lane := w.plane.lane
+	w.loop.Go(func(context.Context) func() {
+		lane.Handle(line, w.reply)
+		return func() {
+			w.handling = false
+			w.next()
+		}
+	})
+}
+
+func (w *controlWorker) UITooLong(e *framing.LineTooLongError) {
+	w.loop.Emit(mctl.AppendProblem(nil, &mctl.Problem{Ack: "control.error", Result: mctl.Rejected,
+		Detail: "line too long: over the " + strconv.FormatInt(e.Max, 10) + "-byte limit (--max-line); use content_ref for large input"}, w.loop.Now()))
+}
+
+// UIEnd: no more requests. Once the lane has answered those it has, the
+// CLI's input closes; it finishes what runs and exits.
+func (w *controlWorker) UIEnd() {
+	w.uiEnded = true
+	w.next()
+}
+
+func (w *controlWorker) CLITooLong(p *Proc, e *framing.LineTooLongError) {
+	w.log.Warn("a CLI line over --max-cli-line was dropped", "size", e.Size, "max", e.Max)
+	if line, ok := tooLongResult(e, false); ok {
+		w.CLILine(p, line)
+	}
+}
+
+func (w *controlWorker) CLILine(p *Proc, line string) {
+	defer w.emit()
+	ev := mapping.RouteString(line)
+	if ev.Kind.ControlRequest() && !p.AutoReply(&ev) && ev.Kind == mapping.KindCanUseTool {
+		// Nobody on a control lane answers permission requests.
+		p.Write(mapping.AppendDeny(nil, ev.RequestID, mapping.Deny{
+			Message: "no one can answer permission requests on a control lane; give the worker --permission-mode or --allowedTools",
+		}))
+	}
+	var ids []string
+	switch ev.Kind {
+	case mapping.KindSystemInit:
+		w.sup.Persisted(ev.SessionID)
+		if ev.SessionID != "" {
+			w.worker.SessionID = ev.SessionID
+		}
+		w.setState(WorkerRunning, "")
+	case mapping.KindResult:
+		ids = w.endPrompts(&ev)
+	case mapping.KindControlResponse:
+		if ev.RequestID != "" && ev.RequestID == w.interruptID {
+			w.interruptID = ""
+			w.sup.Interrupted()
+			w.settleInterrupt(mctl.OK, "interrupted")
+		}
+	}
+	w.out = w.worker.FromCLI(&ev, ids, w.loop.Now(), w.out)
+	if ev.Kind == mapping.KindResult && len(w.prompts) == 0 {
+		w.setState(WorkerIdle, "")
+	}
+}
+
+// endPrompts removes the prompts a result answers and returns their
+// control request ids: those the CLI names (user_message_uuids), else the
+// oldest.
+func (w *controlWorker) endPrompts(ev *mapping.Event) []string {
+	var ids []string
+	named := ev.Get("user_message_uuids").Array()
+	if len(named) == 0 && len(w.prompts) > 0 {
+		ids = append(ids, w.prompts[0].requestID)
+		w.prompts = w.prompts[1:]
+		return compact(ids)
+	}
+	for _, n := range named {
+		for i, p := range w.prompts {
+			if p.uuid == n.Str {
+				ids = append(ids, p.requestID)
+				w.prompts = slices.Delete(w.prompts, i, i+1)
+				break
+			}
+		}
+	}
+	return compact(ids)
+}
+
+// compact drops empty ids (prompts that no request id came with).
+func compact(ids []string) []string {
+	return slices.DeleteFunc(ids, func(s string) bool { return s == "" })
+}
+
+func (w *controlWorker) ChildExited(_ *Proc, exit session.Exit) {
+	defer w.emit()
+	now := w.loop.Now()
+	for _, p := range w.prompts {
+		w.out = append(w.out, w.worker.AppendTurnLost(nil, p.requestID, "the CLI exited during the turn: "+exit.String(), now))
+	}
+	w.prompts = nil
+	w.interruptID = ""
+	w.settleInterrupt(mctl.OK, "the CLI exited; nothing runs")
+	detail := exit.String()
+	if !w.loop.Ending() {
+		detail += "; the next input resumes the session"
+	}
+	w.setState(WorkerExited, detail)
+}
+
+func (w *controlWorker) settleInterrupt(res mctl.Result, detail string) {
+	for _, done := range w.interrupted {
+		done(res, detail)
+	}
+	w.interrupted = nil
+}
+
+// ControlSessionID implements ControlTarget.
+func (w *controlWorker) ControlSessionID() string { return w.worker.SessionID }
+
+// ControlState implements ControlTarget.
+func (w *controlWorker) ControlState() WorkerState { return w.state }
+
+// ControlInject implements ControlTarget.
+func (w *controlWorker) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+	w.ControlInjectFor("", text, interrupt, done)
+}
+
+// ControlInjectFor sends text as one user prompt, interrupting the running
+// turn first when asked; the turn that answers it names requestID.
+func (w *controlWorker) ControlInjectFor(requestID string, text []byte, interrupt bool, done func(mctl.Result, string)) {
+	defer w.emit()
+	if w.loop.Ending() {
+		done(mctl.NotLive, "the worker session is ending")
+		return
+	}
+	if w.sup.Live() == nil && !w.sup.Respawning() {
+		opts, resumed := w.sup.ResumeOpts()
+		if _, err := w.sup.Start(opts, resumed); err != nil {
+			done(mctl.NotLive, "the CLI could not start: "+err.Error())
+			return
+		}
+		w.setState(WorkerStarting, "")
+	}
+	w.sup.WhenLive(func(err error) {
+		defer w.emit()
+		p := w.sup.Live()
+		if err != nil || p == nil {
+			done(mctl.NotLive, "no CLI runs")
+			return
+		}
+		detail := "sent"
+		if len(w.prompts) > 0 {
+			detail = "queued behind the running turn"
+			if interrupt {
+				w.interrupt(p, nil)
+				detail = "sent after an interrupt of the running turn"
+			}
+		}
+		id := uuid.NewString()
+		w.prompts = append(w.prompts, controlPrompt{uuid: id, requestID: requestID})
+		p.Write(mapping.AppendUserMessage(nil, mapping.UserOptions{UUID: id}, mapping.Block{Kind: mapping.BlockText, Text: string(text)}))
+		done(mctl.OK, detail)
+	})
+}
+
+// ControlInterrupt implements ControlTarget: the CLI's answer to the
+// in-band interrupt is the worker taking it.
+func (w *controlWorker) ControlInterrupt(done func(mctl.Result, string)) {
+	defer w.emit()
+	p := w.sup.Live()
+	switch {
+	case p == nil:
+		done(mctl.NotLive, "no CLI runs")
+	case len(w.prompts) == 0:
+		done(mctl.OK, "no turn running")
+	default:
+		w.interrupt(p, done)
+	}
+}
+
+// interrupt writes an in-band interrupt unless one is awaiting its answer.
+func (w *controlWorker) interrupt(p *Proc, done func(mctl.Result, string)) {
+	if done != nil {
+		w.interrupted = append(w.interrupted, done)
+	}
+	if w.interruptID != "" {
+		return
+	}
+	w.interruptID = "ccb-int-" + uuid.NewString()
+	p.Write(mapping.AppendInterrupt(nil, w.interruptID, false))
+	w.sup.Interrupting(w.cfg.InterruptTimeout, w.interruptTimedOut)
+}
+
+// interruptTimedOut: the CLI did not answer the interrupt; the session
+// goes on in a new child, as in every dialect.
+func (w *controlWorker) interruptTimedOut() {
+	defer w.emit()
+	w.interruptID = ""
+	w.log.Warn("interrupt not acknowledged; restarting claude", "timeout", w.cfg.InterruptTimeout)
+	now := w.loop.Now()
+	for _, p := range w.prompts {
+		w.out = append(w.out, w.worker.AppendTurnLost(nil, p.requestID, "interrupted; the CLI did not answer the interrupt and was restarted", now))
+	}
+	w.prompts = nil
+	w.settleInterrupt(mctl.OK, "the CLI did not answer the interrupt; it was restarted")
+	opts, resumed := w.sup.ResumeOpts()
+	w.setState(WorkerStarting, "restarting after an unanswered interrupt")
+	w.sup.Replace("interrupt_timeout", w.cfg.InterruptTimeout, true, opts, resumed, func(error) {})
+}
+
+// Interrupt handles SIGINT: the running turn is interrupted.
+func (w *controlWorker) Interrupt() {
+	defer w.emit()
+	if p := w.sup.Live(); p != nil && len(w.prompts) > 0 {
+		w.interrupt(p, nil)
+	}
+}
+
+func (w *controlWorker) Shutdown(string)         {}
+func (w *controlWorker) Expire(time.Time)        {}
+func (w *controlWorker) NextDeadline() time.Time { return time.Time{} }

@@ -1,0 +1,155 @@
+package control
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
+)
+
+// The worker's progress, which `ccbridge --ui control` writes beside the
+// acks so that a TUI can show the worker it drives. Every line has type,
+// v, at (RFC 3339 UTC), team, agent_id and session_id:
+//
+//   - control.worker.state: state ("starting", "idle", "running",
+//     "exited") and, when there is one, detail;
+//   - control.worker.text: text, a piece of the assistant's answer as it
+//     streams;
+//   - control.worker.tool: tool_use_id, name and input (the tool call's
+//     input object, copied as the CLI wrote it), once the call is complete;
+//   - control.worker.turn: the end of a turn: result ("success", "error"
+//     or "cancelled"), is_error, text (the CLI's result text), num_turns,
+//     duration_ms, total_cost_usd, and request_ids, the control requests
+//     whose prompts the turn answered, when known.
+const (
+	TypeWorkerState = "control.worker.state"
+	TypeWorkerText  = "control.worker.text"
+	TypeWorkerTool  = "control.worker.tool"
+	TypeWorkerTurn  = "control.worker.turn"
+)
+
+// Worker builds the worker's progress lines. Team and AgentID are the
+// worker's identity; SessionID is updated by the caller as the CLI tells
+// it.
+type Worker struct {
+	Team, AgentID, SessionID string
+}
+
+// start appends the fields every worker line begins with.
+func (w *Worker) start(dst []byte, typ string, now time.Time) []byte {
+	dst = append(dst, `{"type":`...)
+	dst = jsonw.String(dst, typ)
+	dst = append(dst, `,"v":`...)
+	dst = strconv.AppendInt(dst, Version, 10)
+	dst = append(dst, `,"at":`...)
+	dst = jsonw.String(dst, now.UTC().Format(time.RFC3339Nano))
+	dst = append(dst, `,"team":`...)
+	dst = jsonw.String(dst, w.Team)
+	dst = append(dst, `,"agent_id":`...)
+	dst = jsonw.String(dst, w.AgentID)
+	dst = append(dst, `,"session_id":`...)
+	return jsonw.String(dst, w.SessionID)
+}
+
+// AppendState appends a control.worker.state line.
+func (w *Worker) AppendState(dst []byte, state, detail string, now time.Time) []byte {
+	dst = w.start(dst, TypeWorkerState, now)
+	dst = append(dst, `,"state":`...)
+	dst = jsonw.String(dst, state)
+	if detail != "" {
+		dst = append(dst, `,"detail":`...)
+		dst = jsonw.String(dst, detail)
+	}
+	return append(dst, '}')
+}
+
+// FromCLI appends the progress lines one CLI event gives (none for most
+// kinds) to out. requestIDs names the control requests a result answers.
+func (w *Worker) FromCLI(ev *mapping.Event, requestIDs []string, now time.Time, out [][]byte) [][]byte {
+	switch ev.Kind {
+	case mapping.KindTextDelta:
+		if ev.ParentToolUseID != "" {
+			return out // a subagent's text: not the worker's answer
+		}
+		line := w.start(nil, TypeWorkerText, now)
+		line = append(line, `,"text":`...)
+		if ev.TextRaw != "" {
+			line = jsonw.Raw(line, ev.TextRaw)
+		} else {
+			line = jsonw.String(line, ev.Text)
+		}
+		return append(out, append(line, '}'))
+	case mapping.KindAssistant:
+		ev.Body.Get("content").ForEach(func(_, block gjson.Result) bool {
+			if block.Get("type").Str != "tool_use" {
+				return true
+			}
+			line := w.start(nil, TypeWorkerTool, now)
+			line = append(line, `,"tool_use_id":`...)
+			line = jsonw.String(line, block.Get("id").Str)
+			line = append(line, `,"name":`...)
+			line = jsonw.String(line, block.Get("name").Str)
+			if in := block.Get("input"); in.IsObject() {
+				line = append(line, `,"input":`...)
+				line = jsonw.Raw(line, in.Raw)
+			}
+			out = append(out, append(line, '}'))
+			return true
+		})
+		return out
+	case mapping.KindResult:
+		line := w.start(nil, TypeWorkerTurn, now)
+		line = append(line, `,"result":`...)
+		line = jsonw.String(line, turnResult(ev))
+		line = append(line, `,"is_error":`...)
+		line = jsonw.Bool(line, ev.IsError)
+		if t := ev.Get("result"); t.Type == gjson.String {
+			line = append(line, `,"text":`...)
+			line = jsonw.String(line, t.Str)
+		}
+		for _, k := range [...]string{"num_turns", "duration_ms", "total_cost_usd"} {
+			if v := ev.Get(k); v.Type == gjson.Number {
+				line = jsonw.Key(line, k)
+				line = append(line, v.Raw...)
+			}
+		}
+		line = append(line, `,"request_ids":[`...)
+		for i, id := range requestIDs {
+			if i > 0 {
+				line = append(line, ',')
+			}
+			line = jsonw.String(line, id)
+		}
+		return append(out, append(line, "]}"...))
+	}
+	return out
+}
+
+// turnResult names how a turn ended.
+func turnResult(ev *mapping.Event) string {
+	switch {
+	case strings.HasPrefix(ev.Get("terminal_reason").Str, "aborted_"):
+		return "cancelled"
+	case ev.IsError || ev.Result != mapping.ResultSuccess:
+		return "error"
+	}
+	return "success"
+}
+
+// AppendTurnLost appends the control.worker.turn of a prompt whose turn
+// ended without a result (the CLI exited, or was restarted): result
+// "error", is_error, text saying why.
+func (w *Worker) AppendTurnLost(dst []byte, requestID, why string, now time.Time) []byte {
+	dst = w.start(dst, TypeWorkerTurn, now)
+	dst = append(dst, `,"result":"error","is_error":true,"text":`...)
+	dst = jsonw.String(dst, why)
+	dst = append(dst, `,"request_ids":[`...)
+	if requestID != "" {
+		dst = jsonw.String(dst, requestID)
+	}
+	return append(dst, "]}"...)
+}
