@@ -1,7 +1,6 @@
 package control
 
 import (
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -41,9 +40,6 @@ type LaneConfig struct {
 	// Submit runs fn on the session's loop; false once the session ended.
 	Submit func(fn func()) bool
 }
-
-// DefaultRefMax is the largest content_ref file taken when RefMax is 0.
-const DefaultRefMax = 64 << 20
 
 // Lane serves lane 000 (control.stdin.*, control.interrupt.*) for one
 // session. Handle may be called from any number of goroutines at once:
@@ -264,6 +260,3 @@ func (l *Lane) audit(event, requestID, team, sessionID, agentID, sender, result 
 		Sender: sender, Lane: laneID, Result: result, Duplicate: duplicate, Detail: detail, Payload: payload,
 	})
 }
-
-// seconds formats d for a detail.
-func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s" }
