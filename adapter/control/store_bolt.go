@@ -25,8 +25,8 @@ import (
 // Every change is one read-write transaction, committed with bbolt's
 // fsync (NoSync is not used): Begin's in-flight entry is on disk before the
 // lane injects, so a crash after the injection cannot let a retry inject
-// again. A Begin that finds a live entry rolls its transaction back and
-// costs no write.
+// again. A Begin that finds a live entry reads it in a read-only
+// transaction and writes nothing.
 
 // StoreFile is the durable store's file name inside the state directory.
 const StoreFile = "control.db"
@@ -153,13 +153,32 @@ func (s *boltStore) Begin(k Key, now time.Time) (Entry, bool, error) {
 	if s.closed {
 		return Entry{}, false, ErrClosed
 	}
+	key := appendKey(nil, k)
+	// A live entry is answered from a read transaction: a read-write one
+	// rolled back costs bbolt a reload of its freelist. s.mu keeps the
+	// look-up and the insert below one atomic step.
+	var prev Entry
+	live := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketEntries).Get(key)
+		if v == nil {
+			return nil
+		}
+		e, err := decodeEntry(v)
+		if err == nil && !s.cfg.expired(e, now) {
+			prev, live = e, true
+		}
+		return err
+	})
+	if err != nil || live {
+		return prev, false, err
+	}
 	tx, err := s.db.Begin(true)
 	if err != nil {
 		return Entry{}, false, err
 	}
 	defer tx.Rollback() // after a Commit: ErrTxClosed, ignored
 	eb, xb := tx.Bucket(bucketEntries), tx.Bucket(bucketExpiry)
-	key := appendKey(nil, k)
 	delta := 0
 	if v := eb.Get(key); v != nil {
 		e, err := decodeEntry(v)
