@@ -22,6 +22,7 @@ type memStore struct {
 }
 
 type memEntry struct {
+	key  string // the map key, shared with the done list
 	e    Entry
 	elem *list.Element // in done when completed
 }
@@ -63,10 +64,11 @@ func (s *memStore) Begin(k Key, now time.Time) (Entry, bool, error) {
 		if front == nil {
 			return Entry{}, false, ErrStoreFull
 		}
-		key := front.Value.(string)
-		s.remove(key, s.m[key])
+		oldest := front.Value.(string)
+		s.remove(oldest, s.m[oldest])
 	}
-	s.m[string(kb)] = &memEntry{e: Entry{InFlight: true, Since: now}}
+	key := string(kb)
+	s.m[key] = &memEntry{key: key, e: Entry{InFlight: true, Since: now}}
 	return Entry{}, true, nil
 }
 
@@ -85,7 +87,7 @@ func (s *memStore) Finish(k Key, o Outcome) error {
 	if me.elem != nil {
 		s.done.MoveToBack(me.elem)
 	} else {
-		me.elem = s.done.PushBack(string(kb))
+		me.elem = s.done.PushBack(me.key)
 	}
 	return nil
 }
