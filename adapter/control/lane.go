@@ -1,6 +1,7 @@
 package control
 
 import (
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -139,8 +140,12 @@ func (l *Lane) Handle(line []byte, reply func([]byte)) {
 
 	key := Key{Lane: laneID, Team: req.Team, SessionID: req.SessionID, AgentID: req.AgentID, RequestID: req.RequestID}
 	prev, fresh, err := l.cfg.Store.Begin(key, now)
-	if err != nil {
-		l.ack(&req, mctl.Busy, "the dedupe store cannot take the request: "+err.Error(), false, reply)
+	switch {
+	case errors.Is(err, ErrStoreFull):
+		l.ack(&req, mctl.Busy, "too many requests in flight; retry later", false, reply)
+		return
+	case err != nil:
+		l.ack(&req, mctl.InternalError, "the dedupe store failed: "+err.Error(), false, reply)
 		return
 	}
 	if !fresh {
