@@ -34,10 +34,10 @@ type LaneConfig struct {
 	RefMax   int64
 	// Timeout is how long the worker may take to take an input or an
 	// interrupt before the ack says timeout (--control-timeout).
-	Timeout  time.Duration
-	TTL      time.Duration // the dedupe window, for the capabilities
-	Now      func() time.Time
-	Target   Target
+	Timeout time.Duration
+	TTL     time.Duration // the dedupe window, for the capabilities
+	Now     func() time.Time
+	Target  Target
 	// Submit runs fn on the session's loop; false once the session ended.
 	Submit func(fn func()) bool
 }
