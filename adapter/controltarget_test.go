@@ -745,23 +745,15 @@ func TestControlDropIn(t *testing.T) {
 		t.Errorf("the CLI read the injected prompt %d times, want 21", n)
 	}
 
-	// The host's input ends: nothing can be written any more.
+	// The host's input ends: nothing can be written any more (the child
+	// lingers a second after the end of its input).
 	h.in.Close()
-	var got string
-	deadline = time.Now().Add(10 * time.Second)
-	for !strings.HasPrefix(got, "not_live") && time.Now().Before(deadline) {
-		ran := make(chan struct{})
-		ok := d.Submit(func() {
-			c.target.ControlInject([]byte("too late"), false, func(res mctl.Result, det string) { got = string(res) + ": " + det })
-			close(ran)
-		})
-		if !ok {
-			t.Fatal("Run returned before the CLI exited")
-		}
-		<-ran
-	}
-	if !strings.HasPrefix(got, "not_live") {
+	c.waitState(WorkerExited)
+	if got := c.inject("too late", false); got != "not_live: the CLI's input is closed" {
 		t.Errorf("inject after the host's input ended: %q", got)
+	}
+	if got := c.interrupt(); got != "not_live: the CLI's input is closed" {
+		t.Errorf("interrupt after the host's input ended: %q", got)
 	}
 	h.rest()
 	h.wait()
