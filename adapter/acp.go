@@ -81,6 +81,7 @@ type acpLoop struct {
 
 	sessions map[string]*acpSession
 	bySup    map[*Supervisor]*acpSession
+	created  int                         // sessions made so far
 	reqs     jsonrpc.Pending[*acpOutReq] // agent → client requests awaiting their answer
 	nextCtl  int
 }
@@ -126,6 +127,9 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 			a.Logger.Warn("removing ccbridge's private folder", "path", l.private.Path(), "err", err)
 		}
 	}()
+	if a.Control != nil {
+		a.Control(l, l.loop.Submit)
+	}
 	// The exit code is ccbridge's, not a child's: the connection ended.
 	_, err := l.loop.Run(ctx, l, uiIn, uiOut, signals)
 	return 0, err
@@ -177,7 +181,7 @@ func (l *acpLoop) Shutdown(string) {
 func (l *acpLoop) dropQueues() {
 	for _, s := range l.sessions {
 		for _, q := range s.queue {
-			l.reply(q.id, acp.AppendStopResult(nil, acp.StopCancelled))
+			l.replyPrompt(q.id, acp.AppendStopResult(nil, acp.StopCancelled))
 		}
 		s.queue = nil
 	}

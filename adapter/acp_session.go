@@ -13,6 +13,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
+	mctl "github.com/ccbridge/ccbridge/mapping/control"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -22,6 +23,7 @@ import (
 // answer.
 type acpSession struct {
 	id    string
+	n     int // the connection's n-th session
 	setup acp.SessionSetup
 	// mcpFile holds the client's MCP servers for --mcp-config, in the
 	// connection's private folder; "" when there are none.
@@ -60,7 +62,7 @@ type acpSetup struct {
 }
 
 type acpTurn struct {
-	id        string // the session/prompt request id (raw JSON)
+	id        string // the session/prompt request id (raw JSON); "" for a control lane's prompt
 	cancelled bool
 
 	dropped    bool   // a CLI line of the turn was over the limit
@@ -68,8 +70,11 @@ type acpTurn struct {
 }
 
 type acpQueued struct {
-	id    string
+	id    string // the session/prompt request id; "" for a control lane's prompt (ControlInject)
 	stdin []byte
+	// took, when set, is told whether the prompt reached the CLI (a
+	// control lane's prompt taken at once).
+	took func(res mctl.Result, detail string)
 }
 
 type acpControl struct {
@@ -168,7 +173,9 @@ func (l *acpLoop) newSession(st acp.SessionSetup) (*acpSession, *acp.Error) {
 			return nil, acp.Internal("passing the MCP servers to the CLI: " + err.Error())
 		}
 	}
+	l.created++
 	s := &acpSession{
+		n:        l.created,
 		mcpFile:  mcpFile,
 		id:       st.SessionID,
 		setup:    st,
@@ -315,7 +322,7 @@ func (l *acpLoop) reload(id string, s *acpSession) {
 // as if it had never been: the prompts sent for it meanwhile get -32002.
 func (l *acpLoop) abandon(s *acpSession) {
 	for _, q := range s.queue {
-		l.fail(q.id, acp.NotFound(acp.MethodSessionPrompt+": no session "+strconv.Quote(s.id)+" in this connection"))
+		l.failPrompt(q.id, acp.NotFound(acp.MethodSessionPrompt+": no session "+strconv.Quote(s.id)+" in this connection"))
 	}
 	s.queue = nil
 	s.pending = nil
@@ -401,12 +408,18 @@ func (l *acpLoop) next(s *acpSession) {
 	// the CLI can resume the session (Supervisor.ResumeOpts).
 	s.sup.WhenLive(func(err error) {
 		if err != nil {
-			l.fail(q.id, startError("restarting the Claude Code CLI: ", err))
+			l.failPrompt(q.id, startError("restarting the Claude Code CLI: ", err))
+			if q.took != nil {
+				q.took(mctl.NotLive, detailStartFailed+err.Error())
+			}
 			l.next(s)
 			return
 		}
 		s.running = &acpTurn{id: q.id}
 		s.sup.Live().Write(q.stdin)
+		if q.took != nil {
+			q.took(mctl.OK, detailSent)
+		}
 	})
 }
 
@@ -422,9 +435,9 @@ func (l *acpLoop) turnEnded(s *acpSession, ev *mapping.Event) {
 	l.settle(s, true)
 	reason, err := acp.TurnOutcome(ev, t.cancelled)
 	if err != nil {
-		l.fail(t.id, err)
+		l.failPrompt(t.id, err)
 	} else {
-		l.reply(t.id, acp.AppendStopResult(nil, reason))
+		l.replyPrompt(t.id, acp.AppendStopResult(nil, reason))
 	}
 	l.next(s)
 }
@@ -446,7 +459,7 @@ func (l *acpLoop) resultLost(s *acpSession) {
 // answers them "cancelled", and the CLI withdraws them.
 func (l *acpLoop) cancel(s *acpSession) {
 	for _, q := range s.queue {
-		l.reply(q.id, acp.AppendStopResult(nil, acp.StopCancelled))
+		l.replyPrompt(q.id, acp.AppendStopResult(nil, acp.StopCancelled))
 	}
 	s.queue = nil
 	t := s.running
@@ -476,7 +489,7 @@ func (l *acpLoop) interruptTimedOut(s *acpSession, t *acpTurn) {
 	s.running = nil
 	l.settle(s, true)
 	l.retire(s, "interrupt not acknowledged", true)
-	l.reply(t.id, acp.AppendStopResult(nil, acp.StopCancelled))
+	l.replyPrompt(t.id, acp.AppendStopResult(nil, acp.StopCancelled))
 	l.next(s)
 }
 
@@ -485,7 +498,7 @@ func (l *acpLoop) cancelRequest(s *acpSession, rid string) bool {
 	for i, q := range s.queue {
 		if q.id == rid {
 			s.queue = append(s.queue[:i], s.queue[i+1:]...)
-			l.reply(q.id, acp.AppendStopResult(nil, acp.StopCancelled))
+			l.replyPrompt(q.id, acp.AppendStopResult(nil, acp.StopCancelled))
 			return true
 		}
 	}
@@ -503,13 +516,13 @@ func (l *acpLoop) cancelRequest(s *acpSession, rid string) bool {
 // requests withdrawn, the child interrupted and stopped in stages.
 func (l *acpLoop) closeSession(s *acpSession, why string) {
 	for _, q := range s.queue {
-		l.reply(q.id, acp.AppendStopResult(nil, acp.StopCancelled))
+		l.replyPrompt(q.id, acp.AppendStopResult(nil, acp.StopCancelled))
 	}
 	s.queue = nil
 	if t := s.running; t != nil {
 		s.running = nil
 		s.sup.Interrupted()
-		l.reply(t.id, acp.AppendStopResult(nil, acp.StopCancelled))
+		l.replyPrompt(t.id, acp.AppendStopResult(nil, acp.StopCancelled))
 		if p := s.sup.Live(); p != nil {
 			l.nextCtl++
 			p.Write(mapping.AppendInterrupt(nil, "ccbridge-interrupt-"+strconv.Itoa(l.nextCtl), false))
@@ -565,9 +578,9 @@ func (l *acpLoop) ChildExited(p *Proc, exit session.Exit) {
 	if t := s.running; t != nil {
 		s.running = nil
 		if t.cancelled {
-			l.reply(t.id, acp.AppendStopResult(nil, acp.StopCancelled))
+			l.replyPrompt(t.id, acp.AppendStopResult(nil, acp.StopCancelled))
 		} else {
-			l.fail(t.id, &acp.Error{Code: jsonrpc.CodeInternalError,
+			l.failPrompt(t.id, &acp.Error{Code: jsonrpc.CodeInternalError,
 				Message: "the Claude Code CLI exited during the turn: " + exit.String() + "; the next prompt resumes the session",
 				Data:    data})
 		}

@@ -154,7 +154,10 @@ type Loop struct {
 	uiCh    chan uiLine
 	cliCh   chan cliBlock
 	asyncCh chan func()
-	stop    chan struct{}
+	// submitCh carries work from outside the session (Submit); it is
+	// unbuffered, so work handed over always runs.
+	submitCh chan func()
+	stop     chan struct{}
 }
 
 // NewLoop makes the loop of one session.
@@ -172,16 +175,17 @@ func NewLoop(cfg LoopConfig) *Loop {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	l := &Loop{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		clock:   cfg.Clock,
-		procs:   map[int]*Proc{},
-		sups:    map[*Supervisor]struct{}{},
-		timer:   cfg.Clock.NewTimer(),
-		uiCh:    make(chan uiLine, uiQueue),
-		cliCh:   make(chan cliBlock, cliQueue),
-		asyncCh: make(chan func(), 16),
-		stop:    make(chan struct{}),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		clock:    cfg.Clock,
+		procs:    map[int]*Proc{},
+		sups:     map[*Supervisor]struct{}{},
+		timer:    cfg.Clock.NewTimer(),
+		uiCh:     make(chan uiLine, uiQueue),
+		cliCh:    make(chan cliBlock, cliQueue),
+		asyncCh:  make(chan func(), 16),
+		submitCh: make(chan func()),
+		stop:     make(chan struct{}),
 	}
 	if cfg.ReuseBlocks {
 		l.blocks = newBlockPool()
@@ -256,6 +260,8 @@ func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, 
 			l.blocks.put(m.buf) // the handler kept nothing of it
 		case fn := <-l.asyncCh:
 			l.bgCount--
+			fn()
+		case fn := <-l.submitCh:
 			fn()
 		case <-l.timer.C():
 			now := l.Now()
@@ -441,6 +447,23 @@ func (l *Loop) armTimer() {
 func (l *Loop) Go(work func(ctx context.Context) func()) {
 	l.bgCount++
 	go func() { l.asyncCh <- work(l.bgCtx) }()
+}
+
+// Submit runs fn on the loop's goroutine, as a handler call, for a
+// goroutine outside the session (a control lane's connection). It
+// returns once the loop has taken fn (fn then runs, or is running), or
+// false at once when the loop has ended: fn never runs then. The loop
+// serves it in every state, also while it holds the children's output
+// back for a UI that does not read. Called before Run, it waits for Run
+// to start. Safe for concurrent use; not from the loop's own goroutine
+// (fn would wait for itself).
+func (l *Loop) Submit(fn func()) bool {
+	select {
+	case l.submitCh <- fn:
+		return true
+	case <-l.stop:
+		return false
+	}
 }
 
 // Emit queues one line for the UI. A line that holds a line break would

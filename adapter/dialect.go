@@ -57,6 +57,9 @@ type Settings struct {
 	// Clock is the session's time; nil means the real one.
 	Clock  Clock
 	Logger *slog.Logger
+	// Control, when set, is handed the session's ControlTarget and its
+	// loop's Submit once Run has built them (--control).
+	Control ControlHook
 }
 
 // defaults fills in the zero values.

@@ -54,6 +54,38 @@ type DropIn struct {
 	// none of is kept before it is given up. Default stallLimit; tests
 	// shorten it.
 	stall time.Duration
+
+	// Control, when set, is handed the session's ControlTarget and
+	// Submit once Run has started the child (--control).
+	Control ControlHook
+
+	// submitCh carries work to Run's goroutine (Submit); ended is closed
+	// when Run returns.
+	chansOnce sync.Once
+	submitCh  chan func()
+	ended     chan struct{}
+}
+
+func (d *DropIn) chans() {
+	d.chansOnce.Do(func() {
+		d.submitCh = make(chan func())
+		d.ended = make(chan struct{})
+	})
+}
+
+// Submit runs fn on Run's goroutine, which owns the session's control
+// state (as Loop.Submit does for the dialects on the loop). It returns
+// once Run has taken fn, or false at once when Run has returned: fn
+// never runs then. Run serves it also while the host reads nothing.
+// Called before Run, it waits for Run to start. Safe for concurrent use.
+func (d *DropIn) Submit(fn func()) bool {
+	d.chans()
+	select {
+	case d.submitCh <- fn:
+		return true
+	case <-d.ended:
+		return false
+	}
 }
 
 // Run starts the child and relays until it has exited, then returns the
@@ -91,6 +123,8 @@ type DropIn struct {
 // until the process exits.
 func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
 	d.defaults()
+	d.chans()
+	defer close(d.ended)
 	log := d.Logger
 	args := d.Child.Args
 	jsonIn := argValue(args, "--input-format") == "stream-json"
@@ -105,19 +139,23 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 	q := newUIWriter(uiOut)
 	defer q.close()
 	r := &relay{
-		Proc:      newProc(0, child, Lines, log),
-		toUI:      framing.NewWriter(q),
-		idPrefix:  "ccbridge-" + randomHex(4) + "-",
-		notify:    make(chan struct{}, 1),
-		uiEOF:     make(chan struct{}),
-		childEOF:  make(chan struct{}),
-		sessionID: []byte(resumeIDFromArgs(args)),
+		Proc:     newProc(0, child, Lines, log),
+		toUI:     framing.NewWriter(q),
+		idPrefix: "ccbridge-" + randomHex(4) + "-",
+		notify:   make(chan struct{}, 1),
+		uiEOF:    make(chan struct{}),
+		childEOF: make(chan struct{}),
+		jsonIn:   jsonIn,
 	}
+	r.setSessionID([]byte(resumeIDFromArgs(args)))
 	if !jsonIn {
 		// The prompt came with the arguments (or as raw stdin): one turn.
 		r.prompts.Store(1)
 	}
 
+	if d.Control != nil {
+		d.Control(r, d.Submit)
+	}
 	if jsonIn {
 		go r.pumpUI(uiIn, d.MaxLine)
 	} else {
@@ -195,7 +233,7 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 				abort("second SIGINT")
 			default:
 				lastInt = d.Now()
-				if err := r.interrupt(); err != nil {
+				if err := r.interrupt("SIGINT"); err != nil {
 					log.Warn("interrupt not delivered; shutting down", "err", err)
 					abort("interrupt not delivered")
 				}
@@ -211,8 +249,11 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 			if eof && r.outstanding() == 0 {
 				stopChild("host input ended and every turn has its result")
 			}
+		case fn := <-d.submitCh:
+			fn()
 		case <-childEOF:
 			childEOF = nil
+			r.gone = true
 			<-child.Done()
 			e := child.Exit()
 			exit = &e
@@ -252,8 +293,10 @@ func (d *DropIn) defaults() {
 }
 
 // relay is the state of one drop-in session. Each field has one writer:
-// prompts the host pump, results, sessionID and cost the child pump (read by
-// Run only after childEOF is closed, or through the atomics).
+// results, sessionID and cost the child pump (read by Run only after
+// childEOF is closed, or through the atomics); prompts the host pump and
+// Run's goroutine (a control lane's prompt, ControlInject), atomically;
+// gone Run's goroutine.
 type relay struct {
 	*Proc      // the child, its writer (w) and the log
 	toUI       *framing.Writer
@@ -274,6 +317,24 @@ type relay struct {
 
 	sessionID []byte
 	cost      []byte // the last result's total_cost_usd, raw
+	// sid is sessionID for other goroutines (ControlSessionID).
+	sid atomic.Pointer[string]
+
+	jsonIn bool // the CLI reads stream-json: a prompt can be injected
+	gone   bool // the child's output ended (Run's goroutine only)
+}
+
+// setSessionID notes the session's id (the child pump, or Run before
+// the pumps start). An id seen already costs no allocation.
+func (r *relay) setSessionID(id []byte) { setRelaySID(r, id) }
+
+func setRelaySID[T []byte | string](r *relay, id T) {
+	if len(id) == 0 || string(id) == string(r.sessionID) {
+		return
+	}
+	r.sessionID = append(r.sessionID[:0], id...)
+	s := string(id)
+	r.sid.Store(&s)
 }
 
 // lost is how many synthetic results the exit of the child calls for:
@@ -439,7 +500,7 @@ func (r *relay) swallow(line []byte) bool {
 		r.noteResult(line)
 	case "system":
 		if id := gjson.GetBytes(line, "session_id"); id.Type == gjson.String {
-			r.sessionID = append(r.sessionID[:0], id.Str...)
+			setRelaySID(r, id.Str)
 		}
 		if gjson.GetBytes(line, "subtype").Str == "init" {
 			r.running.Store(true) // a turn begins
@@ -499,14 +560,10 @@ func (r *relay) streamLine(fr *framing.Reader, seg []byte, last bool, sn *sniffe
 	})
 	switch string(sn.typ) {
 	case "result":
-		if len(sn.sessionID) > 0 {
-			r.sessionID = append(r.sessionID[:0], sn.sessionID...)
-		}
+		r.setSessionID(sn.sessionID)
 		r.countResult()
 	case "system":
-		if len(sn.sessionID) > 0 {
-			r.sessionID = append(r.sessionID[:0], sn.sessionID...)
-		}
+		r.setSessionID(sn.sessionID)
 	}
 	if werr != nil {
 		return werr
@@ -516,7 +573,7 @@ func (r *relay) streamLine(fr *framing.Reader, seg []byte, last bool, sn *sniffe
 
 func (r *relay) noteResult(line []byte) {
 	if id := gjson.GetBytes(line, "session_id"); id.Type == gjson.String {
-		r.sessionID = append(r.sessionID[:0], id.Str...)
+		setRelaySID(r, id.Str)
 	}
 	if c := gjson.GetBytes(line, "total_cost_usd"); c.Type == gjson.Number {
 		r.cost = append(r.cost[:0], c.Raw...)
@@ -553,14 +610,14 @@ func (r *relay) copyChild(out io.Writer) {
 }
 
 // interrupt asks the CLI to stop the current turn, in band.
-func (r *relay) interrupt() error {
+func (r *relay) interrupt(why string) error {
 	n := r.interrupts.Add(1)
 	line := make([]byte, 0, 96)
 	line = append(line, `{"type":"control_request","request_id":"`...)
 	line = append(line, r.idPrefix...)
 	line = strconv.AppendInt(line, n, 10)
 	line = append(line, `","request":{"subtype":"interrupt"}}`...)
-	r.log.Info("SIGINT: interrupting the current turn")
+	r.log.Info("interrupting the current turn", "reason", why)
 	return r.w.WriteLine(line)
 }
 

@@ -87,6 +87,9 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		return 2, err
 	}
 	l := s.newLoop()
+	if s.Control != nil {
+		s.Control(l, l.loop.Submit)
+	}
 	// A fork has no session file of its own until its first turn.
 	if _, err := l.sup.Start(opts, (opts.Resume != "" || opts.Continue) && !opts.ForkSession); err != nil {
 		return 1, err

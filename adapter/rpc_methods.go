@@ -284,16 +284,9 @@ func (l *rpcLoop) runStart(id string, p gjson.Result) {
 		l.respondErr(id, rpc.Internal("ccbridge is shutting down"))
 		return
 	}
-	if sid := rp.SessionID; sid != "" && sid != l.tr.SessionID() {
-		if e := l.switchSession(sid); e != nil {
-			l.respondErr(id, e)
-			return
-		}
-	} else if !l.sup.Busy() {
-		if _, err := l.sup.Start(l.sup.ResumeOpts()); err != nil {
-			l.respondErr(id, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: "resuming the session: " + err.Error()})
-			return
-		}
+	if e := l.prepareRun(rp.SessionID); e != nil {
+		l.respondErr(id, e)
+		return
 	}
 	var blocks []mapping.Block
 	if rp.UIContext != "" {
@@ -305,9 +298,35 @@ func (l *rpcLoop) runStart(id string, p gjson.Result) {
 		text = strings.TrimSpace("/compact " + text)
 	}
 	blocks = append(blocks, mapping.Block{Text: text})
-	l.runN++
-	runID := "run-" + strconv.Itoa(l.runN)
+	runID := l.newRunID()
 	l.respond(id, rpc.AppendRunStartResult(nil, id, runID))
+	l.launchRun(runID, blocks)
+}
+
+// prepareRun makes sure a CLI runs, or is coming, for a new run: one
+// that resumes session sid when sid is not the current session.
+func (l *rpcLoop) prepareRun(sid string) *rpc.Error {
+	if sid != "" && sid != l.tr.SessionID() {
+		return l.switchSession(sid)
+	}
+	if !l.sup.Busy() {
+		if _, err := l.sup.Start(l.sup.ResumeOpts()); err != nil {
+			return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: "resuming the session: " + err.Error()}
+		}
+	}
+	return nil
+}
+
+// newRunID is the id of the next run.
+func (l *rpcLoop) newRunID() string {
+	l.runN++
+	return "run-" + strconv.Itoa(l.runN)
+}
+
+// launchRun begins run runID (run.status running) with blocks as its
+// prompt, which is written to the CLI now or held until the CLI can take
+// it (sendHeld).
+func (l *rpcLoop) launchRun(runID string, blocks []mapping.Block) {
 	l.tr.BeginRun(runID, &l.out)
 	l.heldPrompt = mapping.AppendUserMessage(nil, mapping.UserOptions{}, blocks...)
 	l.sendHeld()

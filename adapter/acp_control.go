@@ -1,0 +1,200 @@
+package adapter
+
+// The acp dialect as a control lane's target (controltarget.go). A
+// connection hosts any number of ACP sessions: the lane addresses one by
+// its session id (SessionTargets); the connection's own ControlTarget
+// methods address the oldest. An injected prompt is queued the way
+// session/prompt queues one (ccbridge holds the queue, never the CLI);
+// the client sees its turn's session/update notifications, and no
+// session/prompt request is answered for it.
+
+import (
+	"slices"
+	"unicode/utf8"
+
+	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/acp"
+	mctl "github.com/ccbridge/ccbridge/mapping/control"
+)
+
+var (
+	_ ControlTarget  = (*acpLoop)(nil)
+	_ SessionTargets = (*acpLoop)(nil)
+	_ ControlTarget  = acpTarget{}
+)
+
+// detailNoSession: a connection with no ACP session has no worker yet.
+const detailNoSession = "no ACP session: the client has not opened one"
+
+// acpTarget is one ACP session as a control lane's target.
+type acpTarget struct {
+	l *acpLoop
+	s *acpSession
+}
+
+// oldest is the connection's oldest session, or nil.
+func (l *acpLoop) oldest() *acpSession {
+	var first *acpSession
+	for _, s := range l.sessions {
+		if first == nil || s.n < first.n {
+			first = s
+		}
+	}
+	return first
+}
+
+func (l *acpLoop) ControlSessions() []string {
+	ss := make([]*acpSession, 0, len(l.sessions))
+	for _, s := range l.sessions {
+		ss = append(ss, s)
+	}
+	slices.SortFunc(ss, func(a, b *acpSession) int { return a.n - b.n })
+	ids := make([]string, len(ss))
+	for i, s := range ss {
+		ids[i] = s.id
+	}
+	return ids
+}
+
+func (l *acpLoop) ControlSession(id string) (ControlTarget, bool) {
+	s := l.sessions[id]
+	if s == nil {
+		return nil, false
+	}
+	return acpTarget{l, s}, true
+}
+
+func (l *acpLoop) ControlSessionID() string {
+	if s := l.oldest(); s != nil {
+		return s.id
+	}
+	return ""
+}
+
+func (l *acpLoop) ControlState() WorkerState {
+	if s := l.oldest(); s != nil {
+		return acpTarget{l, s}.ControlState()
+	}
+	if l.loop.Ending() {
+		return WorkerExited
+	}
+	return WorkerStarting
+}
+
+func (l *acpLoop) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+	if s := l.oldest(); s != nil {
+		acpTarget{l, s}.ControlInject(text, interrupt, done)
+		return
+	}
+	done(mctl.NotLive, l.noSession())
+}
+
+func (l *acpLoop) ControlInterrupt(done func(mctl.Result, string)) {
+	if s := l.oldest(); s != nil {
+		acpTarget{l, s}.ControlInterrupt(done)
+		return
+	}
+	done(mctl.NotLive, l.noSession())
+}
+
+func (l *acpLoop) noSession() string {
+	if l.loop.Ending() {
+		return detailShuttingDown
+	}
+	return detailNoSession
+}
+
+// closed reports whether the session is no longer the connection's.
+func (t acpTarget) closed() bool { return t.l.sessions[t.s.id] != t.s }
+
+func (t acpTarget) ControlSessionID() string { return t.s.id }
+
+func (t acpTarget) ControlState() WorkerState {
+	s := t.s
+	switch {
+	case t.closed():
+		return WorkerExited
+	case s.pending != nil || s.sup.Respawning():
+		return WorkerStarting
+	case s.running != nil || len(s.queue) > 0:
+		return WorkerRunning
+	case s.sup.Live() == nil && t.l.loop.Ending():
+		return WorkerExited
+	}
+	return WorkerIdle
+}
+
+func (t acpTarget) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+	l, s := t.l, t.s
+	defer l.emit()
+	switch {
+	case t.closed():
+		done(mctl.NotLive, "the session was closed")
+		return
+	case l.loop.Ending():
+		done(mctl.NotLive, detailShuttingDown)
+		return
+	case len(text) == 0 || !utf8.Valid(text):
+		done(mctl.Rejected, "the prompt must be non-empty UTF-8 text")
+		return
+	}
+	if interrupt && s.running != nil {
+		l.interruptTurn(s)
+	}
+	q := acpQueued{stdin: mapping.AppendUserMessage(nil, mapping.UserOptions{}, mapping.Block{Text: string(text)})}
+	if s.running != nil || s.pending != nil || len(s.queue) > 0 || s.sup.Respawning() {
+		s.queue = append(s.queue, q)
+		done(mctl.OK, detailQueued)
+		return
+	}
+	// Nothing ahead of it: next writes it now, starting a child first
+	// when the last one died, and tells took.
+	q.took = done
+	s.queue = append(s.queue, q)
+	l.next(s)
+}
+
+func (t acpTarget) ControlInterrupt(done func(mctl.Result, string)) {
+	l, s := t.l, t.s
+	defer l.emit()
+	switch {
+	case t.closed():
+		done(mctl.NotLive, "the session was closed")
+	case s.running != nil:
+		l.interruptTurn(s)
+		done(mctl.OK, detailInterrupted)
+	case s.sup.Live() == nil:
+		done(mctl.NotLive, detailNotRunning)
+	default:
+		done(mctl.OK, detailNoTurn)
+	}
+}
+
+// interruptTurn interrupts the running turn in band, as session/cancel
+// does, but keeps the prompts queued behind it: they run next.
+func (l *acpLoop) interruptTurn(s *acpSession) {
+	q := s.queue
+	s.queue = nil
+	l.cancel(s)
+	s.queue = q
+}
+
+// replyPrompt answers a prompt's session/prompt request; a control
+// lane's prompt (id "") has none.
+func (l *acpLoop) replyPrompt(id string, result []byte) {
+	if id == "" {
+		l.log.Debug("a control lane's prompt ended", "result", string(result))
+		return
+	}
+	l.reply(id, result)
+}
+
+// failPrompt answers a prompt's session/prompt request with an error; a
+// control lane's prompt (id "") has none, and its failure is logged.
+func (l *acpLoop) failPrompt(id string, e *acp.Error) {
+	if id == "" {
+		l.log.Warn("a control lane's prompt failed", "err", e.Message)
+		return
+	}
+	l.fail(id, e)
+}

@@ -1,0 +1,115 @@
+package adapter
+
+// The ipc dialect as a control lane's target (controltarget.go). An
+// injected prompt is a user_message as the UI would send it: tracked
+// like one, so the UI sees its turn and its one terminal message.
+
+import (
+	"github.com/tidwall/gjson"
+
+	mctl "github.com/ccbridge/ccbridge/mapping/control"
+)
+
+var _ ControlTarget = (*ipcLoop)(nil)
+
+func (l *ipcLoop) ControlSessionID() string { return l.sup.SessionID }
+
+func (l *ipcLoop) ControlState() WorkerState {
+	switch {
+	case l.sup.Respawning():
+		return WorkerStarting
+	case l.sup.Live() == nil && l.loop.Ending():
+		return WorkerExited
+	case l.openPrompts() > 0:
+		return WorkerRunning
+	}
+	return WorkerIdle
+}
+
+// openPrompts counts the prompts written to the CLI that have no
+// terminal message yet: the running turn's and the queued ones.
+func (l *ipcLoop) openPrompts() int {
+	n := 0
+	for _, p := range l.prompts {
+		if p.end == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *ipcLoop) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+	defer l.emit()
+	if l.loop.Ending() {
+		done(mctl.NotLive, detailShuttingDown)
+		return
+	}
+	line := make([]byte, 0, len(text)+48)
+	line = append(line, `{"type":"user_message","text":`...)
+	line = gjson.AppendJSONString(line, string(text))
+	line = append(line, '}')
+	cmd, err := l.tr.FromUI(line)
+	if err != nil {
+		done(mctl.Rejected, err.Error())
+		return
+	}
+	if l.sup.Respawning() {
+		// A new child is coming: the prompt waits for it, as a UI line
+		// does. It has no turn to interrupt.
+		l.sup.Wait(func(err error) {
+			defer l.emit()
+			if err != nil {
+				l.log.Warn("a control lane's prompt was not sent: no CLI took it", "err", err)
+				return
+			}
+			l.command(cmd)
+		})
+		done(mctl.OK, detailQueued)
+		return
+	}
+	ahead := l.openPrompts()
+	if interrupt && ahead > 0 && l.sup.Live() != nil {
+		l.interruptTurn()
+		ahead-- // the running turn ends first
+	}
+	if l.sup.Live() == nil {
+		// The child died: the prompt resumes the session in a new one,
+		// as a user_message does.
+		opts, resumed := l.sup.ResumeOpts()
+		if _, err := l.sup.Start(opts, resumed); err != nil {
+			l.emitError("spawn_failed", err.Error(), false)
+			done(mctl.NotLive, detailStartFailed+err.Error())
+			return
+		}
+	}
+	l.command(cmd)
+	if ahead > 0 {
+		done(mctl.OK, detailQueued)
+		return
+	}
+	done(mctl.OK, detailSent)
+}
+
+func (l *ipcLoop) ControlInterrupt(done func(mctl.Result, string)) {
+	defer l.emit()
+	switch {
+	case l.sup.Live() == nil:
+		done(mctl.NotLive, detailNotRunning)
+	case l.openPrompts() == 0:
+		done(mctl.OK, detailNoTurn)
+	default:
+		l.interruptTurn()
+		done(mctl.OK, detailInterrupted)
+	}
+}
+
+// interruptTurn interrupts the running turn as the UI's interrupt does
+// (the prompts queued behind it stay).
+func (l *ipcLoop) interruptTurn() {
+	cmd, err := l.tr.FromUI([]byte(`{"type":"interrupt"}`))
+	if err != nil {
+		l.log.Error("building an interrupt", "err", err)
+		return
+	}
+	l.command(cmd)
+}

@@ -1,0 +1,78 @@
+package adapter
+
+// The rpc dialect as a control lane's target (controltarget.go). An
+// injected prompt is a run of its own, started as run.start starts one:
+// the UI sees its run.status and agent.event notifications under a run
+// id it did not ask for, and no run.start response.
+
+import (
+	"unicode/utf8"
+
+	"github.com/ccbridge/ccbridge/mapping"
+	mctl "github.com/ccbridge/ccbridge/mapping/control"
+)
+
+var _ ControlTarget = (*rpcLoop)(nil)
+
+func (l *rpcLoop) ControlSessionID() string { return l.sup.SessionID }
+
+func (l *rpcLoop) ControlState() WorkerState {
+	switch {
+	case l.sup.Live() == nil && l.loop.Ending():
+		return WorkerExited
+	case l.sup.Respawning() || l.sup.Live() != nil && l.initWaiting:
+		return WorkerStarting
+	case l.tr.ActiveRun() != "" || l.tr.Busy():
+		return WorkerRunning
+	}
+	return WorkerIdle
+}
+
+func (l *rpcLoop) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+	defer l.emit()
+	if l.loop.Ending() {
+		done(mctl.NotLive, detailShuttingDown)
+		return
+	}
+	if len(text) == 0 || !utf8.Valid(text) {
+		done(mctl.Rejected, "the prompt must be non-empty UTF-8 text")
+		return
+	}
+	if active := l.tr.ActiveRun(); active != "" {
+		if !interrupt {
+			done(mctl.Busy, detailRunActive)
+			return
+		}
+		// As run.cancel: run.status cancelled, and an in-band interrupt
+		// of its turn; the new run's prompt waits for the turn's end.
+		l.cancelRun(active, detailInterruptedBy)
+	}
+	if e := l.prepareRun(""); e != nil {
+		done(mctl.NotLive, detailStartFailed+e.Message)
+		return
+	}
+	runID := l.newRunID()
+	l.launchRun(runID, []mapping.Block{{Text: string(text)}})
+	if l.tr.Held() == runID {
+		done(mctl.OK, detailQueued)
+		return
+	}
+	done(mctl.OK, detailSent)
+}
+
+func (l *rpcLoop) ControlInterrupt(done func(mctl.Result, string)) {
+	defer l.emit()
+	id := l.tr.ActiveRun()
+	switch {
+	case id != "":
+		if l.cancelRun(id, detailInterruptedBy).Interrupt {
+			done(mctl.OK, detailInterrupted)
+		} else {
+			done(mctl.OK, "the run was cancelled before its prompt reached the CLI")
+		}
+	case l.sup.Live() == nil:
+		done(mctl.NotLive, detailNotRunning)
+	default:
+		done(mctl.OK, detailNoTurn)
+	}
+}
