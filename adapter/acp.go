@@ -127,9 +127,11 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 			a.Logger.Warn("removing ccbridge's private folder", "path", l.private.Path(), "err", err)
 		}
 	}()
-	if a.Control != nil {
-		a.Control(l, l.loop.Submit)
+	stopControl, err := a.startControl(l, l.loop.Submit)
+	if err != nil {
+		return 2, err
 	}
+	defer stopControl()
 	// The exit code is ccbridge's, not a child's: the connection ended.
 	_, err := l.loop.Run(ctx, l, uiIn, uiOut, signals)
 	return 0, err

@@ -174,3 +174,28 @@ func ControlFlags(fs *flag.FlagSet, c *ControlConfig) {
 	})
 	fs.Int64Var(&c.RefMax, "ref-max", control.DefaultRefMax, "control lanes: largest content_ref file in bytes")
 }
+
+// startControl hands the session to its control lanes once its Run has
+// built the target: the ControlHook, and --control's socket. stop closes
+// them once the session is over.
+func (s *Settings) startControl(t ControlTarget, submit func(func()) bool) (stop func(), err error) {
+	if s.ControlHook != nil {
+		s.ControlHook(t, submit)
+	}
+	if s.Control.Socket == "" {
+		return func() {}, nil
+	}
+	cp, err := openControlPlane(s, t, submit)
+	if err != nil {
+		return nil, err
+	}
+	if err := cp.listen(s); err != nil {
+		cp.close()
+		return nil, err
+	}
+	return func() {
+		if err := cp.close(); err != nil {
+			s.Logger.Warn("closing the control lanes", "err", err)
+		}
+	}, nil
+}

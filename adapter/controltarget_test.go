@@ -275,7 +275,7 @@ func ctlSettings(t *testing.T, c *ctlHook, env ...string) Settings {
 		InterruptTimeout: 5 * time.Second,
 		ControlTimeout:   5 * time.Second,
 		Logger:           testLogger(t),
-		Control:          c.hook,
+		ControlHook:      c.hook,
 	}
 }
 
@@ -506,7 +506,7 @@ func TestControlACP(t *testing.T) {
 		Child:            fakeCLIConfig(t, "ctl", nil, "FAKE_LOG="+logFile, "FAKE_HOLDINIT=1"),
 		InterruptTimeout: 5 * time.Second,
 		Logger:           testLogger(t),
-		Control:          c.hook,
+		ControlHook:      c.hook,
 	}, ClaudeDir: t.TempDir()}
 	h := &acpHost{host: startRunner(t, a.Run), dir: t.TempDir(), claude: a.ClaudeDir, log: c.log}
 
@@ -644,7 +644,7 @@ func TestControlDropIn(t *testing.T) {
 	d := &DropIn{
 		Child:   fakeCLIConfig(t, "ctl", append(streamJSONArgs, "--session-id", "dropin-sid"), "FAKE_LOG="+logFile, "FAKE_LINGER=1"),
 		Logger:  testLogger(t),
-		Control: c.hook,
+		ControlHook: c.hook,
 	}
 	h := startHost(t, d)
 	if got := c.sessionID(); got != "dropin-sid" {
@@ -769,7 +769,7 @@ func TestControlDropIn(t *testing.T) {
 // injected prompt.
 func TestControlDropInRaw(t *testing.T) {
 	c := newCtlHook(t)
-	d := &DropIn{Child: fakeCLIConfig(t, "echo", []string{"-p", "hi"}), Control: c.hook}
+	d := &DropIn{Child: fakeCLIConfig(t, "echo", []string{"-p", "hi"}), ControlHook: c.hook}
 	h := startHost(t, d)
 	if got := c.inject("x", false); !strings.HasPrefix(got, "not_live: the CLI does not read stream-json") {
 		t.Errorf("inject into a raw CLI: %q", got)

@@ -57,9 +57,10 @@ type Settings struct {
 	// Clock is the session's time; nil means the real one.
 	Clock  Clock
 	Logger *slog.Logger
-	// Control, when set, is handed the session's ControlTarget and its
-	// loop's Submit once Run has built them (--control).
-	Control ControlHook
+	// ControlHook, when set, is handed the session's ControlTarget and
+	// its loop's Submit once Run has built them (tests; --control goes
+	// through Control.Socket).
+	ControlHook ControlHook
 }
 
 // defaults fills in the zero values.

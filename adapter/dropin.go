@@ -55,9 +55,12 @@ type DropIn struct {
 	// shorten it.
 	stall time.Duration
 
-	// Control, when set, is handed the session's ControlTarget and
-	// Submit once Run has started the child (--control).
-	Control ControlHook
+	// StartControl, when set, is handed the session's ControlTarget and
+	// Submit once Run has started the child, and returns what stops the
+	// control lanes (the stream dialect's Settings.startControl:
+	// --control). ControlHook is the bare hook, for tests.
+	StartControl func(ControlTarget, func(func()) bool) (stop func(), err error)
+	ControlHook  ControlHook
 
 	// submitCh carries work to Run's goroutine (Submit); ended is closed
 	// when Run returns.
@@ -153,8 +156,15 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 		r.prompts.Store(1)
 	}
 
-	if d.Control != nil {
-		d.Control(r, d.Submit)
+	switch {
+	case d.StartControl != nil:
+		stop, err := d.StartControl(r, d.Submit)
+		if err != nil {
+			return 2, err
+		}
+		defer stop()
+	case d.ControlHook != nil:
+		d.ControlHook(r, d.Submit)
 	}
 	if jsonIn {
 		go r.pumpUI(uiIn, d.MaxLine)

@@ -132,9 +132,11 @@ func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		return 2, err
 	}
 	l := s.newLoop(opts)
-	if s.Control != nil {
-		s.Control(l, l.loop.Submit)
+	stopControl, err := s.startControl(l, l.loop.Submit)
+	if err != nil {
+		return 2, err
 	}
+	defer stopControl()
 	// A fork has no session file of its own until its first turn.
 	if _, err := l.sup.Start(opts, (opts.Resume != "" || opts.Continue) && !opts.ForkSession); err != nil {
 		return 1, err
