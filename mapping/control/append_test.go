@@ -140,3 +140,12 @@ func TestAppendAckAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per AppendAck", n)
 	}
 }
+
+// TestDecodeAllocs: Decode allocates only the copies it keeps (request_id,
+// team, session_id, agent_id, sender for an interrupt request).
+func TestDecodeAllocs(t *testing.T) {
+	line := []byte(baseInterrupt)
+	if n := testing.AllocsPerRun(100, func() { Decode(line) }); n > 5 {
+		t.Fatalf("%v allocations per Decode, want 5", n)
+	}
+}

@@ -106,15 +106,14 @@ func rawString(raw string) (string, bool) {
 
 // decoder builds a Problem naming what it read so far.
 type decoder struct {
-	fs   fields
-	ack  string
-	prob Problem
+	fs  fields
+	ack string
 }
 
 func (d *decoder) fail(res Result, code, detail string) *Problem {
-	p := d.prob
-	p.Ack, p.Result, p.Error, p.Detail = d.ack, res, code, detail
-	return &p
+	p := &Problem{Ack: d.ack, Result: res, Error: code, Detail: detail}
+	d.correlate(p)
+	return p
 }
 
 func (d *decoder) reject(code, detail string) *Problem { return d.fail(Rejected, code, detail) }
@@ -150,7 +149,6 @@ func Decode(line []byte) (Request, *Problem) {
 		}
 		return true
 	})
-	d.correlate()
 
 	var r Request
 	typ, ok := d.fs.str(fType)
@@ -200,21 +198,21 @@ func Decode(line []byte) (Request, *Problem) {
 	return r, nil
 }
 
-// correlate fills the Problem's correlation fields with what can be read:
-// request_id when it is a valid one, team, session_id and agent_id when
-// they are strings.
-func (d *decoder) correlate() {
+// correlate fills p's correlation fields with what can be read: request_id
+// when it is a valid one, team, session_id and agent_id when they are
+// strings.
+func (d *decoder) correlate(p *Problem) {
 	if id, ok := d.fs.str(fRequestID); ok && id != "" && len(id) <= MaxRequestID {
-		d.prob.RequestID = strings.Clone(id)
+		p.RequestID = strings.Clone(id)
 	}
 	if v, ok := d.fs.str(fTeam); ok {
-		d.prob.Team = strings.Clone(v)
+		p.Team = strings.Clone(v)
 	}
 	if v, ok := d.fs.str(fSessionID); ok {
-		d.prob.SessionID = strings.Clone(v)
+		p.SessionID = strings.Clone(v)
 	}
 	if v, ok := d.fs.str(fAgentID); ok {
-		d.prob.AgentID = strings.Clone(v)
+		p.AgentID = strings.Clone(v)
 	}
 }
 

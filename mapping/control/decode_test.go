@@ -78,7 +78,9 @@ func TestDecodeValues(t *testing.T) {
 		{"null optional is absent", "thread_id", "null", func(r Request) bool { return r.ThreadID == "" }},
 		{"meta absent", "meta", "", func(r Request) bool { return r.RetryCount == 0 }},
 		{"sent_at with offset in UTC", "sent_at", `"2026-02-20T22:15:00.5+01:00"`,
-			func(r Request) bool { return r.SentAt.Equal(t0.Add(500*time.Millisecond)) && r.SentAt.Location() == time.UTC }},
+			func(r Request) bool {
+				return r.SentAt.Equal(t0.Add(500*time.Millisecond)) && r.SentAt.Location() == time.UTC
+			}},
 		{"request_id of 256 bytes", "request_id", `"` + strings.Repeat("x", 256) + `"`,
 			func(r Request) bool { return len(r.RequestID) == 256 }},
 		{"unknown fields ignored", "extra", `{"type":"x","v":2}`, func(r Request) bool { return r.Kind == KindStdin }},
@@ -192,6 +194,13 @@ func TestDecodeProblems(t *testing.T) {
 		{"ref mime object", withRef(t, set(t, baseRef, "mime", "{}")), TypeStdinAck, ErrWrongType, "content_ref.mime: must be a string"},
 		{"ref expires_at number", withRef(t, set(t, baseRef, "expires_at", "1")), TypeStdinAck, ErrWrongType, "content_ref.expires_at: must be a string"},
 		{"ref expires_at bad", withRef(t, set(t, baseRef, "expires_at", `"tomorrow"`)), TypeStdinAck, ErrInvalidValue, `content_ref.expires_at: "tomorrow" is not an RFC 3339 time`},
+		// order: the first failing check is reported
+		{"type before duplicates", strings.Replace(set(t, baseStdin, "type", `"x"`), `"v":1`, `"v":1,"team":"b"`, 1), TypeError, ErrUnknownType, `type: unknown type "x"`},
+		{"duplicates before v", strings.Replace(set(t, baseStdin, "v", `2`), `"team"`, `"sender":"b","team"`, 1), TypeStdinAck, ErrDuplicateField, `"sender": appears more than once`},
+		{"v before request_id", set(t, set(t, baseStdin, "v", `2`), "request_id", `5`), TypeStdinAck, ErrUnsupported, `v: unsupported version "2"; this lane speaks v 1`},
+		{"request_id before team", set(t, set(t, baseStdin, "team", `5`), "request_id", `5`), TypeStdinAck, ErrWrongType, "request_id: must be a string"},
+		{"sent_at before content", set(t, set(t, baseStdin, "content", `5`), "sent_at", `"now"`), TypeStdinAck, ErrInvalidValue, `sent_at: "now" is not an RFC 3339 time`},
+		{"content before encoding", set(t, set(t, baseStdin, "content", `5`), "content_encoding", `"x"`), TypeStdinAck, ErrWrongType, "content: must be a string"},
 		// interrupt
 		{"signal missing", set(t, baseInterrupt, "signal", ""), TypeInterruptAck, ErrMissingField, "signal: missing"},
 		{"signal other", set(t, baseInterrupt, "signal", `"kill"`), TypeInterruptAck, ErrInvalidValue, `signal: "kill" is not supported; only "interrupt"`},
