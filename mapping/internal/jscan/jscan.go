@@ -63,6 +63,12 @@ func Elements(arr string, fn func(value gjson.Result) bool) {
 	}
 }
 
+// Walk calls fn with every member of the object obj, in order, until fn
+// returns false: key is the member's name, unescaped, and raw is its value's
+// JSON text, a substring of obj. Unlike ForEach it decodes no value, so a
+// caller that copies a long string out of obj pays for one copy only.
+func Walk(obj string, fn func(key, raw string) bool) { walk(obj, fn) }
+
 // walk is ForEach handing over each value's raw bytes.
 func walk(obj string, fn func(key, raw string) bool) {
 	i := skipSpace(obj, 0)

@@ -127,3 +127,15 @@ func BenchmarkForEach(b *testing.B) {
 		}
 	})
 }
+
+func TestWalkRaw(t *testing.T) {
+	var keys, raws []string
+	Walk(`{"a" : "x\ny" , "b\u0063":[1, {"c":2}],"d":null}`, func(k, raw string) bool {
+		keys = append(keys, k)
+		raws = append(raws, raw)
+		return k != "bc"
+	})
+	if strings.Join(keys, "|") != "a|bc" || strings.Join(raws, "|") != `"x\ny"|[1, {"c":2}]` {
+		t.Fatalf("keys %q raws %q", keys, raws)
+	}
+}

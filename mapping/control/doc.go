@@ -1,0 +1,12 @@
+// Package control is the codec of control lane 000 (seed 000, the TUI
+// control protocol): it decodes control.stdin.request,
+// control.interrupt.request and control.capabilities.request lines,
+// checks a decoded request against the worker's policy, and builds the
+// lines ccbridge answers with (control.stdin.ack, control.interrupt.ack,
+// control.error, control.capabilities). The rules are in
+// docs/control/lane000.md.
+//
+// The package is pure: no I/O, no goroutines, no clock (callers pass now).
+// Every function is safe for concurrent use; none keeps a reference to its
+// arguments. Decode copies what it keeps, so the caller may reuse the line.
+package control
