@@ -133,7 +133,7 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	}
 	defer stopControl()
 	// The exit code is ccbridge's, not a child's: the connection ended.
-	_, err := l.loop.Run(ctx, l, uiIn, uiOut, signals)
+	_, err = l.loop.Run(ctx, l, uiIn, uiOut, signals)
 	return 0, err
 }
 

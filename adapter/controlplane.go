@@ -129,6 +129,8 @@ func (cp *controlPlane) listen(s *Settings) error {
 	cp.sock = l
 	c := s.Control
 	c.defaults()
+	l.Logger = s.Logger
+	l.TooLong = cp.lane.TooLong
 	// Inline content may be JSON-escaped up to six bytes a byte.
 	go l.Serve(c.StdinHardLimit*6+64<<10, cp.lane.Capabilities, cp.lane.Handle)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -91,13 +92,11 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 	if err := plane.listen(&c.Settings); err != nil {
 		return 2, err
 	}
+	// The first line on a control lane says what it takes.
+	w.loop.Emit(plane.lane.CapabilitiesOf(w.worker.SessionID))
 	if _, err := w.sup.Start(opts, (opts.Resume != "" || opts.Continue) && !opts.ForkSession); err != nil {
 		return 1, err
 	}
-	w.loop.Go(func(context.Context) func() {
-		caps := plane.lane.Capabilities()
-		return func() { w.loop.Emit(caps) }
-	})
 	return w.loop.Run(ctx, w, uiIn, uiOut, signals)
 }
 
@@ -172,7 +171,7 @@ func (w *controlWorker) next() {
 }
 
 func (w *controlWorker) UITooLong(e *framing.LineTooLongError) {
-	w.loop.Emit(mctl.AppendProblem(nil, &mctl.Problem{Ack: "control.error", Result: mctl.Rejected,
+	w.loop.Emit(mctl.AppendProblem(nil, &mctl.Problem{Ack: mctl.TypeError, Result: mctl.Rejected, Error: "too_large",
 		Detail: "line too long: over the " + strconv.FormatInt(e.Max, 10) + "-byte limit (--max-line); use content_ref for large input"}, w.loop.Now()))
 }
 
@@ -203,8 +202,8 @@ func (w *controlWorker) CLILine(p *Proc, line string) {
 	switch ev.Kind {
 	case mapping.KindSystemInit:
 		w.sup.Persisted(ev.SessionID)
-		if ev.SessionID != "" {
-			w.worker.SessionID = ev.SessionID
+		if ev.SessionID != "" && ev.SessionID != w.worker.SessionID {
+			w.worker.SessionID = strings.Clone(ev.SessionID) // the line's buffer is reused
 		}
 		w.setState(WorkerRunning, "")
 	case mapping.KindResult:

@@ -2,9 +2,11 @@ package control
 
 import (
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/ccbridge/ccbridge/framing"
 	mctl "github.com/ccbridge/ccbridge/mapping/control"
 )
 
@@ -71,6 +73,12 @@ const laneID = "000"
 // first on every connection.
 func (l *Lane) Capabilities() []byte {
 	sid, _ := l.sessionID()
+	return l.CapabilitiesOf(sid)
+}
+
+// CapabilitiesOf is Capabilities for a session whose id the caller knows
+// (on the session's loop, where asking it would wait for itself).
+func (l *Lane) CapabilitiesOf(sid string) []byte {
 	p := l.cfg.Policy
 	return mctl.AppendCapabilities(nil, mctl.Capabilities{
 		Lanes:       []string{laneID},
@@ -87,17 +95,34 @@ func (l *Lane) Capabilities() []byte {
 	}, l.cfg.Now())
 }
 
+// TooLong is the answer to a line over the connection's limit, which was
+// dropped: control.error, rejected.
+func (l *Lane) TooLong(e *framing.LineTooLongError) []byte {
+	l.audit("failure", "", "", "", "", "", string(mctl.Rejected), false, "line too long", nil)
+	return mctl.AppendProblem(nil, &mctl.Problem{Ack: mctl.TypeError, Result: mctl.Rejected, Error: "too_large",
+		Detail: "line of " + strconv.FormatInt(e.Size, 10) + " bytes or more is over the " + strconv.FormatInt(e.Max, 10) + "-byte limit; use content_ref for large input"}, l.cfg.Now())
+}
+
 // sessionID asks the session for its id, on its loop; ok is false when
 // the session has ended.
 func (l *Lane) sessionID() (string, bool) {
-	ch := make(chan string, 1)
-	if !l.cfg.Submit(func() { ch <- l.cfg.Target.ControlSessionID() }) {
-		return "", false
+	type answer struct {
+		sid string
+		ok  bool
 	}
+	ch := make(chan answer, 2)
+	// Submit itself may wait for a busy loop: the timeout covers it too.
+	go func() {
+		if !l.cfg.Submit(func() { ch <- answer{l.cfg.Target.ControlSessionID(), true} }) {
+			ch <- answer{}
+		}
+	}()
+	timer := time.NewTimer(l.cfg.Timeout)
+	defer timer.Stop()
 	select {
-	case sid := <-ch:
-		return sid, true
-	case <-time.After(l.cfg.Timeout):
+	case a := <-ch:
+		return a.sid, a.ok
+	case <-timer.C:
 		return "", false
 	}
 }
@@ -196,7 +221,7 @@ func (l *Lane) execute(req *mctl.Request, text []byte) (mctl.Result, string) {
 		res    mctl.Result
 		detail string
 	}
-	ch := make(chan outcome, 1)
+	ch := make(chan outcome, 2)
 	var abandoned atomic.Bool
 	done := func(res mctl.Result, detail string) { ch <- outcome{res, detail} }
 	fn := func() {
@@ -215,9 +240,12 @@ func (l *Lane) execute(req *mctl.Request, text []byte) (mctl.Result, string) {
 			}
 		}
 	}
-	if !l.cfg.Submit(fn) {
-		return mctl.NotLive, "the worker session has ended"
-	}
+	// Submit itself may wait for a busy loop: the timeout covers it too.
+	go func() {
+		if !l.cfg.Submit(fn) {
+			ch <- outcome{mctl.NotLive, "the worker session has ended"}
+		}
+	}()
 	timer := time.NewTimer(l.cfg.Timeout)
 	defer timer.Stop()
 	select {
