@@ -642,8 +642,8 @@ func TestControlDropIn(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "log")
 	c.log = func() string { b, _ := os.ReadFile(logFile); return string(b) }
 	d := &DropIn{
-		Child:   fakeCLIConfig(t, "ctl", append(streamJSONArgs, "--session-id", "dropin-sid"), "FAKE_LOG="+logFile, "FAKE_LINGER=1"),
-		Logger:  testLogger(t),
+		Child:       fakeCLIConfig(t, "ctl", append(streamJSONArgs, "--session-id", "dropin-sid"), "FAKE_LOG="+logFile, "FAKE_LINGER=1"),
+		Logger:      testLogger(t),
 		ControlHook: c.hook,
 	}
 	h := startHost(t, d)

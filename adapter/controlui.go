@@ -52,7 +52,7 @@ type controlWorker struct {
 	handling bool
 	uiEnded  bool
 	state    WorkerState
-	out    [][]byte
+	out      [][]byte
 
 	// prompts are the prompts written to the live child without a result
 	// yet, oldest first.
