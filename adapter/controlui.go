@@ -293,11 +293,12 @@ func (w *controlWorker) ControlInjectFor(requestID string, text []byte, interrup
 	}
 	if w.sup.Live() == nil && !w.sup.Respawning() {
 		opts, resumed := w.sup.ResumeOpts()
+		w.setState(WorkerStarting, "") // started sets idle
 		if _, err := w.sup.Start(opts, resumed); err != nil {
+			w.setState(WorkerExited, "the CLI could not start: "+err.Error())
 			done(mctl.NotLive, "the CLI could not start: "+err.Error())
 			return
 		}
-		w.setState(WorkerStarting, "")
 	}
 	w.sup.WhenLive(func(err error) {
 		defer w.emit()
