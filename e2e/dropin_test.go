@@ -155,7 +155,7 @@ func TestDropInDoubleSIGINTShutsDown(t *testing.T) {
 	b.cmd.Process.Signal(syscall.SIGINT)
 	// The second SIGINT once the first has been taken (within the 2 s
 	// window), so that the two are not merged into one.
-	b.waitStderr("SIGINT: interrupting the current turn")
+	b.waitStderr(`"msg":"interrupting the current turn","reason":"SIGINT"`)
 	b.cmd.Process.Signal(syscall.SIGINT)
 	lines := b.rest()
 	if n := count(lines, isType("result")); n != 1 {
