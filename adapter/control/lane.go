@@ -79,6 +79,12 @@ func (l *Lane) Capabilities() []byte {
 // CapabilitiesOf is Capabilities for a session whose id the caller knows
 // (on the session's loop, where asking it would wait for itself).
 func (l *Lane) CapabilitiesOf(sid string) []byte {
+	return l.capabilities(sid, "")
+}
+
+// capabilities is the control.capabilities line; requestID is the id of
+// the control.capabilities.request it answers, echoed when not "".
+func (l *Lane) capabilities(sid, requestID string) []byte {
 	p := l.cfg.Policy
 	return mctl.AppendCapabilities(nil, mctl.Capabilities{
 		Lanes:       []string{laneID},
@@ -92,6 +98,7 @@ func (l *Lane) CapabilitiesOf(sid string) []byte {
 		Team:        p.Team,
 		AgentID:     p.AgentID,
 		SessionID:   sid,
+		RequestID:   requestID,
 	}, l.cfg.Now())
 }
 
@@ -139,7 +146,8 @@ func (l *Lane) Handle(line []byte, reply func([]byte)) {
 		return
 	}
 	if req.Kind == mctl.KindCapabilities {
-		reply(l.Capabilities())
+		sid, _ := l.sessionID()
+		reply(l.capabilities(sid, req.RequestID))
 		return
 	}
 	ev := "request"
