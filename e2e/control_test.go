@@ -716,7 +716,8 @@ func TestControlNotLive(t *testing.T) {
 // TestControlDedupe: one request id sent 1,000 times on stdio, 1,000
 // times on one connection, and 50 times on each of 20 connections at
 // once: every ack is ok, all but the first duplicate, and the model gets
-// exactly one prompt for each id.
+// exactly one prompt for each id. (TestControlSocketIPC does it beside
+// --ui ipc too.)
 func TestControlDedupe(t *testing.T) {
 	t.Parallel()
 	w := ctlStart(t, ctlOpts{socket: true})
@@ -740,16 +741,25 @@ func TestControlDedupe(t *testing.T) {
 
 	tok := token("CONC")
 	m := w.stdinReq(ctlID("conc"), "concurrent "+tok)
+	ctlOneFresh(t, ctlConcurrent(t, w.sock, m.String(), 20, 50), m, 1000)
+	w.turn(m.id(), "success")
+	ctlPromptCount(t, tok, 1)
+}
+
+// ctlConcurrent sends line each times, waiting for each ack, on each of
+// conns connections to the socket at once, and returns every ack.
+func ctlConcurrent(t *testing.T, path, line string, conns, each int) [][]byte {
+	t.Helper()
 	type result struct {
 		acks [][]byte
 		err  error
 	}
-	results := make(chan result, 20)
-	for range 20 {
+	results := make(chan result, conns)
+	for range conns {
 		go func() {
 			var r result
 			defer func() { results <- r }()
-			conn, err := net.Dial("unix", w.sock)
+			conn, err := net.Dial("unix", path)
 			if err != nil {
 				r.err = err
 				return
@@ -761,40 +771,49 @@ func TestControlDedupe(t *testing.T) {
 				r.err = err
 				return
 			}
-			for range 50 {
-				if _, err := io.WriteString(conn, m.String()+"\n"); err != nil {
+			for range each {
+				if _, err := io.WriteString(conn, line+"\n"); err != nil {
 					r.err = err
 					return
 				}
-				line, err := rd.ReadBytes('\n')
+				ack, err := rd.ReadBytes('\n')
 				if err != nil {
 					r.err = err
 					return
 				}
-				r.acks = append(r.acks, line)
+				r.acks = append(r.acks, ack)
 			}
 		}()
 	}
-	fresh := 0
-	for range 20 {
+	var acks [][]byte
+	for range conns {
 		r := <-results
 		if r.err != nil {
 			t.Errorf("a concurrent controller: %v", r.err)
 		}
-		for _, a := range r.acks {
-			if get(a, "duplicate").Type == gjson.False {
-				fresh++
-				ctlAck(t, a, m, "ok", false)
-			} else {
-				ctlAck(t, a, m, "ok", true)
-			}
+		acks = append(acks, r.acks...)
+	}
+	return acks
+}
+
+// ctlOneFresh checks that all n acks are ok acks of m, and all but one
+// duplicates.
+func ctlOneFresh(t *testing.T, acks [][]byte, m ctlMsg, n int) {
+	t.Helper()
+	if len(acks) != n {
+		t.Errorf("%d acks, want %d", len(acks), n)
+	}
+	fresh := 0
+	for _, a := range acks {
+		dup := get(a, "duplicate").Type != gjson.False
+		if !dup {
+			fresh++
 		}
+		ctlAck(t, a, m, "ok", dup)
 	}
 	if fresh != 1 {
-		t.Errorf("%d of the 1,000 concurrent attempts were not duplicates, want 1", fresh)
+		t.Errorf("%d of the %d attempts were not duplicates, want 1", fresh, len(acks))
 	}
-	w.turn(m.id(), "success")
-	ctlPromptCount(t, tok, 1)
 }
 
 // TestControlDurableDedupe: with --state-dir, a request acked by one
@@ -1004,8 +1023,8 @@ func TestControlInternalError(t *testing.T) {
 // stdio: a stale socket at the path is replaced; the controller gets the
 // capabilities, its acks and nothing else, the UI never sees a control
 // line; a prompt, an interrupt of the UI's turn, a prompt with interrupt
-// true, not_found, rejected, bad input; and not_live once SIGTERM began
-// the shutdown.
+// true, not_found, rejected, bad input, one request id from 10
+// controllers at once; and not_live once SIGTERM began the shutdown.
 func TestControlSocketIPC(t *testing.T) {
 	t.Parallel()
 	path := ctlSocketPath(t)
@@ -1086,6 +1105,14 @@ func TestControlSocketIPC(t *testing.T) {
 	complete(t, finishTurn(t, b, nil))
 	ctlPromptCount(t, tok2, 1)
 	ctlPromptCount(t, refused, 0)
+
+	// One request id from 10 controllers at once, 20 times each: one
+	// prompt, one turn.
+	tok3 := token("IPCCONC")
+	m = w.stdinReq(ctlID("conc"), "concurrent "+tok3)
+	ctlOneFresh(t, ctlConcurrent(t, w.sock, m.String(), 10, 20), m, 200)
+	complete(t, finishTurn(t, b, nil))
+	ctlPromptCount(t, tok3, 1)
 
 	// The shutdown: the CLI held mid-turn, ccbridge told to stop.
 	b.send(userMessage("SLOW " + token("ipcslow")))
