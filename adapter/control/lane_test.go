@@ -76,7 +76,9 @@ func (f *fakeTarget) ControlInject(text []byte, interrupt bool, done func(mctl.R
 	}
 	done(mctl.OK, "sent")
 }
-func (f *fakeTarget) ControlInterrupt(done func(mctl.Result, string)) { done(mctl.OK, "no turn running") }
+func (f *fakeTarget) ControlInterrupt(done func(mctl.Result, string)) {
+	done(mctl.OK, "no turn running")
+}
 
 func newTestLane(t testing.TB, f *fakeTarget, store Store) *Lane {
 	if store == nil {
