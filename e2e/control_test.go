@@ -1207,3 +1207,45 @@ func TestControlSocketRegularFile(t *testing.T) {
 		}
 	}
 }
+
+// TestControlSocketStream: --control beside the stream dialect, whose host
+// keeps its stream-json stdio: a controller's prompt reaches the model
+// once (a retry is a duplicate), the host sees that turn's result and
+// none of the lane's lines, and an interrupt from the controller ends the
+// host's own slow turn.
+func TestControlSocketStream(t *testing.T) {
+	t.Parallel()
+	w := ctlStart(t, ctlOpts{ui: "stream", socket: true})
+	b := w.b
+	sock := w.dial()
+
+	tok := token("STREAMCTL")
+	text := "from the controller " + tok + "\nline two"
+	m := w.stdinReq(ctlID("stream"), text)
+	ctlAck(t, sock.request(m.String()), m, "ok", false)
+	ctlAck(t, sock.request(m.String()), m, "ok", true)
+	res := b.until("the injected turn's result", isType("result"))
+	if r := res[len(res)-1]; gjson.GetBytes(r, "subtype").Str != "success" {
+		t.Fatalf("the injected turn: %s", r)
+	}
+	for _, l := range res {
+		if strings.HasPrefix(gjson.GetBytes(l, "type").Str, "control.") {
+			t.Errorf("the host got a control lane line: %s", l)
+		}
+	}
+	if got := ctlPrompts(t, tok); len(got) != 1 || got[0].Prompt != text {
+		t.Errorf("the model got %d prompts with %s (want 1, the text intact): %q", len(got), tok, ctlTexts(got))
+	}
+
+	b.prompt("SLOW " + token("streamslow"))
+	b.until("streaming text", func(l []byte) bool { return gjson.GetBytes(l, "event.delta.type").Str == "text_delta" })
+	i := w.interruptReq(ctlID("int"))
+	ctlAck(t, sock.request(i.String()), i, "ok", false)
+	res = b.until("the interrupted turn's result", isType("result"))
+	if r := res[len(res)-1]; !strings.HasPrefix(gjson.GetBytes(r, "terminal_reason").Str, "aborted") {
+		t.Errorf("the host's turn after the controller's interrupt: %.400s", r)
+	}
+	b.stdin.Close()
+	b.rest()
+	b.wait()
+}
