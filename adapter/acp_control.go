@@ -12,6 +12,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
 	mctl "github.com/ccbridge/ccbridge/mapping/control"
@@ -198,3 +199,15 @@ func (l *acpLoop) failPrompt(id string, e *acp.Error) {
 	}
 	l.fail(id, e)
 }
+
+// ControlTargetOf gives a control lane the session its request names
+// (control.Sessions), so that each ACP session can be steered.
+func (l *acpLoop) ControlTargetOf(id string) (control.Target, bool) {
+	t, ok := l.ControlSession(id)
+	if !ok {
+		return nil, false
+	}
+	return t, true
+}
+
+var _ control.Sessions = (*acpLoop)(nil)

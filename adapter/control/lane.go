@@ -19,6 +19,14 @@ type Target interface {
 	ControlInterrupt(done func(res mctl.Result, detail string))
 }
 
+// Sessions is a Target that hosts several sessions (acp: one CLI per ACP
+// session): a request goes to the session its session_id names, and only
+// a session_id none of them has is not_found. The Target's own methods
+// address its first session.
+type Sessions interface {
+	ControlTargetOf(sessionID string) (Target, bool)
+}
+
 // IDTarget is a Target that also takes the control request's id with a
 // prompt, to name it when the turn that answers it ends.
 type IDTarget interface {
@@ -72,7 +80,7 @@ const laneID = "000"
 // Capabilities returns the control.capabilities line, which a lane writes
 // first on every connection.
 func (l *Lane) Capabilities() []byte {
-	sid, _ := l.sessionID()
+	sid, _ := l.sessionID("")
 	return l.capabilities(sid, "")
 }
 
@@ -108,9 +116,21 @@ func (l *Lane) TooLong(e *framing.LineTooLongError) []byte {
 		Detail: "line of " + strconv.FormatInt(e.Size, 10) + " bytes or more is over the " + strconv.FormatInt(e.Max, 10) + "-byte limit; use content_ref for large input"}, l.cfg.Now())
 }
 
-// sessionID asks the session for its id, on its loop; ok is false when
-// the session has ended.
-func (l *Lane) sessionID() (string, bool) {
+// target is the session a request for session id want goes to (on the
+// loop): the one of that id when the Target hosts several, else the
+// Target itself.
+func (l *Lane) target(want string) Target {
+	if s, ok := l.cfg.Target.(Sessions); ok && want != "" {
+		if t, ok := s.ControlTargetOf(want); ok {
+			return t
+		}
+	}
+	return l.cfg.Target
+}
+
+// sessionID asks the session a request for want goes to for its id, on
+// its loop; ok is false when the session has ended.
+func (l *Lane) sessionID(want string) (string, bool) {
 	type answer struct {
 		sid string
 		ok  bool
@@ -118,7 +138,7 @@ func (l *Lane) sessionID() (string, bool) {
 	ch := make(chan answer, 2)
 	// Submit itself may wait for a busy loop: the timeout covers it too.
 	go func() {
-		if !l.cfg.Submit(func() { ch <- answer{l.cfg.Target.ControlSessionID(), true} }) {
+		if !l.cfg.Submit(func() { ch <- answer{l.target(want).ControlSessionID(), true} }) {
 			ch <- answer{}
 		}
 	}()
@@ -144,7 +164,7 @@ func (l *Lane) Handle(line []byte, reply func([]byte)) {
 		return
 	}
 	if req.Kind == mctl.KindCapabilities {
-		sid, _ := l.sessionID()
+		sid, _ := l.sessionID("")
 		reply(l.capabilities(sid, req.RequestID))
 		return
 	}
@@ -154,7 +174,7 @@ func (l *Lane) Handle(line []byte, reply func([]byte)) {
 	}
 	l.audit(ev, req.RequestID, req.Team, req.SessionID, req.AgentID, req.Sender, "", false, "", req.Content)
 
-	sid, live := l.sessionID()
+	sid, live := l.sessionID(req.SessionID)
 	if !live {
 		l.ack(&req, mctl.NotLive, "the worker session has ended", false, reply)
 		return
@@ -234,7 +254,7 @@ func (l *Lane) execute(req *mctl.Request, text []byte) (mctl.Result, string) {
 		if abandoned.Load() {
 			return // the ack said timeout before the loop got here: do nothing
 		}
-		t := l.cfg.Target
+		t := l.target(req.SessionID)
 		switch {
 		case req.Kind == mctl.KindInterrupt:
 			t.ControlInterrupt(done)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -268,5 +269,60 @@ func BenchmarkLaneSocket(b *testing.B) {
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "acks/s")
 			})
 		}
+	}
+}
+
+// subTarget is one session of a multiTarget; its methods run on the
+// multiTarget's loop.
+type subTarget struct {
+	id      string
+	prompts [][]byte
+}
+
+func (s *subTarget) ControlSessionID() string { return s.id }
+func (s *subTarget) ControlInject(text []byte, _ bool, done func(mctl.Result, string)) {
+	s.prompts = append(s.prompts, slices.Clone(text))
+	done(mctl.OK, "sent")
+}
+func (s *subTarget) ControlInterrupt(done func(mctl.Result, string)) {
+	done(mctl.OK, "no turn running")
+}
+
+// multiTarget hosts several sessions, as the acp dialect does: its own
+// methods are its first session's.
+type multiTarget struct {
+	*fakeTarget
+	subs map[string]*subTarget
+}
+
+func (m *multiTarget) ControlTargetOf(id string) (Target, bool) {
+	s, ok := m.subs[id]
+	if !ok {
+		return nil, false
+	}
+	return s, true
+}
+
+func TestLaneAddressesEachSessionOfAMultiSessionTarget(t *testing.T) {
+	const second = "99999999-8888-4777-8666-555555555555"
+	f := newFakeTarget(t)
+	m := &multiTarget{fakeTarget: f, subs: map[string]*subTarget{second: {id: second}}}
+	l := newTestLane(t, f, nil)
+	l.cfg.Target = m
+	toSecond := []byte(strings.Replace(string(stdinRequest("r2", "for the second")), testSession, second, 1))
+	if a := handle(l, toSecond); a.Get("result").Str != "ok" {
+		t.Fatalf("a request for the second session: %s", a.Raw)
+	}
+	if a := handle(l, stdinRequest("r1", "for the first")); a.Get("result").Str != "ok" {
+		t.Fatalf("a request for the first session: %s", a.Raw)
+	}
+	unknown := []byte(strings.Replace(string(stdinRequest("r3", "for nobody")), testSession, "00000000-0000-4000-8000-000000000000", 1))
+	if a := handle(l, unknown); a.Get("result").Str != "not_found" {
+		t.Fatalf("a request for a session nobody has: %s, want not_found", a.Raw)
+	}
+	got := make(chan [2]int, 1)
+	f.submit(func() { got <- [2]int{len(f.prompts), len(m.subs[second].prompts)} })
+	if n := <-got; n != [2]int{1, 1} {
+		t.Fatalf("prompts taken by the first and the second session: %v, want one each", n)
 	}
 }
