@@ -25,8 +25,11 @@ Options (times in seconds after the first hook_callback arrived):
                         "interrupt", "set_model:NAME") at T s
   --results N           close stdin after N results (default 1)
   --settle S            close stdin S s after the last result (default 0)
+
+With PROBE_KEEP=1 the temporary folder (cwd, HOME with the CLI's session
+file) is kept and named; otherwise it is removed.
 """
-import argparse, json, os, subprocess, sys, tempfile, threading, time
+import argparse, json, os, shutil, subprocess, sys, tempfile, threading, time
 
 SCENARIO = {
     "name": "probe-hook",
@@ -175,6 +178,10 @@ def main():
                 p.stdin.close()
     p.wait()
     out("--", "exit %d; ran.txt %s" % (p.returncode, "exists" if os.path.exists(os.path.join(cwd, "ran.txt")) else "absent"))
+    if os.environ.get("PROBE_KEEP"):
+        out("--", "kept " + work)  # the CLI's session file is under home/.claude/projects/
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
