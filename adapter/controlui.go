@@ -100,17 +100,6 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 	return w.loop.Run(ctx, w, uiIn, uiOut, signals)
 }
 
-// sessionOf is the session id opts give the CLI, or "".
-func sessionOf(o session.Options) string {
-	switch {
-	case o.SessionID != "":
-		return o.SessionID
-	case o.Resume != "" && !o.ForkSession:
-		return o.Resume
-	}
-	return ""
-}
-
 // reply writes one lane answer to the UI; any goroutine.
 func (w *controlWorker) reply(line []byte) {
 	w.loop.Submit(func() { w.loop.Emit(line) })
@@ -215,7 +204,9 @@ func (w *controlWorker) CLILine(p *Proc, line string) {
 			w.settleInterrupt(mctl.OK, "interrupted")
 		}
 	}
-	w.out = w.worker.FromCLI(&ev, ids, w.loop.Now(), w.out)
+	w.emit() // the state lines first
+	out := w.loop.Out()
+	*out = w.worker.AppendCLI(*out, &ev, ids, w.loop.Now())
 	if ev.Kind == mapping.KindResult && len(w.prompts) == 0 {
 		w.setState(WorkerIdle, "")
 	}

@@ -116,11 +116,8 @@ func (s *IPC) newLoop() *ipcLoop {
 func (l *ipcLoop) started(p *Proc) {
 	defer l.emit()
 	l.endPrompts(nil) // none is open: every way a child goes ends them
-	switch o := p.Opts; {
-	case o.SessionID != "":
-		l.out = l.tr.SetSessionID(o.SessionID, l.out)
-	case o.Resume != "" && !o.ForkSession:
-		l.out = l.tr.SetSessionID(o.Resume, l.out)
+	if sid := sessionOf(p.Opts); sid != "" {
+		l.out = l.tr.SetSessionID(sid, l.out)
 	}
 }
 

@@ -255,6 +255,17 @@ func withSessionID(opts session.Options) session.Options {
 	return opts
 }
 
+// sessionOf is the session id opts give the CLI, or "".
+func sessionOf(o session.Options) string {
+	switch {
+	case o.SessionID != "":
+		return o.SessionID
+	case o.Resume != "" && !o.ForkSession:
+		return o.Resume
+	}
+	return ""
+}
+
 // earliest returns the earlier of two deadlines; the zero time is none.
 func earliest(next, at time.Time) time.Time {
 	if !at.IsZero() && (next.IsZero() || at.Before(next)) {

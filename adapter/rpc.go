@@ -172,11 +172,8 @@ func (l *rpcLoop) getenv(key string) string {
 // started tells the translator the session id of a new child and asks the
 // CLI who it is (initialize), before anything else is written to it.
 func (l *rpcLoop) started(p *Proc) {
-	switch o := p.Opts; {
-	case o.SessionID != "":
-		l.tr.SetSessionID(o.SessionID)
-	case o.Resume != "" && !o.ForkSession:
-		l.tr.SetSessionID(o.Resume)
+	if sid := sessionOf(p.Opts); sid != "" {
+		l.tr.SetSessionID(sid)
 	}
 	l.initWaiting = true
 	l.control("initialize", func(id string) []byte { return mapping.AppendInitialize(nil, id) }, func(resp gjson.Result, err *rpc.Error) {

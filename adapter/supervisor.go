@@ -271,11 +271,8 @@ func (s *Supervisor) Start(opts session.Options, resumed bool) (*Proc, error) {
 	s.live = p
 	s.Opts = opts
 	s.persisted = resumed
-	switch {
-	case opts.SessionID != "":
-		s.SessionID = opts.SessionID
-	case opts.Resume != "" && !opts.ForkSession:
-		s.SessionID = opts.Resume
+	if sid := sessionOf(opts); sid != "" {
+		s.SessionID = sid
 	}
 	s.log.Info("claude started", "pid", child.Pid(), "gen", p.Gen, "resume", opts.Resume,
 		"continue", opts.Continue, "fork", opts.ForkSession, "session_id", opts.SessionID)

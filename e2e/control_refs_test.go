@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
@@ -71,17 +72,6 @@ func refStart(t *testing.T, args ...string) *refWorker {
 	}
 	w.b = startBridge(t, append([]string{"--team", refTeam, "--agent-id", refAgent, "--session-id", w.sid}, args...))
 	return w
-}
-
-// refSockPath is a socket path short enough for sun_path.
-func refSockPath(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "ccb-ref-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "c.sock")
 }
 
 // refConn is one lane-000 connection: ccbridge's stdio under --ui
@@ -292,13 +282,11 @@ func refText(tok string, n int) []byte {
 		b.WriteString("line " + strconv.Itoa(i) + ": the quick brown fox – «jumps» over the lazy dog\n")
 	}
 	out := b.Bytes()[:n]
-	for !refValidUTF8(out) { // a multi-byte rune cut at the end
+	for !utf8.Valid(out) { // a multi-byte rune cut at the end
 		out[len(out)-1] = '.'
 	}
 	return out
 }
-
-func refValidUTF8(b []byte) bool { return strings.ToValidUTF8(string(b), "") == string(b) }
 
 // refRef is a content_ref object for path that claims data's size and
 // hash.
@@ -765,7 +753,7 @@ func TestControlRefsSocket(t *testing.T) {
 	t.Parallel()
 	root, out := t.TempDir(), t.TempDir()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	w := refStart(t, "--ui", "ipc", "--control", refSockPath(t), "--allow-sender", refSender,
+	w := refStart(t, "--ui", "ipc", "--control", ctlSocketPath(t), "--allow-sender", refSender,
 		"--ref-root", root, "--ref-max", "262144", "--max-age", "1m", "--audit-log", audit)
 	if sid := get(w.b.until("session_init", isType("session_init"))[0], "session_id").Str; sid != w.sid {
 		t.Fatalf("ipc's session is %s, want --session-id %s", sid, w.sid)
@@ -829,7 +817,7 @@ func TestControlRefsSocket(t *testing.T) {
 // lines on stderr carry the payloads, the refused ones too.
 func TestControlRefsLimits(t *testing.T) {
 	t.Parallel()
-	w := refStart(t, "--ui", "control", "--control", refSockPath(t), "--allow-sender", refSender,
+	w := refStart(t, "--ui", "control", "--control", ctlSocketPath(t), "--allow-sender", refSender,
 		"--stdin-hard-limit", "4096", "--audit-log", "-", "--audit-payloads", "--control-timeout", "1s")
 	c := w.refStdio()
 	s := w.refDial()

@@ -129,26 +129,45 @@ func (l *Lane) target(want string) Target {
 }
 
 // sessionID asks the session a request for want goes to for its id, on
-// its loop; ok is false when the session has ended.
+// its loop; ok is false when the session has ended (or its loop did not
+// answer in time).
 func (l *Lane) sessionID(want string) (string, bool) {
-	type answer struct {
-		sid string
-		ok  bool
+	res, sid, timedOut := l.onLoop(func(done func(mctl.Result, string)) {
+		done(mctl.OK, l.target(want).ControlSessionID())
+	})
+	return sid, res == mctl.OK && !timedOut
+}
+
+// onLoop runs fn on the session's loop and waits, at most Timeout, for fn
+// (or what it hands done to) to call done. Submit itself may wait for a
+// busy loop: the timeout covers it too. After a timeout fn does nothing
+// if the loop has not begun it yet. A session that has ended answers
+// NotLive.
+func (l *Lane) onLoop(fn func(done func(mctl.Result, string))) (res mctl.Result, detail string, timedOut bool) {
+	type outcome struct {
+		res    mctl.Result
+		detail string
 	}
-	ch := make(chan answer, 2)
-	// Submit itself may wait for a busy loop: the timeout covers it too.
+	ch := make(chan outcome, 2)
+	var abandoned atomic.Bool
+	done := func(res mctl.Result, detail string) { ch <- outcome{res, detail} }
 	go func() {
-		if !l.cfg.Submit(func() { ch <- answer{l.target(want).ControlSessionID(), true} }) {
-			ch <- answer{}
+		if !l.cfg.Submit(func() {
+			if !abandoned.Load() {
+				fn(done)
+			}
+		}) {
+			ch <- outcome{mctl.NotLive, "the worker session has ended"}
 		}
 	}()
 	timer := time.NewTimer(l.cfg.Timeout)
 	defer timer.Stop()
 	select {
-	case a := <-ch:
-		return a.sid, a.ok
+	case o := <-ch:
+		return o.res, o.detail, false
 	case <-timer.C:
-		return "", false
+		abandoned.Store(true)
+		return "", "", true
 	}
 }
 
@@ -243,17 +262,7 @@ func (l *Lane) Handle(line []byte, reply func([]byte)) {
 // execute hands the request to the worker on its loop and waits for the
 // worker to take it, at most Timeout.
 func (l *Lane) execute(req *mctl.Request, text []byte) (mctl.Result, string) {
-	type outcome struct {
-		res    mctl.Result
-		detail string
-	}
-	ch := make(chan outcome, 2)
-	var abandoned atomic.Bool
-	done := func(res mctl.Result, detail string) { ch <- outcome{res, detail} }
-	fn := func() {
-		if abandoned.Load() {
-			return // the ack said timeout before the loop got here: do nothing
-		}
+	res, detail, timedOut := l.onLoop(func(done func(mctl.Result, string)) {
 		t := l.target(req.SessionID)
 		switch {
 		case req.Kind == mctl.KindInterrupt:
@@ -265,26 +274,15 @@ func (l *Lane) execute(req *mctl.Request, text []byte) (mctl.Result, string) {
 				t.ControlInject(text, req.Interrupt, done)
 			}
 		}
-	}
-	// Submit itself may wait for a busy loop: the timeout covers it too.
-	go func() {
-		if !l.cfg.Submit(fn) {
-			ch <- outcome{mctl.NotLive, "the worker session has ended"}
-		}
-	}()
-	timer := time.NewTimer(l.cfg.Timeout)
-	defer timer.Stop()
-	select {
-	case o := <-ch:
-		return o.res, o.detail
-	case <-timer.C:
-		abandoned.Store(true)
+	})
+	if timedOut {
 		what := "the input"
 		if req.Kind == mctl.KindInterrupt {
 			what = "the interrupt"
 		}
 		return mctl.Timeout, "the worker did not take " + what + " within " + l.cfg.Timeout.String()
 	}
+	return res, detail
 }
 
 func (l *Lane) ack(req *mctl.Request, res mctl.Result, detail string, duplicate bool, reply func([]byte)) {

@@ -102,9 +102,9 @@ func AppendCapabilities(dst []byte, c Capabilities, now time.Time) []byte {
 		types = defaultTypes
 	}
 	dst = append(dst, `,"lanes":`...)
-	dst = appendStrings(dst, lanes)
+	dst = jsonw.Strings(dst, lanes)
 	dst = append(dst, `,"types":`...)
-	dst = appendStrings(dst, types)
+	dst = jsonw.Strings(dst, types)
 	dst = append(dst, `,"soft_limit_bytes":`...)
 	dst = jsonw.Int(dst, int64(c.SoftLimit))
 	dst = append(dst, `,"hard_limit_bytes":`...)
@@ -126,15 +126,4 @@ func AppendCapabilities(dst []byte, c Capabilities, now time.Time) []byte {
 	dst = append(dst, `,"sent_at":`...)
 	dst = appendTime(dst, now)
 	return append(dst, '}')
-}
-
-func appendStrings(dst []byte, ss []string) []byte {
-	dst = append(dst, '[')
-	for i, s := range ss {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = jsonw.String(dst, s)
-	}
-	return append(dst, ']')
 }

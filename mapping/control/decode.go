@@ -324,21 +324,11 @@ func (d *decoder) meta(r *Request) *Problem {
 	if raw[0] != '{' {
 		return d.reject(ErrWrongType, "meta: must be an object")
 	}
-	var rc string
-	dup := false
-	jscan.Walk(raw, func(key, v string) bool {
-		if key == "retry_count" {
-			if rc != "" {
-				dup = true
-				return false
-			}
-			rc = v
-		}
-		return true
-	})
-	if dup {
+	var meta [1]string
+	if members(raw, metaNames, meta[:]) != "" {
 		return d.reject(ErrDuplicateField, `"meta.retry_count": appears more than once`)
 	}
+	rc := meta[0]
 	if rc == "" || rc == "null" {
 		return nil
 	}
@@ -436,14 +426,14 @@ const (
 
 var refNames = [nRef]string{"path", "size_bytes", "sha256", "mime", "expires_at"}
 
-func (d *decoder) contentRef(obj string) (*ContentRef, *Problem) {
-	if obj[0] != '{' {
-		return nil, d.reject(ErrWrongType, "content_ref: must be an object")
-	}
-	var raw [nRef]string
-	dup := ""
+// metaNames are the members of meta the lane reads.
+var metaNames = []string{"retry_count"}
+
+// members reads the members named of the object obj into raw (first
+// occurrence each) and returns the first name given twice.
+func members(obj string, names []string, raw []string) (dup string) {
 	jscan.Walk(obj, func(key, v string) bool {
-		for i, n := range refNames {
+		for i, n := range names {
 			if key == n {
 				if raw[i] != "" {
 					dup = n
@@ -454,7 +444,15 @@ func (d *decoder) contentRef(obj string) (*ContentRef, *Problem) {
 		}
 		return true
 	})
-	if dup != "" {
+	return dup
+}
+
+func (d *decoder) contentRef(obj string) (*ContentRef, *Problem) {
+	if obj[0] != '{' {
+		return nil, d.reject(ErrWrongType, "content_ref: must be an object")
+	}
+	var raw [nRef]string
+	if dup := members(obj, refNames[:], raw[:]); dup != "" {
 		return nil, d.reject(ErrDuplicateField, `"content_ref.`+dup+`": appears more than once`)
 	}
 	for i := range rExpiresAt { // every member but expires_at is required

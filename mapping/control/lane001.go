@@ -352,24 +352,6 @@ func (d *decoder001) str(f int) (string, *Problem001) {
 	return v, nil
 }
 
-// members001 reads the members named of the object obj into raw (first
-// occurrence each) and returns the first name given twice.
-func members001(obj string, names []string, raw []string) (dup string) {
-	jscan.Walk(obj, func(key, v string) bool {
-		for i, n := range names {
-			if key == n {
-				if raw[i] != "" {
-					dup = n
-					return false
-				}
-				raw[i] = v
-			}
-		}
-		return true
-	})
-	return dup
-}
-
 var (
 	targetNames  = []string{"run_id", "issue_id"}
 	payloadNames = []string{"model", "reason"}
@@ -384,7 +366,7 @@ func (d *decoder001) target(r *Request001) *Problem001 {
 		return d.fail("target: must be an object")
 	}
 	var raw [2]string
-	if dup := members001(obj, targetNames, raw[:]); dup != "" {
+	if dup := members(obj, targetNames, raw[:]); dup != "" {
 		return d.fail(`"target.` + dup + `": appears more than once`)
 	}
 	run, p := d.member("target.run_id", raw[0], true)
@@ -430,7 +412,7 @@ func (d *decoder001) payload(r *Request001) *Problem001 {
 		return nil // the other commands' payloads are {}; members are ignored
 	}
 	var raw [2]string
-	if dup := members001(obj, payloadNames, raw[:]); dup != "" {
+	if dup := members(obj, payloadNames, raw[:]); dup != "" {
 		return d.fail(`"payload.` + dup + `": appears more than once`)
 	}
 	model, p := d.member("payload.model", raw[0], true)

@@ -67,66 +67,63 @@ func (w *Worker) AppendState(dst []byte, state, detail string, now time.Time) []
 	return append(dst, '}')
 }
 
-// FromCLI appends the progress lines one CLI event gives (none for most
-// kinds) to out. requestIDs names the control requests a result answers.
-func (w *Worker) FromCLI(ev *mapping.Event, requestIDs []string, now time.Time, out [][]byte) [][]byte {
+// AppendCLI appends the progress lines one CLI event gives (none for most
+// kinds) to dst, each ending in a line break, as the session loop's
+// pending output takes them. requestIDs names the control requests a
+// result answers.
+func (w *Worker) AppendCLI(dst []byte, ev *mapping.Event, requestIDs []string, now time.Time) []byte {
 	switch ev.Kind {
 	case mapping.KindTextDelta:
 		if ev.ParentToolUseID != "" {
-			return out // a subagent's text: not the worker's answer
+			return dst // a subagent's text: not the worker's answer
 		}
-		line := w.start(nil, TypeWorkerText, now)
-		line = append(line, `,"text":`...)
+		dst = w.start(dst, TypeWorkerText, now)
+		dst = append(dst, `,"text":`...)
 		if ev.TextRaw != "" {
-			line = jsonw.Raw(line, ev.TextRaw)
+			dst = jsonw.Raw(dst, ev.TextRaw)
 		} else {
-			line = jsonw.String(line, ev.Text)
+			dst = jsonw.String(dst, ev.Text)
 		}
-		return append(out, append(line, '}'))
+		return append(dst, "}\n"...)
 	case mapping.KindAssistant:
 		ev.Body.Get("content").ForEach(func(_, block gjson.Result) bool {
 			if block.Get("type").Str != "tool_use" {
 				return true
 			}
-			line := w.start(nil, TypeWorkerTool, now)
-			line = append(line, `,"tool_use_id":`...)
-			line = jsonw.String(line, block.Get("id").Str)
-			line = append(line, `,"name":`...)
-			line = jsonw.String(line, block.Get("name").Str)
+			dst = w.start(dst, TypeWorkerTool, now)
+			dst = append(dst, `,"tool_use_id":`...)
+			dst = jsonw.String(dst, block.Get("id").Str)
+			dst = append(dst, `,"name":`...)
+			dst = jsonw.String(dst, block.Get("name").Str)
 			if in := block.Get("input"); in.IsObject() {
-				line = append(line, `,"input":`...)
-				line = jsonw.Raw(line, in.Raw)
+				dst = append(dst, `,"input":`...)
+				dst = jsonw.Raw(dst, in.Raw)
 			}
-			out = append(out, append(line, '}'))
+			dst = append(dst, "}\n"...)
 			return true
 		})
-		return out
+		return dst
 	case mapping.KindResult:
-		line := w.start(nil, TypeWorkerTurn, now)
-		line = append(line, `,"result":`...)
-		line = jsonw.String(line, turnResult(ev))
-		line = append(line, `,"is_error":`...)
-		line = jsonw.Bool(line, ev.IsError)
+		dst = w.start(dst, TypeWorkerTurn, now)
+		dst = append(dst, `,"result":`...)
+		dst = jsonw.String(dst, turnResult(ev))
+		dst = append(dst, `,"is_error":`...)
+		dst = jsonw.Bool(dst, ev.IsError)
 		if t := ev.Get("result"); t.Type == gjson.String {
-			line = append(line, `,"text":`...)
-			line = jsonw.String(line, t.Str)
+			dst = append(dst, `,"text":`...)
+			dst = jsonw.String(dst, t.Str)
 		}
 		for _, k := range [...]string{"num_turns", "duration_ms", "total_cost_usd"} {
 			if v := ev.Get(k); v.Type == gjson.Number {
-				line = jsonw.Key(line, k)
-				line = append(line, v.Raw...)
+				dst = jsonw.Key(dst, k)
+				dst = append(dst, v.Raw...)
 			}
 		}
-		line = append(line, `,"request_ids":[`...)
-		for i, id := range requestIDs {
-			if i > 0 {
-				line = append(line, ',')
-			}
-			line = jsonw.String(line, id)
-		}
-		return append(out, append(line, "]}"...))
+		dst = append(dst, `,"request_ids":`...)
+		dst = jsonw.Strings(dst, requestIDs)
+		return append(dst, "}\n"...)
 	}
-	return out
+	return dst
 }
 
 // turnResult names how a turn ended.
@@ -147,9 +144,11 @@ func (w *Worker) AppendTurnLost(dst []byte, requestID, why string, now time.Time
 	dst = w.start(dst, TypeWorkerTurn, now)
 	dst = append(dst, `,"result":"error","is_error":true,"text":`...)
 	dst = jsonw.String(dst, why)
-	dst = append(dst, `,"request_ids":[`...)
+	var ids []string
 	if requestID != "" {
-		dst = jsonw.String(dst, requestID)
+		ids = []string{requestID}
 	}
-	return append(dst, "]}"...)
+	dst = append(dst, `,"request_ids":`...)
+	dst = jsonw.Strings(dst, ids)
+	return append(dst, '}')
 }

@@ -2,8 +2,6 @@ package rpc
 
 import (
 	"time"
-
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
 )
 
 // Notification methods (runtime → UI).
@@ -126,16 +124,4 @@ func AppendChildExited(dst []byte, exitCode int, signal, stderr, sessionID, mess
 // isoMillis formats Unix milliseconds as RFC 3339 in UTC.
 func isoMillis(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
-// appendStringArray appends a JSON array of strings.
-func appendStringArray(dst []byte, ss []string) []byte {
-	dst = append(dst, '[')
-	for i, s := range ss {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = jsonw.String(dst, s)
-	}
-	return append(dst, ']')
 }

@@ -89,6 +89,18 @@ func Raw(dst []byte, raw string) []byte {
 	return dst
 }
 
+// Strings appends ss as a JSON array of strings.
+func Strings(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = String(dst, s)
+	}
+	return append(dst, ']')
+}
+
 // Bool appends true or false.
 func Bool(dst []byte, v bool) []byte {
 	if v {
