@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -41,6 +42,8 @@ type ControlConfig struct {
 	// RefMax bounds such a file (--ref-max 64 MiB).
 	RefRoots []string
 	RefMax   int64
+	// RunID names the run lane 001 steers (--run-id); "" is the session id.
+	RunID string
 }
 
 func (c *ControlConfig) defaults() {
@@ -74,6 +77,15 @@ type controlPlane struct {
 	audit *control.Audit
 	lane  *control.Lane
 	sock  *control.Listener
+
+	// Lane 001: its own store (its five-minute window), and the socket
+	// connections that get its loop:current events.
+	store001 control.Store
+	lane001  *control.Lane001
+	feed     control.Feed
+	target   control.Target001 // nil: the dialect cannot be paused
+	submit   func(func()) bool
+	log      *slog.Logger
 }
 
 // openControlPlane opens the store and the audit trail and makes the lane
@@ -91,8 +103,19 @@ func openControlPlane(s *Settings, target control.Target, submit func(func()) bo
 	} else {
 		cp.store = control.NewMemoryStore(scfg)
 	}
+	scfg001 := control.StoreConfig{TTL: control.DedupeWindow001, MaxKeys: c.DedupeMax}
+	if c.StateDir != "" {
+		cp.store001, err = control.OpenStore(filepath.Join(c.StateDir, "lane001"), scfg001)
+	} else {
+		cp.store001 = control.NewMemoryStore(scfg001)
+	}
+	if err != nil {
+		cp.store.Close()
+		return nil, fmt.Errorf("--state-dir: %w", err)
+	}
 	if cp.audit, err = control.OpenAudit(c.AuditLog, c.AuditPayloads); err != nil {
 		cp.store.Close()
+		cp.store001.Close()
 		return nil, fmt.Errorf("--audit-log: %w", err)
 	}
 	timeout := s.ControlTimeout
@@ -114,6 +137,16 @@ func openControlPlane(s *Settings, target control.Target, submit func(func()) bo
 		Target:   target,
 		Submit:   submit,
 	})
+	cp.target, _ = target.(control.Target001)
+	cp.submit, cp.log = submit, s.Logger
+	cp.lane001 = control.NewLane001(control.Lane001Config{
+		Store:   cp.store001,
+		Audit:   cp.audit,
+		Target:  cp.target,
+		Refusal: "this worker cannot be paused: lane 001 (pause, resume, cancel, escalate) is served with --ui control",
+		Submit:  submit,
+		Logger:  s.Logger,
+	})
 	return cp, nil
 }
 
@@ -132,8 +165,57 @@ func (cp *controlPlane) listen(s *Settings) error {
 	l.Logger = s.Logger
 	l.TooLong = cp.lane.TooLong
 	// Inline content may be JSON-escaped up to six bytes a byte.
-	go l.Serve(c.StdinHardLimit*6+64<<10, cp.lane.Capabilities, cp.lane.Handle)
+	go l.ServeConns(c.StdinHardLimit*6+64<<10, cp.open)
 	return nil
+}
+
+// sockConn is one socket connection: lane 000's and lane 001's lines, by
+// their shape (mctl.Classify), answered in order through an outbox.
+type sockConn struct {
+	cp  *controlPlane
+	out *control.Outbox
+}
+
+// open greets a new connection with lane 000's capabilities.
+func (cp *controlPlane) open(reply func([]byte)) control.ConnHandler {
+	c := &sockConn{cp: cp, out: control.NewOutbox(reply, cp.log)}
+	c.out.Send(cp.lane.Capabilities())
+	return c
+}
+
+func (c *sockConn) Handle(line []byte) {
+	if mctl.Classify(line) != mctl.Lane001 {
+		c.cp.lane.Handle(line, c.out.Send)
+		return
+	}
+	c.subscribe()
+	c.cp.lane001.Handle(line, c)
+}
+
+// subscribe adds the connection to lane 001's events on its first
+// lane-001 line, with the run's STATE first (on the loop, so that no
+// event falls between the two).
+func (c *sockConn) subscribe() {
+	if c.cp.target == nil || c.cp.feed.Has(c.out) {
+		return
+	}
+	done := make(chan struct{})
+	if !c.cp.submit(func() {
+		defer close(done)
+		c.out.Send(c.cp.target.StateLine())
+		c.cp.feed.Add(c.out)
+	}) {
+		return
+	}
+	<-done
+}
+
+func (c *sockConn) Send(line []byte)       { c.out.Send(line) }
+func (c *sockConn) SendOnLoop(line []byte) { c.out.Send(line) }
+
+func (c *sockConn) Close() {
+	c.cp.feed.Remove(c.out)
+	c.out.Close()
 }
 
 // close stops the socket and closes the store and the audit trail.
@@ -145,7 +227,7 @@ func (cp *controlPlane) close() error {
 	if cp.sock != nil {
 		errs = append(errs, cp.sock.Close())
 	}
-	errs = append(errs, cp.store.Close(), cp.audit.Close())
+	errs = append(errs, cp.store.Close(), cp.store001.Close(), cp.audit.Close())
 	return errors.Join(errs...)
 }
 
@@ -175,6 +257,7 @@ func ControlFlags(fs *flag.FlagSet, c *ControlConfig) {
 		return nil
 	})
 	fs.Int64Var(&c.RefMax, "ref-max", control.DefaultRefMax, "control lanes: largest content_ref file in bytes")
+	fs.StringVar(&c.RunID, "run-id", "", "control lane 001: the run's id, which requests name in target.run_id (default: the session id)")
 }
 
 // startControl hands the session to its control lanes once its Run has

@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"io"
@@ -61,6 +62,8 @@ type controlWorker struct {
 	// interrupted the lane's done for it.
 	interruptID string
 	interrupted []func(mctl.Result, string)
+
+	run runState // lane 001
 }
 
 type controlPrompt struct {
@@ -82,6 +85,8 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 		state: WorkerStarting,
 	}
 	w.worker = mctl.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: sessionOf(opts)}
+	w.run.id, w.run.Model, w.run.max = c.Control.RunID, opts.Model, maxTurns(opts.Extra)
+	w.loadRun()
 	w.sup = w.loop.NewSupervisor(SupervisorConfig{Child: c.Child, BaseArgs: ControlArgs, Started: w.started})
 	plane, err := openControlPlane(&c.Settings, w, w.loop.Submit)
 	if err != nil {
@@ -94,6 +99,9 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 	}
 	// The first line on a control lane says what it takes.
 	w.loop.Emit(plane.lane.CapabilitiesOf(w.worker.SessionID))
+	// Then lane 001's: the run's state (paused, when it was at the end of
+	// the last ccbridge on this --state-dir).
+	w.publishState()
 	if _, err := w.sup.Start(opts, (opts.Resume != "" || opts.Continue) && !opts.ForkSession); err != nil {
 		return 1, err
 	}
@@ -109,6 +117,7 @@ func (w *controlWorker) started(p *Proc) {
 	if sid := sessionOf(p.Opts); sid != "" {
 		w.worker.SessionID = sid
 	}
+	w.sendInit(p)
 	w.setState(WorkerIdle, "")
 	w.emit()
 }
@@ -149,9 +158,13 @@ func (w *controlWorker) next() {
 	line := w.queue[0]
 	w.queue = w.queue[1:]
 	w.handling = true
-	lane := w.plane.lane
+	lane, lane001 := w.plane.lane, w.plane.lane001
 	w.loop.Go(func(context.Context) func() {
-		lane.Handle(line, w.reply)
+		if mctl.Classify(line) == mctl.Lane001 {
+			lane001.Handle(line, stdioPeer{w})
+		} else {
+			lane.Handle(line, w.reply)
+		}
 		return func() {
 			w.handling = false
 			w.next()
@@ -181,6 +194,10 @@ func (w *controlWorker) CLITooLong(p *Proc, e *framing.LineTooLongError) {
 func (w *controlWorker) CLILine(p *Proc, line string) {
 	defer w.emit()
 	ev := mapping.RouteString(line)
+	if w.runCLI(p, &ev) {
+		return
+	}
+	defer w.syncState()
 	if ev.Kind.ControlRequest() && !p.AutoReply(&ev) && ev.Kind == mapping.KindCanUseTool {
 		// Nobody on a control lane answers permission requests.
 		p.Write(mapping.AppendDeny(nil, ev.RequestID, mapping.Deny{
@@ -194,9 +211,12 @@ func (w *controlWorker) CLILine(p *Proc, line string) {
 		if ev.SessionID != "" && ev.SessionID != w.worker.SessionID {
 			w.worker.SessionID = strings.Clone(ev.SessionID) // the line's buffer is reused
 		}
+		w.loadRun() // --continue: the run's id is known now
 		w.setState(WorkerRunning, "")
 	case mapping.KindResult:
 		ids = w.endPrompts(&ev)
+		w.run.Iter++
+		w.saveRun()
 	case mapping.KindControlResponse:
 		if ev.RequestID != "" && ev.RequestID == w.interruptID {
 			w.interruptID = ""
@@ -209,6 +229,7 @@ func (w *controlWorker) CLILine(p *Proc, line string) {
 	*out = w.worker.AppendCLI(*out, &ev, ids, w.loop.Now())
 	if ev.Kind == mapping.KindResult && len(w.prompts) == 0 {
 		w.setState(WorkerIdle, "")
+		w.releaseInput()
 	}
 }
 
@@ -253,6 +274,7 @@ func (w *controlWorker) ChildExited(_ *Proc, exit session.Exit) {
 	if !w.loop.Ending() {
 		detail += "; the next input resumes the session"
 	}
+	w.runExited(exit.Code)
 	w.setState(WorkerExited, detail)
 }
 
@@ -275,9 +297,29 @@ func (w *controlWorker) ControlInject(text []byte, interrupt bool, done func(mct
 }
 
 // ControlInjectFor sends text as one user prompt, interrupting the running
-// turn first when asked; the turn that answers it names requestID.
+// turn first when asked; the turn that answers it names requestID. While
+// the run is paused (lane 001) the prompt waits for resume.
 func (w *controlWorker) ControlInjectFor(requestID string, text []byte, interrupt bool, done func(mctl.Result, string)) {
+	if (w.run.Paused || len(w.run.heldIn) > 0) && !w.loop.Ending() {
+		defer w.emit()
+		if p := w.sup.Live(); interrupt && p != nil && len(w.prompts) > 0 {
+			w.interrupt(p, nil)
+		}
+		w.run.heldIn = append(w.run.heldIn, heldInput{requestID: requestID, text: bytes.Clone(text)})
+		detail := "held: the run is paused (lane 001); it runs as a turn of its own after resume"
+		if !w.run.Paused {
+			detail = "queued behind the prompts held by the last pause"
+		}
+		done(mctl.OK, detail)
+		return
+	}
+	w.inject(requestID, text, interrupt, done)
+}
+
+// inject sends text as one user prompt (ControlInjectFor).
+func (w *controlWorker) inject(requestID string, text []byte, interrupt bool, done func(mctl.Result, string)) {
 	defer w.emit()
+	defer w.syncState()
 	if w.loop.Ending() {
 		done(mctl.NotLive, "the worker session is ending")
 		return
@@ -293,6 +335,7 @@ func (w *controlWorker) ControlInjectFor(requestID string, text []byte, interrup
 	}
 	w.sup.WhenLive(func(err error) {
 		defer w.emit()
+		defer w.syncState()
 		p := w.sup.Live()
 		if err != nil || p == nil {
 			done(mctl.NotLive, "no CLI runs")
@@ -369,3 +412,20 @@ func (w *controlWorker) Interrupt() {
 func (w *controlWorker) Shutdown(string)         {}
 func (w *controlWorker) Expire(time.Time)        {}
 func (w *controlWorker) NextDeadline() time.Time { return time.Time{} }
+
+// stdioPeer is the UI of the control dialect as a lane-001 peer.
+type stdioPeer struct{ w *controlWorker }
+
+func (s stdioPeer) Send(line []byte) { s.w.reply(line) }
+
+func (s stdioPeer) SendOnLoop(line []byte) {
+	s.w.emit()
+	s.w.loop.Emit(line)
+}
+
+// maxTurns is the value of --max-turns among the CLI's extra arguments,
+// 0 when absent or not a number.
+func maxTurns(extra []string) int {
+	n, _ := strconv.Atoi(argValue(extra, "--max-turns"))
+	return max(n, 0)
+}

@@ -104,6 +104,17 @@ func AppendInitialize(dst []byte, requestID string) []byte {
 	return append(startRequest(dst, requestID, "initialize"), "}}"...)
 }
 
+// AppendInitializeHooks appends an initialize request that registers hook
+// callbacks: hooks is a JSON object written as it is, such as
+// {"PreToolUse":[{"hookCallbackIds":["id"],"timeout":60}]}; the CLI then
+// asks hook_callback with the id before each matching event.
+func AppendInitializeHooks(dst []byte, requestID, hooks string) []byte {
+	dst = startRequest(dst, requestID, "initialize")
+	dst = append(dst, `,"hooks":`...)
+	dst = append(dst, hooks...)
+	return append(dst, "}}"...)
+}
+
 // AppendInterrupt appends an interrupt request; cancelQueued also cancels
 // prompts queued behind the running turn.
 func AppendInterrupt(dst []byte, requestID string, cancelQueued bool) []byte {

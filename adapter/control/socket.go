@@ -163,6 +163,38 @@ func (l *Listener) Path() string { return l.path }
 // open). Serve is called at most once; after Close it returns at once.
 // handle must not call Close (Close waits for handle).
 func (l *Listener) Serve(maxLine int, greet func() []byte, handle func(line []byte, reply func([]byte))) {
+	l.ServeConns(maxLine, func(reply func([]byte)) ConnHandler {
+		if greet != nil {
+			if g := greet(); g != nil {
+				reply(g)
+			}
+		}
+		return funcConn{handle: handle, reply: reply}
+	})
+}
+
+// ConnHandler serves one connection (ServeConns): Handle gets its lines,
+// one at a time on the connection's goroutine, and Close is called once
+// when the connection is over.
+type ConnHandler interface {
+	Handle(line []byte)
+	Close()
+}
+
+// funcConn is Serve's ConnHandler.
+type funcConn struct {
+	handle func([]byte, func([]byte))
+	reply  func([]byte)
+}
+
+func (f funcConn) Handle(line []byte) { f.handle(line, f.reply) }
+func (funcConn) Close()               {}
+
+// ServeConns is Serve with a handler of each connection's own, made by
+// open on the connection's goroutine with its reply (as Serve describes
+// it) before any line is read; a handler keeps what it knows of its
+// connection, and its Close says the connection is over.
+func (l *Listener) ServeConns(maxLine int, open func(reply func([]byte)) ConnHandler) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -209,23 +241,20 @@ func (l *Listener) Serve(maxLine int, greet func() []byte, handle func(line []by
 		l.conns[sc] = struct{}{}
 		l.wg.Add(1)
 		l.mu.Unlock()
-		go l.serveConn(sc, maxLine, greet, handle)
+		go l.serveConn(sc, maxLine, open)
 	}
 }
 
-func (l *Listener) serveConn(sc *sockConn, maxLine int, greet func() []byte, handle func([]byte, func([]byte))) {
+func (l *Listener) serveConn(sc *sockConn, maxLine int, open func(func([]byte)) ConnHandler) {
+	h := open(sc.reply)
 	defer func() {
+		h.Close()
 		sc.close()
 		l.mu.Lock()
 		delete(l.conns, sc)
 		l.mu.Unlock()
 		l.wg.Done()
 	}()
-	if greet != nil {
-		if g := greet(); g != nil {
-			sc.reply(g)
-		}
-	}
 	r := framing.NewReader(sc.c, maxLine)
 	for {
 		line, err := r.ReadLine()
@@ -245,7 +274,7 @@ func (l *Listener) serveConn(sc *sockConn, maxLine int, greet func() []byte, han
 			}
 			return
 		}
-		handle(line, sc.reply)
+		h.Handle(line)
 	}
 }
 

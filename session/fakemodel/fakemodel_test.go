@@ -472,7 +472,7 @@ func TestDefaultScenario(t *testing.T) {
 	toolAt0 := map[string]string{
 		"WRITEFILE": "Write", "BASH": "Bash", "BASHRO": "Bash", "EDITFILE": "Read", "READMISSING": "Read",
 		"ASKUSER": "AskUserQuestion", "ASKMULTI": "AskUserQuestion", "SUBAGENT": "Agent", "SUBWORK:": "Read",
-		"SLOWTOOL": "Bash", "SLEEP40": "Bash", "LOOPREAD": "Read", "EXITPLAN": "ExitPlanMode",
+		"SLOWTOOL": "Bash", "SLEEP40": "Bash", "TOOLSTEPS": "Bash", "LOOPREAD": "Read", "EXITPLAN": "ExitPlanMode",
 		"MCPECHO": "mcp__sdkmcp__echo", "ELICIT": "mcp__elicit__ask",
 	}
 	for kw, tool := range toolAt0 {
