@@ -122,7 +122,7 @@ func openControlPlane(s *Settings, target control.Target, submit func(func()) bo
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	cp.lane = control.NewLane(control.LaneConfig{
+	laneCfg := control.LaneConfig{
 		Store: cp.store,
 		Audit: cp.audit,
 		Policy: mctl.Policy{
@@ -136,8 +136,12 @@ func openControlPlane(s *Settings, target control.Target, submit func(func()) bo
 		TTL:      c.DedupeTTL,
 		Target:   target,
 		Submit:   submit,
-	})
+	}
 	cp.target, _ = target.(control.Target001)
+	if cp.target != nil {
+		laneCfg.Lanes = []string{mctl.Lane000, mctl.Lane001}
+	}
+	cp.lane = control.NewLane(laneCfg)
 	cp.submit, cp.log = submit, s.Logger
 	cp.lane001 = control.NewLane001(control.Lane001Config{
 		Store:   cp.store001,

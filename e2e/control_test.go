@@ -91,7 +91,7 @@ func ctlStart(t *testing.T, o ctlOpts) *ctlWorker {
 			_, err := io.WriteString(w.b.stdin, s+"\n")
 			return err
 		}}
-		ctlCheckCaps(t, "stdio", w.stdio.nextAnswer(), w.sid, o.durable, "")
+		ctlCheckCaps(t, "stdio", w.stdio.nextAnswer(), w, "")
 	}
 	if w.sock != "" {
 		w.waitSocket()
@@ -134,7 +134,7 @@ func (w *ctlWorker) waitSocket() {
 func (w *ctlWorker) dial() *ctlLane {
 	w.t.Helper()
 	l := ctlDial(w.t, w.sock)
-	ctlCheckCaps(w.t, "socket", l.nextAnswer(), w.sid, w.o.durable, "")
+	ctlCheckCaps(w.t, "socket", l.nextAnswer(), w, "")
 	return l
 }
 
@@ -353,8 +353,12 @@ func ctlProblem(t *testing.T, what string, ans []byte, typ, result, code, id str
 }
 
 // ctlCheckCaps checks a control.capabilities line.
-func ctlCheckCaps(t *testing.T, lane string, l []byte, sid string, durable bool, requestID string) {
+func ctlCheckCaps(t *testing.T, lane string, l []byte, w *ctlWorker, requestID string) {
 	t.Helper()
+	sid, durable, lanes := w.sid, w.o.durable, `["000"]`
+	if w.o.ui == "control" {
+		lanes = `["000","001"]` // lane 001 is served beside lane 000
+	}
 	if typeOf(l) != "control.capabilities" {
 		t.Fatalf("%s: want control.capabilities, got %.500s", lane, l)
 	}
@@ -363,7 +367,7 @@ func ctlCheckCaps(t *testing.T, lane string, l []byte, sid string, durable bool,
 		types = append(types, v.Str)
 	}
 	want := "control.stdin.request control.interrupt.request control.capabilities.request"
-	if get(l, "v").Raw != "1" || strings.Join(types, " ") != want || get(l, "lanes").Raw != `["000"]` {
+	if get(l, "v").Raw != "1" || strings.Join(types, " ") != want || get(l, "lanes").Raw != lanes {
 		t.Errorf("%s: capabilities with the wrong v, types or lanes: %.600s", lane, l)
 	}
 	if get(l, "soft_limit_bytes").Int() != 64<<10 || get(l, "hard_limit_bytes").Int() <= 0 ||
@@ -516,9 +520,9 @@ func TestControlStdioAndSocketResults(t *testing.T) {
 	lanes := []*ctlLane{w.stdio, sock}
 
 	for _, l := range lanes {
-		ctlCheckCaps(t, l.name, l.request(`{"type":"control.capabilities.request","v":1}`), w.sid, false, "")
+		ctlCheckCaps(t, l.name, l.request(`{"type":"control.capabilities.request","v":1}`), w, "")
 		id := ctlID("caps")
-		ctlCheckCaps(t, l.name, l.request(`{"type":"control.capabilities.request","v":1,"request_id":"`+id+`"}`), w.sid, false, id)
+		ctlCheckCaps(t, l.name, l.request(`{"type":"control.capabilities.request","v":1,"request_id":"`+id+`"}`), w, id)
 	}
 
 	refused := token("REFUSED")
@@ -573,7 +577,7 @@ func TestControlStdioAndSocketResults(t *testing.T) {
 	ctlPromptCount(t, refused, 0)
 
 	// The idle connection got nothing but the answers to its own requests.
-	ctlCheckCaps(t, "idle socket", idle.request(`{"type":"control.capabilities.request","v":1}`), w.sid, false, "")
+	ctlCheckCaps(t, "idle socket", idle.request(`{"type":"control.capabilities.request","v":1}`), w, "")
 	ctlNoAnswers(t, "stdio", w.stdio.got, sockIDs)
 	if len(idle.got) != 2 {
 		t.Errorf("the idle connection got %d lines, want its 2 capabilities:\n%s", len(idle.got), lastLines(idle.got, 8))

@@ -46,8 +46,10 @@ type LaneConfig struct {
 	// interrupt before the ack says timeout (--control-timeout).
 	Timeout time.Duration
 	TTL     time.Duration // the dedupe window, for the capabilities
-	Now     func() time.Time
-	Target  Target
+	// Lanes are the lanes the capabilities name; nil: lane 000 alone.
+	Lanes  []string
+	Now    func() time.Time
+	Target Target
 	// Submit runs fn on the session's loop; false once the session ended.
 	Submit func(fn func()) bool
 }
@@ -93,7 +95,7 @@ func (l *Lane) CapabilitiesOf(sid string) []byte { return l.capabilities(sid, ""
 func (l *Lane) capabilities(sid, requestID string) []byte {
 	p := l.cfg.Policy
 	return mctl.AppendCapabilities(nil, mctl.Capabilities{
-		Lanes:       []string{laneID},
+		Lanes:       l.cfg.Lanes,
 		Types:       []string{"control.stdin.request", "control.interrupt.request", "control.capabilities.request"},
 		SoftLimit:   p.SoftLimit,
 		HardLimit:   p.HardLimit,
