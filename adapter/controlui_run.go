@@ -180,11 +180,12 @@ func (w *controlWorker) Resume(done func(mctl.Result001)) {
 	w.run.Paused = false
 	w.saveRun()
 	tools, prompts := len(w.run.held), len(w.run.heldIn)
-	w.releaseHooks(`{}`)
-	w.releaseInput()
+	// The RESULT first: sending a held prompt writes a STATE.
 	done(mctl.Result001{Status: mctl.StatusSuccess, Message: "Run resumed at iteration " + strconv.Itoa(w.run.Iter) +
 		": " + plural(tools, "held tool call") + " released, " + plural(prompts, "held prompt") + " to run as turns of their own"})
-	w.publishState()
+	w.releaseHooks(`{}`)
+	w.releaseInput()
+	w.syncState()
 }
 
 // releaseInput sends the oldest held prompt once the run is neither

@@ -501,6 +501,12 @@ func TestLane001PausePersisted(t *testing.T) {
 	l1Status(t, "the pause again after the restart", res, "success", "")
 	_, res = l1Command(t, l, l1Req("req-persist-resume", "resume", w1.sid, "", nil))
 	l1Status(t, "resume", res, "success", "")
+	// The held prompt is sent on resume: its STATE running comes after
+	// the RESULT.
+	ri := l.waitFrom(0, "the resume's RESULT", l1Is("RESULT", "req-persist-resume"))
+	if si := l.waitFrom(0, "a STATE running", func(b []byte) bool { return get(b, "stack.0.state").Str == "running" }); si < ri {
+		t.Errorf("the STATE running (line %d) came before the resume's RESULT (line %d)", si, ri)
+	}
 	w2.turn(m2.id(), "success")
 	if s := l1StepsFile(w1); s != "step-1\nstep-2\nstep-3\n" {
 		t.Errorf("steps.txt after resume: %q", s)
