@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -476,5 +477,140 @@ func TestCloseKeepsForeignFile(t *testing.T) {
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != "someone else's" {
 		t.Fatalf("the other file: %q, %v", b, err)
+	}
+}
+
+// connRec is a ConnHandler that records its lines and Close calls and
+// answers each line through its connection's reply.
+type connRec struct {
+	id     int
+	reply  func([]byte)
+	closed chan struct{} // closed by the first Close
+
+	mu     sync.Mutex
+	lines  []string
+	closes int
+}
+
+func (c *connRec) Handle(line []byte) {
+	c.mu.Lock()
+	c.lines = append(c.lines, string(line)) // line is only valid during Handle
+	c.mu.Unlock()
+	c.reply(fmt.Appendf(nil, "%d:%s", c.id, line))
+}
+
+func (c *connRec) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closes++
+	if c.closes == 1 {
+		close(c.closed)
+	}
+}
+
+func (c *connRec) state() ([]string, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.lines...), c.closes
+}
+
+// TestServeConns: each connection gets a handler of its own, made once
+// with a reply that reaches that connection; its lines reach Handle in
+// order, and Close is called once when the connection ends, whether the
+// controller closes it or the Listener does.
+func TestServeConns(t *testing.T) {
+	l := listen(t, sockPath(t))
+	var mu sync.Mutex
+	opens := 0
+	opened := make(chan *connRec, 4)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		l.ServeConns(0, func(reply func([]byte)) ConnHandler {
+			mu.Lock()
+			opens++
+			h := &connRec{id: opens, reply: reply, closed: make(chan struct{})}
+			mu.Unlock()
+			reply(fmt.Appendf(nil, "open %d", h.id))
+			opened <- h
+			return h
+		})
+	}()
+	conn := func(want int) (*client, *connRec) {
+		t.Helper()
+		c := dial(t, l.Path())
+		if got := c.line(t); got != fmt.Sprint("open ", want) {
+			t.Fatalf("first line %q, want open %d", got, want)
+		}
+		return c, <-opened
+	}
+	c1, h1 := conn(1)
+	c2, h2 := conn(2)
+
+	// Interleaved sends: each connection's replies come from its own
+	// handler, in order.
+	want1 := []string{"a", "b", "c", "d"}
+	want2 := []string{"x", "y", "z"}
+	for i := range max(len(want1), len(want2)) {
+		if i < len(want1) {
+			c1.send(t, want1[i])
+		}
+		if i < len(want2) {
+			c2.send(t, want2[i])
+		}
+	}
+	for _, tc := range []struct {
+		c    *client
+		h    *connRec
+		want []string
+	}{{c1, h1, want1}, {c2, h2, want2}} {
+		for _, s := range tc.want {
+			if got := tc.c.line(t); got != fmt.Sprintf("%d:%s", tc.h.id, s) {
+				t.Fatalf("connection %d: reply %q, want %d:%s", tc.h.id, got, tc.h.id, s)
+			}
+		}
+		if lines, _ := tc.h.state(); !slices.Equal(lines, tc.want) {
+			t.Fatalf("handler %d got %q, want %q", tc.h.id, lines, tc.want)
+		}
+	}
+
+	// The controller closes connection 1: its handler is closed, not 2's.
+	c1.Close()
+	select {
+	case <-h1.closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close not called when the controller closed its connection")
+	}
+	if _, n := h2.state(); n != 0 {
+		t.Fatalf("handler 2 closed %d times while its connection is open", n)
+	}
+	c2.send(t, "still here")
+	if got := c2.line(t); got != "2:still here" {
+		t.Fatalf("connection 2 after 1 closed: %q", got)
+	}
+
+	// The Listener closes connection 2; Close waits for its handler's Close.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h2.closed:
+	default:
+		t.Fatal("Listener.Close returned before the open connection's handler was closed")
+	}
+	select {
+	case <-served:
+	case <-time.After(5 * time.Second):
+		t.Fatal("ServeConns did not return after Close")
+	}
+	for _, h := range []*connRec{h1, h2} {
+		if _, n := h.state(); n != 1 {
+			t.Errorf("handler %d closed %d times, want once", h.id, n)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if opens != 2 {
+		t.Errorf("open called %d times for 2 connections", opens)
 	}
 }
