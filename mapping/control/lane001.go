@@ -125,15 +125,23 @@ type Stack struct {
 	EscalationReason string
 }
 
-// Classify says which lane a line belongs to by its shape: Lane000 when its
-// top-level "type" is a string starting with "control."; Lane001 when it has
-// a top-level "schema" (any value), or its "type" is REQUEST, ACK, RESULT or
-// ERROR; "" otherwise (not an object, unreadable, or neither shape). It
-// reads the top-level keys only, validates nothing and allocates nothing
-// (but for a "type" written with escapes).
+// Classify says which lane a line belongs to by its shape, reading its
+// top-level keys only. In this order:
+//
+//   - Lane000 when its "type" is a string starting with "control.";
+//   - Lane001 when it has a "schema" (any value);
+//   - Lane004 when it has a "request" (any value);
+//   - Lane001 when its "type" is REQUEST, ACK, RESULT or ERROR;
+//   - Lane004 when it has no "type" (or a null one) and its "event_type"
+//     is a string starting with "worker." (one of lane 004's own lines,
+//     echoed back: Decode004 marks it NoReply);
+//   - "" otherwise (not an object, unreadable, or none of these shapes).
+//
+// It validates nothing and allocates nothing (but for a "type" or an
+// "event_type" written with escapes).
 func Classify(line []byte) string {
-	var typ string
-	schema := false
+	var typ, event string
+	schema, request := false, false
 	s := unsafe.String(unsafe.SliceData(line), len(line))
 	jscan.Walk(s, func(key, raw string) bool {
 		switch key {
@@ -143,6 +151,12 @@ func Classify(line []byte) string {
 			}
 		case "schema":
 			schema = true
+		case "request":
+			request = true
+		case "event_type":
+			if event == "" {
+				event = raw
+			}
 		}
 		return true
 	})
@@ -152,8 +166,14 @@ func Classify(line []byte) string {
 		return Lane000
 	case schema:
 		return Lane001
+	case request:
+		return Lane004
 	case isStr && (t == Type001Request || t == Type001Ack || t == Type001Result || t == Type001Error):
 		return Lane001
+	case typ == "" || typ == "null":
+		if ev, ok := rawString(event); ok && strings.HasPrefix(ev, "worker.") {
+			return Lane004
+		}
 	}
 	return ""
 }

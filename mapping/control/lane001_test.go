@@ -50,6 +50,21 @@ func TestClassify(t *testing.T) {
 		{`{"type":"RESULT"}`, Lane001},
 		{`{"type":"ERROR"}`, Lane001},
 		{`  {"x":[1,{"schema":0}],"schema":"?"} `, Lane001},
+		{req004TurnStart, Lane004},
+		{`{"request":{}}`, Lane004},
+		{`{"request":null}`, Lane004}, // any value
+		{`{"event_type":"worker.response","seq":1}`, Lane004},
+		{`{"type":null,"event_type":"worker.error"}`, Lane004},
+		{`{"e\u0076ent_type":"w\u006frker.event"}`, Lane004},
+		{`{"schema":0,"request":{}}`, Lane001},                     // schema before request
+		{`{"type":"control.x","request":{}}`, Lane000},             // control. before request
+		{`{"type":"ACK","request":{}}`, Lane004},                   // request before a lane-001 type
+		{`{"type":"ACK","event_type":"worker.response"}`, Lane001}, // event_type only without a type
+		{`{"type":"x","event_type":"worker.response"}`, ""},
+		{`{"event_type":"workers"}`, ""},
+		{`{"event_type":"Worker.x"}`, ""},
+		{`{"event_type":7}`, ""},
+		{`{"x":{"request":{}}}`, ""},
 		{`{"type":"request"}`, ""},
 		{`{"type":"controlx"}`, ""},
 		{`{"type":7,"v":1}`, ""},
@@ -63,9 +78,11 @@ func TestClassify(t *testing.T) {
 			t.Errorf("Classify(%s) = %q, want %q", c.line, got, c.want)
 		}
 	}
-	line := []byte(reqEscalate)
-	if n := testing.AllocsPerRun(100, func() { Classify(line) }); n != 0 {
-		t.Fatalf("%v allocations per Classify", n)
+	for _, l := range []string{reqEscalate, req004TurnStart, `{"event_type":"worker.event","seq":9}`} {
+		line := []byte(l)
+		if n := testing.AllocsPerRun(100, func() { Classify(line) }); n != 0 {
+			t.Fatalf("%s: %v allocations per Classify", l, n)
+		}
 	}
 }
 
