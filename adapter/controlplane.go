@@ -44,7 +44,19 @@ type ControlConfig struct {
 	RefMax   int64
 	// RunID names the run lane 001 steers (--run-id); "" is the session id.
 	RunID string
+	// WorkerID names the worker in lane 004's receipts and events
+	// (--worker-id, default "local"); RetainEvents is how many of its
+	// events are kept for replay (--retain-events, default 10,000).
+	WorkerID     string
+	RetainEvents int
+	// Worker004 keeps lane 004's events from the start (ccbridge serve);
+	// otherwise from the first lane-004 request.
+	Worker004 bool
 }
+
+// ReceiptTTL is how long lane 004 keeps a request's receipt for its
+// retries (at most --dedupe-max of them).
+const ReceiptTTL = 24 * time.Hour
 
 func (c *ControlConfig) defaults() {
 	if c.MaxAge <= 0 {
@@ -68,6 +80,12 @@ func (c *ControlConfig) defaults() {
 	if c.RefMax <= 0 {
 		c.RefMax = control.DefaultRefMax
 	}
+	if c.WorkerID == "" {
+		c.WorkerID = "local"
+	}
+	if c.RetainEvents <= 0 {
+		c.RetainEvents = control.DefaultRetain
+	}
 }
 
 // controlPlane is the state every lane of one session shares: the dedupe
@@ -86,6 +104,12 @@ type controlPlane struct {
 	target   control.Target001 // nil: the dialect cannot be paused
 	submit   func(func()) bool
 	log      *slog.Logger
+
+	// Lane 004: the receipts, the worker's event log (nil when the
+	// dialect has no worker) and the lane.
+	store004 control.Store
+	log004   *control.EventLog
+	lane004  *control.Lane004
 }
 
 // openControlPlane opens the store and the audit trail and makes the lane
@@ -93,7 +117,7 @@ type controlPlane struct {
 func openControlPlane(s *Settings, target control.Target, submit func(func()) bool) (*controlPlane, error) {
 	c := s.Control
 	c.defaults()
-	cp := &controlPlane{}
+	cp := &controlPlane{submit: submit, log: s.Logger}
 	scfg := control.StoreConfig{TTL: c.DedupeTTL, MaxKeys: c.DedupeMax}
 	var err error
 	if c.StateDir != "" {
@@ -141,8 +165,17 @@ func openControlPlane(s *Settings, target control.Target, submit func(func()) bo
 	if cp.target != nil {
 		laneCfg.Lanes = []string{mctl.Lane000, mctl.Lane001}
 	}
+	target004, _ := target.(control.Target004)
+	if target004 != nil {
+		laneCfg.Lanes = append(laneCfg.Lanes, mctl.Lane004)
+		if err := cp.open004(&c); err != nil {
+			cp.store.Close()
+			cp.store001.Close()
+			cp.audit.Close()
+			return nil, err
+		}
+	}
 	cp.lane = control.NewLane(laneCfg)
-	cp.submit, cp.log = submit, s.Logger
 	cp.lane001 = control.NewLane001(control.Lane001Config{
 		Store:   cp.store001,
 		Audit:   cp.audit,
@@ -151,7 +184,39 @@ func openControlPlane(s *Settings, target control.Target, submit func(func()) bo
 		Submit:  submit,
 		Logger:  s.Logger,
 	})
+	cp.lane004 = control.NewLane004(control.Lane004Config{
+		WorkerID: c.WorkerID,
+		Store:    cp.store004,
+		Log:      cp.log004,
+		Audit:    cp.audit,
+		Target:   target004,
+		Refusal:  "this worker takes no thread or turn requests: lane 004 is served with --ui control and ccbridge serve",
+		Submit:   submit,
+		Logger:   s.Logger,
+	})
 	return cp, nil
+}
+
+// open004 opens lane 004's receipt store and event log: under
+// --state-dir's lane004 folder, or in memory.
+func (cp *controlPlane) open004(c *ControlConfig) error {
+	scfg := control.StoreConfig{TTL: ReceiptTTL, MaxKeys: c.DedupeMax}
+	lcfg := control.EventLogConfig{Retain: c.RetainEvents, Logger: cp.log}
+	var err error
+	if c.StateDir != "" {
+		dir := filepath.Join(c.StateDir, "lane004")
+		if cp.store004, err = control.OpenStore(dir, scfg); err != nil {
+			return fmt.Errorf("--state-dir: %w", err)
+		}
+		lcfg.Path = filepath.Join(dir, "events.ndjson")
+	} else {
+		cp.store004 = control.NewMemoryStore(scfg)
+	}
+	if cp.log004, err = control.OpenEventLog(lcfg); err != nil {
+		cp.store004.Close()
+		return fmt.Errorf("--state-dir: %w", err)
+	}
+	return nil
 }
 
 // listen serves the lane on --control PATH, if one was given.
@@ -173,27 +238,97 @@ func (cp *controlPlane) listen(s *Settings) error {
 	return nil
 }
 
-// sockConn is one socket connection: lane 000's and lane 001's lines, by
-// their shape (mctl.Classify), answered in order through an outbox.
+// sockConn is one socket connection: the lanes' lines, by their shape
+// (mctl.Classify), answered in order through an outbox; lane 004's
+// stream is written by a follower of its own.
 type sockConn struct {
-	cp  *controlPlane
-	out *control.Outbox
+	cp     *controlPlane
+	out    *control.Outbox
+	reply  func([]byte)
+	follow *follower004
 }
 
 // open greets a new connection with lane 000's capabilities.
 func (cp *controlPlane) open(reply func([]byte)) control.ConnHandler {
-	c := &sockConn{cp: cp, out: control.NewOutbox(reply, cp.log)}
+	c := &sockConn{cp: cp, out: control.NewOutbox(reply, cp.log), reply: reply}
 	c.out.Send(cp.lane.Capabilities())
 	return c
 }
 
 func (c *sockConn) Handle(line []byte) {
-	if mctl.Classify(line) != mctl.Lane001 {
+	switch mctl.Classify(line) {
+	case mctl.Lane001:
+		c.subscribe()
+		c.cp.lane001.Handle(line, c)
+	case mctl.Lane004:
+		if c.follow == nil && c.cp.log004 != nil {
+			// The stream from now: this request's receipt is in it.
+			c.follow = c.cp.follow004(c.cp.log004.Latest(), func(lines [][]byte) bool {
+				for _, l := range lines {
+					c.reply(l)
+				}
+				return true
+			})
+		}
+		var rewind func(uint64)
+		if c.follow != nil {
+			rewind = c.follow.rewind
+		}
+		if receipt, fresh, _ := c.cp.lane004.Request(line, rewind); receipt != nil && !fresh {
+			c.out.Send(receipt)
+		}
+	default:
 		c.cp.lane.Handle(line, c.out.Send)
+	}
+}
+
+// follower004 writes lane 004's stream to one peer, on a goroutine of its
+// own (control.Lane004.Follow).
+type follower004 struct {
+	rw   chan uint64
+	stop chan struct{}
+	done chan struct{}
+}
+
+// follow004 starts a follower from cursor; send writes a batch of lines
+// and reports whether the peer is still there.
+func (cp *controlPlane) follow004(cursor uint64, send func([][]byte) bool) *follower004 {
+	f := &follower004{rw: make(chan uint64, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	var batch [][]byte
+	go func() {
+		defer close(f.done)
+		cp.lane004.Follow(cursor, func(_ uint64, line []byte) bool {
+			batch = append(batch, line)
+			return true
+		}, func() bool {
+			ok := send(batch)
+			clear(batch)
+			batch = batch[:0]
+			return ok
+		}, f.rw, f.stop)
+	}()
+	return f
+}
+
+// rewind moves the stream back to cursor (a replay).
+func (f *follower004) rewind(cursor uint64) {
+	for {
+		select {
+		case f.rw <- cursor:
+			return
+		case old := <-f.rw:
+			cursor = min(cursor, old)
+		}
+	}
+}
+
+// close stops the follower and waits for it.
+func (f *follower004) close() {
+	if f == nil {
 		return
 	}
-	c.subscribe()
-	c.cp.lane001.Handle(line, c)
+	close(f.stop)
+	<-f.done
 }
 
 // subscribe adds the connection to lane 001's events on its first
@@ -218,6 +353,7 @@ func (c *sockConn) Send(line []byte)       { c.out.Send(line) }
 func (c *sockConn) SendOnLoop(line []byte) { c.out.Send(line) }
 
 func (c *sockConn) Close() {
+	c.follow.close()
 	c.cp.feed.Remove(c.out)
 	c.out.Close()
 }
@@ -232,6 +368,9 @@ func (cp *controlPlane) close() error {
 		errs = append(errs, cp.sock.Close())
 	}
 	errs = append(errs, cp.store.Close(), cp.store001.Close(), cp.audit.Close())
+	if cp.log004 != nil {
+		errs = append(errs, cp.log004.Close(), cp.store004.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -262,6 +401,8 @@ func ControlFlags(fs *flag.FlagSet, c *ControlConfig) {
 	})
 	fs.Int64Var(&c.RefMax, "ref-max", control.DefaultRefMax, "control lanes: largest content_ref file in bytes")
 	fs.StringVar(&c.RunID, "run-id", "", "control lane 001: the run's id, which requests name in target.run_id (default: the session id)")
+	fs.StringVar(&c.WorkerID, "worker-id", "local", "control lane 004: the worker's id in its receipts and events")
+	fs.IntVar(&c.RetainEvents, "retain-events", control.DefaultRetain, "control lane 004: how many of the worker's events are kept for replay")
 }
 
 // startControl hands the session to its control lanes once its Run has

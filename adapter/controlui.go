@@ -63,7 +63,9 @@ type controlWorker struct {
 	interruptID string
 	interrupted []func(mctl.Result, string)
 
-	run runState // lane 001
+	run    runState     // lane 001
+	w4     worker004    // lane 004
+	follow *follower004 // lane 004's stream to stdout, from the first lane-004 line
 }
 
 type controlPrompt struct {
@@ -94,6 +96,10 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 	}
 	defer plane.close()
 	w.plane = plane
+	w.w4.active = c.Control.Worker004 || plane.log004.Latest() > 0
+	if c.WorkerHook != nil {
+		c.WorkerHook(Worker004{Lane: plane.lane004, Log: plane.log004, Status: w.status004})
+	}
 	if err := plane.listen(&c.Settings); err != nil {
 		return 2, err
 	}
@@ -159,10 +165,29 @@ func (w *controlWorker) next() {
 	w.queue = w.queue[1:]
 	w.handling = true
 	lane, lane001 := w.plane.lane, w.plane.lane001
+	kind := mctl.Classify(line)
+	if kind == mctl.Lane004 && w.follow == nil && w.plane.log004 != nil {
+		// The stream from now: this request's receipt is in it.
+		w.follow = w.plane.follow004(w.plane.log004.Latest(), func(lines [][]byte) bool {
+			out := make([][]byte, len(lines))
+			copy(out, lines)
+			return w.loop.Submit(func() { w.loop.EmitAll(out) })
+		})
+	}
+	follow := w.follow
 	w.loop.Go(func(context.Context) func() {
-		if mctl.Classify(line) == mctl.Lane001 {
+		switch kind {
+		case mctl.Lane001:
 			lane001.Handle(line, stdioPeer{w})
-		} else {
+		case mctl.Lane004:
+			var rewind func(uint64)
+			if follow != nil {
+				rewind = follow.rewind
+			}
+			if receipt, fresh, _ := w.plane.lane004.Request(line, rewind); receipt != nil && !fresh {
+				w.reply(receipt)
+			}
+		default:
 			lane.Handle(line, w.reply)
 		}
 		return func() {
@@ -198,7 +223,13 @@ func (w *controlWorker) CLILine(p *Proc, line string) {
 		return
 	}
 	defer w.syncState()
-	if ev.Kind.ControlRequest() && !p.AutoReply(&ev) && ev.Kind == mapping.KindCanUseTool {
+	w.items004(&ev)
+	if ev.Kind == mapping.KindControlCancelRequest {
+		if a, ok := w.w4.approvals[ev.RequestID]; ok {
+			w.resolved(ev.RequestID, a, "withdrawn")
+		}
+	}
+	if ev.Kind.ControlRequest() && !p.AutoReply(&ev) && ev.Kind == mapping.KindCanUseTool && !w.approvalRequested(&ev) {
 		// Nobody on a control lane answers permission requests.
 		p.Write(mapping.AppendDeny(nil, ev.RequestID, mapping.Deny{
 			Message: "no one can answer permission requests on a control lane; give the worker --permission-mode or --allowedTools",
@@ -241,6 +272,7 @@ func (w *controlWorker) endPrompts(ev *mapping.Event) []string {
 	named := ev.Get("user_message_uuids").Array()
 	if len(named) == 0 && len(w.prompts) > 0 {
 		ids = append(ids, w.prompts[0].requestID)
+		w.turnEnded(w.prompts[0].uuid, ev)
 		w.prompts = w.prompts[1:]
 		return compact(ids)
 	}
@@ -248,6 +280,7 @@ func (w *controlWorker) endPrompts(ev *mapping.Event) []string {
 		for i, p := range w.prompts {
 			if p.uuid == n.Str {
 				ids = append(ids, p.requestID)
+				w.turnEnded(p.uuid, ev)
 				w.prompts = slices.Delete(w.prompts, i, i+1)
 				break
 			}
@@ -266,8 +299,12 @@ func (w *controlWorker) ChildExited(_ *Proc, exit session.Exit) {
 	now := w.loop.Now()
 	for _, p := range w.prompts {
 		w.out = append(w.out, w.worker.AppendTurnLost(nil, p.requestID, "the CLI exited during the turn: "+exit.String(), now))
+		w.turnCompleted(p.uuid, "failed", "the CLI exited during the turn: "+exit.String())
 	}
 	w.prompts = nil
+	for id, a := range w.w4.approvals {
+		w.resolved(id, a, "cli_exited")
+	}
 	w.interruptID = ""
 	w.settleInterrupt(mctl.OK, "the CLI exited; nothing runs")
 	detail := exit.String()
@@ -318,6 +355,16 @@ func (w *controlWorker) ControlInjectFor(requestID string, text []byte, interrup
 
 // inject sends text as one user prompt (ControlInjectFor).
 func (w *controlWorker) inject(requestID string, text []byte, interrupt bool, done func(mctl.Result, string)) {
+	w.sendPrompt(requestID, uuid.NewString(), []mapping.Block{{Kind: mapping.BlockText, Text: string(text)}}, interrupt, done)
+}
+
+// send sends blocks as one user prompt whose uuid is id (lane 004's
+// turn id), queued behind a running turn.
+func (w *controlWorker) send(requestID, id string, blocks []mapping.Block, done func(mctl.Result, string)) {
+	w.sendPrompt(requestID, id, blocks, false, done)
+}
+
+func (w *controlWorker) sendPrompt(requestID, id string, blocks []mapping.Block, interrupt bool, done func(mctl.Result, string)) {
 	defer w.emit()
 	defer w.syncState()
 	if w.loop.Ending() {
@@ -349,10 +396,10 @@ func (w *controlWorker) inject(requestID string, text []byte, interrupt bool, do
 				detail = "sent after an interrupt of the running turn"
 			}
 		}
-		id := uuid.NewString()
 		w.prompts = append(w.prompts, controlPrompt{uuid: id, requestID: requestID})
-		p.Write(mapping.AppendUserMessage(nil, mapping.UserOptions{UUID: id}, mapping.Block{Kind: mapping.BlockText, Text: string(text)}))
+		p.Write(mapping.AppendUserMessage(nil, mapping.UserOptions{UUID: id}, blocks...))
 		done(mctl.OK, detail)
+		w.turnStarted(id)
 	})
 }
 
@@ -393,6 +440,7 @@ func (w *controlWorker) interruptTimedOut() {
 	now := w.loop.Now()
 	for _, p := range w.prompts {
 		w.out = append(w.out, w.worker.AppendTurnLost(nil, p.requestID, "interrupted; the CLI did not answer the interrupt and was restarted", now))
+		w.turnCompleted(p.uuid, "interrupted", "")
 	}
 	w.prompts = nil
 	w.settleInterrupt(mctl.OK, "the CLI did not answer the interrupt; it was restarted")

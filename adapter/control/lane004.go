@@ -1,0 +1,325 @@
+package control
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	mctl "github.com/ccbridge/ccbridge/mapping/control"
+)
+
+// Target004 is the worker lane 004 drives. Do is called on the session's
+// loop only (through Lane004Config.Submit) and calls done exactly once,
+// on the loop; the events the request causes (turn/started, say) are
+// published after done returned, so that the receipt comes first.
+type Target004 interface {
+	Do(req *mctl.Request004, done func(Receipt004))
+}
+
+// Receipt004 is a request's outcome: a worker.response (OK, Response) or
+// a worker.error (Code, Message, Details).
+type Receipt004 struct {
+	OK       bool
+	Response string // raw JSON, when OK
+	Code     string
+	Message  string
+	Details  string // raw JSON object, or ""
+}
+
+// Fail004 is an error receipt.
+func Fail004(code, message string) Receipt004 {
+	return Receipt004{Code: code, Message: message}
+}
+
+// Lane004Config is what a lane-004 receiver needs.
+type Lane004Config struct {
+	WorkerID string
+	// Store keeps each request id's receipt (the whole line, its seq in
+	// it), so that a retry gets it again and nothing runs twice.
+	Store Store
+	Audit *Audit // nil: no audit trail
+	Now   func() time.Time
+	// Target is the worker; nil when the dialect has none, and then every
+	// request is refused worker_unavailable with Refusal.
+	Target  Target004
+	Refusal string
+	// Log is the worker's event log: every receipt made is appended to it,
+	// and those who follow the worker's stream read it there.
+	Log *EventLog
+	// Submit runs fn on the session's loop; false once the session ended.
+	Submit func(fn func()) bool
+	Logger *slog.Logger
+}
+
+// laneID004 names lane 004 in store keys and audit entries.
+const laneID004 = "004"
+
+// Lane004 serves lane 004 (seed 004: thread and turn requests, exactly
+// one receipt each). Request may be called from any number of goroutines
+// at once.
+type Lane004 struct {
+	cfg Lane004Config
+	mu  sync.Mutex
+	// flights are the requests being carried out in this process, which
+	// a duplicate waits for.
+	flights map[string]*flight
+}
+
+type flight struct {
+	done chan struct{}
+	line []byte
+}
+
+// NewLane004 returns a lane-004 receiver.
+func NewLane004(cfg Lane004Config) *Lane004 {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Lane004{cfg: cfg, flights: make(map[string]*flight)}
+}
+
+// WorkerID is the worker's id, as receipts carry it.
+func (l *Lane004) WorkerID() string { return l.cfg.WorkerID }
+
+// Request carries out one request line and returns its receipt once it
+// exists. fresh reports a receipt made now and published in the worker's
+// event log (those who follow the stream get it there); otherwise it is
+// a duplicate's cached receipt, or a refusal that is no event of the log
+// (the line could not be read as a request, or the worker has no lane
+// 004), which the caller writes to its peer itself. decoded is the
+// request, when the line could be read as one; it is nil for a line that
+// answers nothing (a worker.* line echoed back), and then receipt is nil.
+//
+// A ccbridge/events/replay request is carried out here, not by the
+// target: replay (nil where the peer follows no stream, as over HTTP,
+// whose stream is asked for by its cursor) moves the peer's stream back
+// to the cursor, before the receipt is published, so that the events
+// come before it.
+func (l *Lane004) Request(line []byte, replay func(after uint64)) (receipt []byte, fresh bool, decoded *mctl.Request004) {
+	req, prob := mctl.Decode004(line)
+	if prob != nil && prob.NoReply {
+		l.cfg.Logger.Warn("control lane 004: a line that is a worker event, not a request, was ignored")
+		return nil, false, nil
+	}
+	if prob != nil && !prob.HasID {
+		l.audit("failure", "", mctl.Code004InvalidRequest, prob.Message)
+		return mctl.AppendProblem004(nil, l.cfg.WorkerID, prob, l.cfg.Now()), false, nil
+	}
+	if prob != nil {
+		req = mctl.Request004{RequestID: prob.RequestID, Method: prob.Method}
+	}
+	if l.cfg.Target == nil {
+		p := &mctl.Problem004{RequestID: req.RequestID, HasID: true, Method: req.Method, Code: mctl.Code004WorkerUnavailable, Message: l.cfg.Refusal}
+		return mctl.AppendProblem004(nil, l.cfg.WorkerID, p, l.cfg.Now()), false, &req
+	}
+	l.audit("request", req.RequestID, req.Method, "")
+
+	key := Key{Lane: laneID004, AgentID: l.cfg.WorkerID, RequestID: req.RequestID}
+	l.mu.Lock()
+	if f, ok := l.flights[req.RequestID]; ok {
+		l.mu.Unlock()
+		<-f.done
+		l.audit("duplicate", req.RequestID, req.Method, "in flight")
+		return f.line, false, &req
+	}
+	prev, isNew, err := l.cfg.Store.Begin(key, l.cfg.Now())
+	var f *flight
+	if err == nil && (isNew || !receiptLine(prev.Outcome.Detail)) {
+		f = &flight{done: make(chan struct{})}
+		l.flights[req.RequestID] = f
+	}
+	l.mu.Unlock()
+
+	switch {
+	case errors.Is(err, ErrStoreFull):
+		return l.refuse(&req, mctl.Code004WorkerUnavailable, "too many requests in flight; retry later"), false, &req
+	case err != nil:
+		return l.refuse(&req, mctl.Code004InternalError, "the receipt store failed: "+err.Error()), false, &req
+	case f == nil:
+		// Done before: the same receipt, nothing run twice.
+		l.audit("duplicate", req.RequestID, req.Method, "cached receipt")
+		return []byte(prev.Outcome.Detail), false, &req
+	}
+	defer func() {
+		l.mu.Lock()
+		delete(l.flights, req.RequestID)
+		l.mu.Unlock()
+		close(f.done)
+	}()
+	if !isNew {
+		// In flight when the last ccbridge on this --state-dir stopped:
+		// whether it took effect is not known, and this says so, once.
+		f.line = l.publish(key, &req, Fail004(mctl.Code004InternalError,
+			"the request was in flight when ccbridge stopped; whether it took effect is not known"))
+		return f.line, true, &req
+	}
+	if prob != nil {
+		f.line = l.publish(key, &req, Fail004(prob.Code, prob.Message))
+		return f.line, true, &req
+	}
+	if req.Method == mctl.Method004Replay {
+		f.line = l.publish(key, &req, l.replay(&req, replay))
+		return f.line, true, &req
+	}
+	f.line = l.execute(key, &req)
+	return f.line, true, &req
+}
+
+// replay moves the peer's stream back to the request's cursor; the
+// receipt says where the stream resumes.
+func (l *Lane004) replay(req *mctl.Request004, replay func(uint64)) Receipt004 {
+	if replay == nil {
+		return Fail004(mctl.Code004InvalidRequest, "this connection follows no stream to replay: ask the stream for the events after your cursor (GET .../stream?after=N)")
+	}
+	latest, oldest := l.cfg.Log.Latest(), l.cfg.Log.Oldest()
+	o := mctl.NewObj(nil).Int("after", int64(req.After)).Int("latest_seq", int64(latest))
+	if req.After+1 < oldest || req.After > latest {
+		o.Int("resume_after", int64(oldest-1))
+	} else {
+		o.Raw("resume_after", "")
+	}
+	replay(req.After)
+	return Receipt004{OK: true, Response: o.String()}
+}
+
+// Follow writes the log's events after cursor to send, oldest first, as
+// they come, until send returns false, stop is closed or the log is
+// closed; flush, when not nil, runs after each batch. A cursor whose
+// events are no longer kept first gets a worker.cursor_stale line (seq
+// 0), and the stream goes on after its resume_after. A cursor sent on
+// rewind moves the stream back to it (a replay); one ahead of the
+// stream's is ignored.
+func (l *Lane004) Follow(cursor uint64, send func(seq uint64, line []byte) bool, flush func() bool, rewind <-chan uint64, stop <-chan struct{}) {
+	var buf [][]byte
+	for {
+		select {
+		case c := <-rewind:
+			cursor = min(cursor, c)
+		default:
+		}
+		changed, before := l.cfg.Log.Changed(), l.cfg.Log.Latest()
+		lines, stale, resume := l.cfg.Log.After(cursor, 256, buf[:0])
+		buf = lines
+		if stale {
+			if !send(0, mctl.AppendCursorStale004(nil, l.cfg.WorkerID, cursor, resume, l.cfg.Log.Latest(), l.cfg.Now())) {
+				return
+			}
+			cursor = resume
+		}
+		for _, line := range lines {
+			// Seqs are consecutive but where damaged lines were dropped
+			// (EventLog's open): each line says its own.
+			cursor = gjson.GetBytes(line, "seq").Uint()
+			if !send(cursor, line) {
+				return
+			}
+		}
+		clear(buf)
+		if len(lines) > 0 || stale {
+			if flush != nil && !flush() {
+				return
+			}
+			continue
+		}
+		select {
+		case <-changed:
+			if l.cfg.Log.Latest() == before {
+				return // woken with nothing new: the log was closed
+			}
+		case c := <-rewind:
+			cursor = min(cursor, c)
+		case <-stop:
+			return
+		}
+	}
+}
+
+// receiptLine reports whether a stored outcome is a receipt (a store's
+// recovery writes its own marker over entries left in flight).
+func receiptLine(detail string) bool {
+	return gjson.Get(detail, "event_type").Str != "" && gjson.Get(detail, "payload.request_id").Exists()
+}
+
+// refuse answers a request that could not be carried out and ends its
+// store entry, so that a retry is judged anew (nothing ran).
+func (l *Lane004) refuse(req *mctl.Request004, code, message string) []byte {
+	p := &mctl.Problem004{RequestID: req.RequestID, HasID: true, Method: req.Method, Code: code, Message: message}
+	l.audit("failure", req.RequestID, req.Method, message)
+	return mctl.AppendProblem004(nil, l.cfg.WorkerID, p, l.cfg.Now())
+}
+
+// publish makes the receipt, keeps it for retries (before anyone can see
+// it) and appends it to the event log.
+func (l *Lane004) publish(key Key, req *mctl.Request004, r Receipt004) []byte {
+	var line []byte
+	l.cfg.Log.Append(func(seq uint64) []byte {
+		var b []byte
+		now := l.cfg.Now()
+		if r.OK {
+			b = mctl.AppendResponse004(nil, l.cfg.WorkerID, seq, req.RequestID, req.Method, r.Response, now)
+		} else {
+			b = mctl.AppendError004(nil, l.cfg.WorkerID, seq, req.RequestID, req.Method, r.Code, r.Message, mctl.Retryable004(r.Code), r.Details, now)
+		}
+		status := "ok"
+		if !r.OK {
+			status = r.Code
+		}
+		if err := l.cfg.Store.Finish(key, Outcome{Result: status, Detail: string(b), At: now}); err != nil {
+			l.audit("failure", req.RequestID, req.Method, "recording the receipt: "+err.Error())
+		}
+		line = b
+		return b
+	})
+	status := "ok"
+	if !r.OK {
+		status = r.Code + " " + r.Message
+	}
+	l.audit("result", req.RequestID, req.Method, status)
+	return line
+}
+
+// execute runs the request on the session's loop and returns its receipt.
+func (l *Lane004) execute(key Key, req *mctl.Request004) []byte {
+	ch := make(chan []byte, 1)
+	gone := Fail004(mctl.Code004WorkerUnavailable, "the worker's session has ended")
+	ok := l.cfg.Submit(func() {
+		l.cfg.Target.Do(req, func(r Receipt004) {
+			ch <- l.publish(key, req, r)
+		})
+	})
+	if !ok {
+		return l.publish(key, req, gone)
+	}
+	// A loop that ends before it ran the request never answers: look
+	// every second.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case line := <-ch:
+			return line
+		case <-tick.C:
+			if !l.cfg.Submit(func() {}) {
+				select {
+				case line := <-ch:
+					return line
+				default:
+				}
+				return l.publish(key, req, gone)
+			}
+		}
+	}
+}
+
+func (l *Lane004) audit(event, requestID, method, detail string) {
+	if l.cfg.Audit == nil {
+		return
+	}
+	l.cfg.Audit.Log(AuditEvent{Event: event, RequestID: requestID, SessionID: l.cfg.WorkerID, Lane: laneID004, Result: method, Detail: detail})
+}

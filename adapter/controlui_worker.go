@@ -1,0 +1,631 @@
+package adapter
+
+// Lane 004 on the control dialect: the worker that thread and turn
+// requests drive (docs/protocol/worker.md). A thread is a CLI session, its
+// id the session id; a turn is one prompt, its id the prompt's uuid. The
+// CLI's events become worker.event lines named after the Codex
+// app-server's notifications, in the worker's event log. Everything here
+// runs on the session's loop.
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/adapter/control"
+	"github.com/ccbridge/ccbridge/mapping"
+	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/rpc"
+	"github.com/ccbridge/ccbridge/session"
+	"github.com/ccbridge/ccbridge/session/clifiles"
+)
+
+// worker004 is the control dialect's lane-004 state.
+type worker004 struct {
+	// active: events are written to the log (lane 004 was used, the log
+	// holds events from before, or ccbridge serve hosts the worker).
+	active bool
+	// interrupted are the turns an interrupt was sent for.
+	interrupted map[string]bool
+	// The message streaming now, and its open content blocks by index.
+	msgID  string
+	blocks map[int]*block004
+	// tools are the tool calls started and not yet completed: their names.
+	tools map[string]string
+	// approvals are the CLI's permission requests and questions waiting
+	// for ccbridge/approval/respond, by request id.
+	approvals map[string]approval004
+	buf       []byte
+}
+
+type block004 struct {
+	id, kind string // kind: agentMessage, reasoning
+	text     strings.Builder
+}
+
+type approval004 struct {
+	turnID, toolUseID, tool, input, suggestions string
+}
+
+// log004 is the worker's event log; nil when lane 004 is not served.
+func (w *controlWorker) log004() *control.EventLog { return w.plane.log004 }
+
+// event appends one worker.event to the log, when the worker's events
+// are kept.
+func (w *controlWorker) event(method string, params []byte) {
+	l := w.log004()
+	if l == nil || !w.w4.active {
+		return
+	}
+	l.Append(func(seq uint64) []byte {
+		return mctl.AppendEvent004(nil, w.plane.lane004.WorkerID(), seq, method, string(params), w.loop.Now())
+	})
+}
+
+// currentTurn is the id of the turn running (the oldest prompt the CLI
+// has not answered), "" when none.
+func (w *controlWorker) currentTurn() string {
+	if len(w.prompts) == 0 {
+		return ""
+	}
+	return w.prompts[0].uuid
+}
+
+func (w *controlWorker) threadID() string { return w.worker.SessionID }
+
+// Do implements control.Target004.
+func (w *controlWorker) Do(req *mctl.Request004, done func(control.Receipt004)) {
+	w.w4.active = true
+	defer w.emit()
+	switch req.Method {
+	case mctl.Method004ThreadStart:
+		w.threadStart(req, done)
+	case mctl.Method004ThreadResume:
+		w.threadResume(req, done)
+	case mctl.Method004TurnStart:
+		w.turnStart(req, done)
+	case mctl.Method004TurnInterrupt:
+		w.turnInterrupt(req, done)
+	case mctl.Method004ThreadList:
+		w.threadList(req, done)
+	case mctl.Method004ThreadRead:
+		w.threadRead(req, done)
+	case mctl.Method004Approval:
+		w.approvalRespond(req, done)
+	default:
+		done(control.Fail004(mctl.Code004UnsupportedMethod, "method "+strconv.Quote(req.Method)+" is not served by this worker"))
+	}
+}
+
+// conflict is the error receipt for a request on a thread or turn that
+// is not the worker's current one.
+func (w *controlWorker) conflict(message string) control.Receipt004 {
+	r := control.Fail004(mctl.Code004Conflict, message)
+	r.Details = mctl.NewObj(nil).StrOrNull("current_thread_id", w.threadID()).StrOrNull("current_turn_id", w.currentTurn()).String()
+	return r
+}
+
+// busy refuses a request that needs the worker between turns.
+func (w *controlWorker) busy() (control.Receipt004, bool) {
+	switch {
+	case len(w.prompts) > 0:
+		return w.conflict("turn " + w.currentTurn() + " is running; interrupt it or wait for turn/completed"), true
+	case w.run.Paused || len(w.run.heldIn) > 0:
+		return w.conflict("the run is paused (lane 001); resume it first"), true
+	}
+	return control.Receipt004{}, false
+}
+
+func (w *controlWorker) threadObj(dst []byte, id, preview string, created, updated time.Time) []byte {
+	cwd, _ := w.sup.Dirs()
+	o := mctl.NewObj(dst).Str("id", id).Str("preview", preview).Str("modelProvider", "anthropic")
+	if !created.IsZero() {
+		o.Int("createdAt", created.Unix())
+	}
+	if !updated.IsZero() {
+		o.Int("updatedAt", updated.Unix())
+	}
+	return o.Str("cwd", cwd).End()
+}
+
+// threadStart replaces the CLI with one on a new session, whose id is
+// the thread's, known at once.
+func (w *controlWorker) threadStart(req *mctl.Request004, done func(control.Receipt004)) {
+	if r, ok := w.busy(); ok {
+		done(r)
+		return
+	}
+	opts := w.sup.Opts
+	opts.Resume, opts.Continue, opts.ForkSession = "", false, false
+	opts.SessionID = uuid.NewString()
+	if req.Model != "" {
+		opts.Model = req.Model
+	}
+	if err := w.sup.Check(opts); err != nil {
+		done(control.Fail004(mctl.Code004InvalidRequest, err.Error()))
+		return
+	}
+	w.switchThread(opts, false, func(err error) {
+		if err != nil {
+			done(control.Fail004(mctl.Code004WorkerUnavailable, "the CLI could not start: "+err.Error()))
+			return
+		}
+		now := w.loop.Now()
+		thread := string(w.threadObj(nil, opts.SessionID, "", now, now))
+		done(control.Receipt004{OK: true, Response: mctl.NewObj(nil).Raw("thread", thread).StrOrNull("model", opts.Model).String()})
+		w.event("thread/started", mctl.NewObj(nil).Raw("thread", thread).End())
+	})
+}
+
+// switchThread starts the CLI for another session: the live one is
+// stopped first (it is between turns), then one starts with opts.
+func (w *controlWorker) switchThread(opts session.Options, resumed bool, then func(error)) {
+	w.setState(WorkerStarting, "")
+	w.worker.SessionID = sessionOf(opts)
+	if w.sup.Live() == nil && !w.sup.Respawning() {
+		_, err := w.sup.Start(opts, resumed)
+		if err != nil {
+			w.setState(WorkerExited, "the CLI could not start: "+err.Error())
+		}
+		then(err)
+		return
+	}
+	w.sup.Replace("thread switch", w.cfg.InterruptTimeout, false, opts, resumed, func(err error) {
+		defer w.emit()
+		if err != nil || w.sup.Live() == nil {
+			w.setState(WorkerExited, "the CLI could not start")
+			if err == nil {
+				err = errShuttingDown
+			}
+		}
+		then(err)
+	})
+}
+
+// threadResume switches the worker to an existing session of its
+// working directory.
+func (w *controlWorker) threadResume(req *mctl.Request004, done func(control.Receipt004)) {
+	reply := func() {
+		done(control.Receipt004{OK: true, Response: mctl.NewObj(nil).Raw("thread", string(w.threadObj(nil, req.ThreadID, "", time.Time{}, time.Time{}))).String()})
+	}
+	if req.ThreadID == w.threadID() {
+		reply() // already this worker's thread
+		return
+	}
+	if r, ok := w.busy(); ok {
+		done(r)
+		return
+	}
+	if err := w.sup.CheckResume(req.ThreadID); err != nil {
+		done(control.Fail004(mctl.Code004InvalidRequest, "thread "+req.ThreadID+" cannot be resumed: "+err.Error()))
+		return
+	}
+	opts := w.sup.Opts.ResumeFrom(req.ThreadID)
+	w.switchThread(opts, true, func(err error) {
+		if err != nil {
+			done(control.Fail004(mctl.Code004WorkerUnavailable, "the CLI could not start: "+err.Error()))
+			return
+		}
+		reply()
+	})
+}
+
+// turnStart sends the input as one prompt; its uuid is the turn's id.
+func (w *controlWorker) turnStart(req *mctl.Request004, done func(control.Receipt004)) {
+	if req.ThreadID != w.threadID() {
+		done(w.conflict("thread " + req.ThreadID + " is not this worker's current thread"))
+		return
+	}
+	if r, ok := w.busy(); ok {
+		done(r)
+		return
+	}
+	if w.loop.Ending() {
+		done(control.Fail004(mctl.Code004WorkerUnavailable, "the worker session is ending"))
+		return
+	}
+	blocks := make([]mapping.Block, 0, len(req.Input))
+	for _, in := range req.Input {
+		if in.Kind == "image" {
+			blocks = append(blocks, mapping.Block{Kind: mapping.BlockImage, MediaType: in.MediaType, Data: in.Data})
+		} else {
+			blocks = append(blocks, mapping.Block{Kind: mapping.BlockText, Text: in.Text})
+		}
+	}
+	if req.Model != "" && req.Model != w.sup.Opts.Model {
+		// The model for this turn and those after it, as Codex's turn/start.
+		if p := w.sup.Live(); p != nil {
+			p.Write(mapping.AppendSetModel(nil, "ccb-sm-"+uuid.NewString(), req.Model))
+		}
+		w.sup.Opts.Model = req.Model
+	}
+	id := uuid.NewString()
+	w.send(req.RequestID, id, blocks, func(res mctl.Result, detail string) {
+		if res != mctl.OK {
+			done(control.Fail004(mctl.Code004WorkerUnavailable, detail))
+			return
+		}
+		turn := mctl.NewObj(nil).Str("id", id).Raw("items", "[]").Str("status", "inProgress").Raw("error", "").String()
+		done(control.Receipt004{OK: true, Response: mctl.NewObj(nil).Raw("turn", turn).String()})
+	})
+}
+
+// turnStarted writes turn/started for a prompt just sent.
+func (w *controlWorker) turnStarted(id string) {
+	if !w.w4.active {
+		return
+	}
+	turn := mctl.NewObj(nil).Str("id", id).Raw("items", "[]").Str("status", "inProgress").Raw("error", "").String()
+	w.event("turn/started", mctl.NewObj(nil).Str("threadId", w.threadID()).Raw("turn", turn).End())
+}
+
+// turnCompleted writes turn/completed: status completed, interrupted or
+// failed (with the error's message).
+func (w *controlWorker) turnCompleted(id, status, message string) {
+	delete(w.w4.interrupted, id)
+	if !w.w4.active {
+		return
+	}
+	o := mctl.NewObj(nil).Str("id", id).Raw("items", "[]").Str("status", status)
+	if message != "" {
+		o.Raw("error", mctl.NewObj(nil).Str("message", message).String())
+	} else {
+		o.Raw("error", "")
+	}
+	w.event("turn/completed", mctl.NewObj(nil).Str("threadId", w.threadID()).Raw("turn", o.String()).End())
+	w.closeItems(id)
+}
+
+// turnEnded ends the turns a result answers.
+func (w *controlWorker) turnEnded(id string, ev *mapping.Event) {
+	status, message := "completed", ""
+	switch {
+	case ev.Result == mapping.ResultInterrupted || w.w4.interrupted[id]:
+		status = "interrupted"
+	case ev.Result != mapping.ResultSuccess:
+		status = "failed"
+		message = ev.Get("result").Str
+		if message == "" {
+			message = ev.Subtype
+		}
+	}
+	w.turnCompleted(id, status, message)
+}
+
+// turnInterrupt interrupts the running turn in band; the receipt comes
+// with the CLI's answer, turn/completed (interrupted) after it.
+func (w *controlWorker) turnInterrupt(req *mctl.Request004, done func(control.Receipt004)) {
+	switch {
+	case req.ThreadID != w.threadID():
+		done(w.conflict("thread " + req.ThreadID + " is not this worker's current thread"))
+		return
+	case req.TurnID != w.currentTurn():
+		done(w.conflict("turn " + req.TurnID + " is not the running turn"))
+		return
+	}
+	p := w.sup.Live()
+	if p == nil {
+		done(control.Fail004(mctl.Code004WorkerUnavailable, "no CLI runs"))
+		return
+	}
+	if w.w4.interrupted == nil {
+		w.w4.interrupted = make(map[string]bool)
+	}
+	w.w4.interrupted[req.TurnID] = true
+	w.interrupt(p, func(res mctl.Result, detail string) {
+		if res != mctl.OK {
+			done(control.Fail004(mctl.Code004Timeout, detail))
+			return
+		}
+		done(control.Receipt004{OK: true, Response: "{}"})
+	})
+}
+
+// threadList lists the sessions of the worker's working directory, off
+// the loop.
+func (w *controlWorker) threadList(req *mctl.Request004, done func(control.Receipt004)) {
+	cwd, configDir := w.sup.Dirs()
+	limit, offset := req.Limit, 0
+	if req.Cursor != "" {
+		n, err := strconv.Atoi(req.Cursor)
+		if err != nil || n < 0 {
+			done(control.Fail004(mctl.Code004InvalidRequest, "cursor "+strconv.Quote(req.Cursor)+" is not one this worker gave"))
+			return
+		}
+		offset = n
+	}
+	w.loop.Go(func(ctx context.Context) func() {
+		resp, r := listThreads(ctx, w, configDir, cwd, offset, limit)
+		return func() {
+			if resp == "" {
+				done(r)
+				return
+			}
+			done(control.Receipt004{OK: true, Response: resp})
+		}
+	})
+}
+
+func listThreads(ctx context.Context, w *controlWorker, configDir, cwd string, offset, limit int) (string, control.Receipt004) {
+	all, err := clifiles.List(configDir, cwd)
+	if err != nil && len(all) == 0 {
+		return "", control.Fail004(mctl.Code004InternalError, "reading the session folder: "+err.Error())
+	}
+	var files []clifiles.Session
+	for _, f := range all {
+		if rpc.ValidSessionID(f.ID) {
+			files = append(files, f)
+		}
+	}
+	next := ""
+	if offset > len(files) {
+		offset = len(files)
+	}
+	files = files[offset:]
+	if len(files) > limit {
+		files = files[:limit]
+		next = strconv.Itoa(offset + limit)
+	}
+	b := append([]byte(nil), `{"data":[`...)
+	for i, f := range files {
+		var s rpc.SessionSummary
+		if err := eachLine(ctx, f.Path, s.Line); ctx.Err() != nil {
+			return "", control.Fail004(mctl.Code004WorkerUnavailable, "the worker session is ending")
+		} else if err != nil {
+			continue
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		created, _ := time.Parse(time.RFC3339Nano, s.CreatedAt)
+		b = w.threadObj(b, f.ID, s.LastUserMessage(), created, f.ModTime)
+	}
+	b = append(b, `],"nextCursor":`...)
+	if next == "" {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendQuote(b, next)
+	}
+	return string(append(b, '}')), control.Receipt004{}
+}
+
+// threadRead reads one session of the worker's working directory, off
+// the loop, with its turns when asked.
+func (w *controlWorker) threadRead(req *mctl.Request004, done func(control.Receipt004)) {
+	cwd, configDir := w.sup.Dirs()
+	path := clifiles.SessionFile(configDir, cwd, req.ThreadID)
+	if path == "" {
+		done(control.Fail004(mctl.Code004InvalidRequest, "thread "+req.ThreadID+" not found: this worker's working directory has no such session"))
+		return
+	}
+	id, include := req.ThreadID, req.IncludeTurns
+	w.loop.Go(func(ctx context.Context) func() {
+		var s rpc.SessionSummary
+		var t mctl.Turns004
+		err := eachLine(ctx, path, func(line []byte) {
+			s.Line(line)
+			if include {
+				t.Line(line)
+			}
+		})
+		return func() {
+			if err != nil {
+				done(control.Fail004(mctl.Code004InternalError, "reading thread "+id+": "+err.Error()))
+				return
+			}
+			created, _ := time.Parse(time.RFC3339Nano, s.CreatedAt)
+			thread := w.threadObj(nil, id, s.LastUserMessage(), created, time.Time{})
+			if include {
+				thread = append(thread[:len(thread)-1], `,"turns":`...)
+				thread = t.Append(thread)
+				thread = append(thread, '}')
+			}
+			done(control.Receipt004{OK: true, Response: mctl.NewObj(nil).Raw("thread", string(thread)).String()})
+		}
+	})
+}
+
+// items004 turns the CLI's streaming events into item events of the
+// running turn: agentMessage and reasoning items from content blocks,
+// toolCall items from tool_use blocks and their results.
+func (w *controlWorker) items004(ev *mapping.Event) {
+	turn := w.currentTurn()
+	if !w.w4.active || turn == "" {
+		return
+	}
+	thread := w.threadID()
+	switch ev.Kind {
+	case mapping.KindMessageStart:
+		w.w4.msgID = strings.Clone(ev.MessageID)
+	case mapping.KindContentBlockStart:
+		kind := ""
+		switch ev.BlockType {
+		case "text":
+			kind = "agentMessage"
+		case "thinking":
+			kind = "reasoning"
+		default:
+			return
+		}
+		if w.w4.blocks == nil {
+			w.w4.blocks = make(map[int]*block004)
+		}
+		b := &block004{id: w.w4.msgID + "/" + strconv.Itoa(ev.Index), kind: kind}
+		w.w4.blocks[ev.Index] = b
+		w.event("item/started", w.itemParams(thread, turn, ev.ParentToolUseID, w.textItem(b)))
+	case mapping.KindTextDelta, mapping.KindThinkingDelta:
+		b := w.w4.blocks[ev.Index]
+		if b == nil {
+			return
+		}
+		b.text.WriteString(ev.Text)
+		method := "item/agentMessage/delta"
+		if b.kind == "reasoning" {
+			method = "item/reasoning/textDelta"
+		}
+		w.event(method, mctl.NewObj(w.w4.buf[:0]).Str("threadId", thread).Str("turnId", turn).Str("itemId", b.id).Raw("delta", ev.TextRaw).End())
+	case mapping.KindContentBlockStop:
+		b := w.w4.blocks[ev.Index]
+		if b == nil {
+			return
+		}
+		delete(w.w4.blocks, ev.Index)
+		w.event("item/completed", w.itemParams(thread, turn, ev.ParentToolUseID, w.textItem(b)))
+	case mapping.KindAssistant:
+		ev.Body.Get("content").ForEach(func(_, c gjson.Result) bool {
+			if c.Get("type").Str != "tool_use" {
+				return true
+			}
+			id, name := c.Get("id").Str, c.Get("name").Str
+			if w.w4.tools == nil {
+				w.w4.tools = make(map[string]string)
+			}
+			w.w4.tools[id] = name
+			item := mctl.NewObj(nil).Str("type", "toolCall").Str("id", id).Str("tool", name).Raw("input", c.Get("input").Raw).Str("status", "inProgress").String()
+			w.event("item/started", w.itemParams(thread, turn, ev.ParentToolUseID, item))
+			return true
+		})
+	case mapping.KindToolResult:
+		ev.Body.Get("content").ForEach(func(_, c gjson.Result) bool {
+			if c.Get("type").Str != "tool_result" {
+				return true
+			}
+			id := c.Get("tool_use_id").Str
+			name, ok := w.w4.tools[id]
+			if !ok {
+				return true
+			}
+			delete(w.w4.tools, id)
+			status := "completed"
+			if c.Get("is_error").Bool() {
+				status = "failed"
+			}
+			item := mctl.NewObj(nil).Str("type", "toolCall").Str("id", id).Str("tool", name).Str("status", status).Raw("result", c.Get("content").Raw).String()
+			w.event("item/completed", w.itemParams(thread, turn, ev.ParentToolUseID, item))
+			return true
+		})
+	}
+}
+
+func (w *controlWorker) textItem(b *block004) string {
+	o := mctl.NewObj(nil).Str("type", b.kind).Str("id", b.id)
+	if b.kind == "reasoning" {
+		return o.Strings("content", []string{b.text.String()}).String()
+	}
+	return o.Str("text", b.text.String()).String()
+}
+
+func (w *controlWorker) itemParams(thread, turn, parent, item string) []byte {
+	o := mctl.NewObj(w.w4.buf[:0]).Str("threadId", thread).Str("turnId", turn)
+	if parent != "" {
+		o.Str("parentItemId", parent)
+	}
+	return o.Raw("item", item).End()
+}
+
+// closeItems forgets the items of a turn that ended (an interrupted
+// stream leaves blocks open).
+func (w *controlWorker) closeItems(string) {
+	clear(w.w4.blocks)
+	w.w4.msgID = ""
+	for id, a := range w.w4.approvals {
+		w.resolved(id, a, "turn_ended")
+	}
+}
+
+// approvalMethod names the event of a permission request by its tool, as
+// the Codex app-server names its approval requests.
+func approvalMethod(tool string) string {
+	switch tool {
+	case "Bash":
+		return "item/commandExecution/requestApproval"
+	case "Edit", "Write", "MultiEdit", "NotebookEdit":
+		return "item/fileChange/requestApproval"
+	case "AskUserQuestion":
+		return "item/tool/requestUserInput"
+	}
+	return "item/tool/requestApproval"
+}
+
+// approvalRequested holds a can_use_tool for ccbridge/approval/respond;
+// false when the worker's events are not kept (nobody could answer).
+func (w *controlWorker) approvalRequested(ev *mapping.Event) bool {
+	if !w.w4.active || w.log004() == nil {
+		return false
+	}
+	a := approval004{
+		turnID: w.currentTurn(), toolUseID: strings.Clone(ev.ToolUseID), tool: strings.Clone(ev.ToolName),
+		input: strings.Clone(ev.Body.Get("input").Raw), suggestions: strings.Clone(ev.Body.Get("permission_suggestions").Raw),
+	}
+	if w.w4.approvals == nil {
+		w.w4.approvals = make(map[string]approval004)
+	}
+	id := strings.Clone(ev.RequestID)
+	w.w4.approvals[id] = a
+	o := mctl.NewObj(nil).Str("threadId", w.threadID()).StrOrNull("turnId", a.turnID).StrOrNull("itemId", a.toolUseID).
+		Str("approvalId", id).Str("tool", a.tool).Raw("input", a.input).Raw("suggestions", a.suggestions)
+	if r := ev.Body.Get("decision_reason").Str; r != "" {
+		o.Str("reason", r)
+	}
+	w.event(approvalMethod(a.tool), o.End())
+	return true
+}
+
+// resolved writes serverRequest/resolved and forgets the approval.
+func (w *controlWorker) resolved(id string, a approval004, how string) {
+	delete(w.w4.approvals, id)
+	w.event("serverRequest/resolved", mctl.NewObj(nil).Str("threadId", w.threadID()).StrOrNull("turnId", a.turnID).
+		Str("approvalId", id).Str("resolution", how).End())
+}
+
+// approvalRespond answers a held permission request or question.
+func (w *controlWorker) approvalRespond(req *mctl.Request004, done func(control.Receipt004)) {
+	a, ok := w.w4.approvals[req.ApprovalID]
+	p := w.sup.Live()
+	if !ok || p == nil {
+		done(w.conflict("approval " + req.ApprovalID + " is not pending (answered, withdrawn by the CLI, or never asked)"))
+		return
+	}
+	switch req.Decision {
+	case "accept", "acceptForSession":
+		allow := mapping.Allow{ToolUseID: a.toolUseID}
+		if req.Answers != "" {
+			input, err := mctl.WithAnswers(a.input, req.Answers)
+			if err != nil {
+				done(control.Fail004(mctl.Code004InvalidRequest, err.Error()))
+				return
+			}
+			allow.UpdatedInput = input
+		}
+		if req.Decision == "acceptForSession" {
+			allow.UpdatedPermissions = a.suggestions
+		}
+		p.Write(mapping.AppendAllow(nil, req.ApprovalID, allow))
+	default:
+		p.Write(mapping.AppendDeny(nil, req.ApprovalID, mapping.Deny{Message: req.Message, Interrupt: req.Decision == "cancel", ToolUseID: a.toolUseID}))
+	}
+	done(control.Receipt004{OK: true, Response: "{}"})
+	w.resolved(req.ApprovalID, a, req.Decision)
+}
+
+// status004 is the worker's status for ccbridge serve, read on its loop
+// from any goroutine; false once the session has ended.
+func (w *controlWorker) status004() ([]byte, bool) {
+	ch := make(chan []byte, 1)
+	if !w.loop.Submit(func() {
+		ch <- mctl.NewObj(nil).Str("state", string(w.state)).StrOrNull("thread_id", w.threadID()).
+			StrOrNull("turn_id", w.currentTurn()).StrOrNull("model", w.run.Model).Bool("paused", w.run.Paused).End()
+	}) {
+		return nil, false
+	}
+	select {
+	case b := <-ch:
+		return b, true
+	case <-w.loop.stop:
+		return nil, false
+	}
+}
