@@ -431,6 +431,10 @@ func (w *controlWorker) interrupt(p *Proc, done func(mctl.Result, string)) {
 	w.sup.Interrupting(w.cfg.InterruptTimeout, w.interruptTimedOut)
 }
 
+// interruptUnanswered is the detail of an interrupt the CLI did not
+// answer in time: the turn ended all the same, with the CLI replaced.
+const interruptUnanswered = "the CLI did not answer the interrupt; it was restarted"
+
 // interruptTimedOut: the CLI did not answer the interrupt; the session
 // goes on in a new child, as in every dialect.
 func (w *controlWorker) interruptTimedOut() {
@@ -443,7 +447,7 @@ func (w *controlWorker) interruptTimedOut() {
 		w.turnCompleted(p.uuid, "interrupted", "")
 	}
 	w.prompts = nil
-	w.settleInterrupt(mctl.OK, "the CLI did not answer the interrupt; it was restarted")
+	w.settleInterrupt(mctl.OK, interruptUnanswered)
 	opts, resumed := w.sup.ResumeOpts()
 	w.setState(WorkerStarting, "restarting after an unanswered interrupt")
 	w.sup.Replace("interrupt_timeout", w.cfg.InterruptTimeout, true, opts, resumed, func(error) {})

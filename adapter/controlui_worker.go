@@ -317,8 +317,8 @@ func (w *controlWorker) turnInterrupt(req *mctl.Request004, done func(control.Re
 	}
 	w.w4.interrupted[req.TurnID] = true
 	w.interrupt(p, func(res mctl.Result, detail string) {
-		if res != mctl.OK {
-			done(control.Fail004(mctl.Code004Timeout, detail))
+		if res != mctl.OK || detail == interruptUnanswered {
+			done(control.Fail004(mctl.Code004Timeout, detail+" within "+w.cfg.InterruptTimeout.String()+"; the turn ended"))
 			return
 		}
 		done(control.Receipt004{OK: true, Response: "{}"})
