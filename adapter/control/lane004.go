@@ -288,13 +288,22 @@ func (l *Lane004) publish(key Key, req *mctl.Request004, r Receipt004) []byte {
 func (l *Lane004) execute(key Key, req *mctl.Request004) []byte {
 	ch := make(chan []byte, 1)
 	gone := Fail004(mctl.Code004WorkerUnavailable, "the worker's session has ended")
+	// The first receipt wins: a done that came after the loop was given
+	// up for gone publishes nothing.
+	var once sync.Once
+	publish := func(r Receipt004) (line []byte) {
+		once.Do(func() { line = l.publish(key, req, r) })
+		return line
+	}
 	ok := l.cfg.Submit(func() {
 		l.cfg.Target.Do(req, func(r Receipt004) {
-			ch <- l.publish(key, req, r)
+			if line := publish(r); line != nil {
+				ch <- line
+			}
 		})
 	})
 	if !ok {
-		return l.publish(key, req, gone)
+		return publish(gone)
 	}
 	// A loop that ends before it ran the request never answers: look
 	// every second.
@@ -306,12 +315,10 @@ func (l *Lane004) execute(key Key, req *mctl.Request004) []byte {
 			return line
 		case <-tick.C:
 			if !l.cfg.Submit(func() {}) {
-				select {
-				case line := <-ch:
+				if line := publish(gone); line != nil {
 					return line
-				default:
 				}
-				return l.publish(key, req, gone)
+				return <-ch // done won the race: its receipt is on its way
 			}
 		}
 	}
