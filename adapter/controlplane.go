@@ -293,7 +293,7 @@ type follower004 struct {
 // follow004 starts a follower from cursor; send writes a batch of lines
 // and reports whether the peer is still there.
 func (cp *controlPlane) follow004(cursor uint64, send func([][]byte) bool) *follower004 {
-	f := &follower004{rw: make(chan uint64, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	f := &follower004{rw: make(chan uint64), stop: make(chan struct{}), done: make(chan struct{})}
 	var batch [][]byte
 	go func() {
 		defer close(f.done)
@@ -310,15 +310,13 @@ func (cp *controlPlane) follow004(cursor uint64, send func([][]byte) bool) *foll
 	return f
 }
 
-// rewind moves the stream back to cursor (a replay).
+// rewind moves the stream back to cursor (a replay). It returns once the
+// follower has taken the cursor (the channel is unbuffered), so that the
+// replay's receipt, published after, comes after the events replayed.
 func (f *follower004) rewind(cursor uint64) {
-	for {
-		select {
-		case f.rw <- cursor:
-			return
-		case old := <-f.rw:
-			cursor = min(cursor, old)
-		}
+	select {
+	case f.rw <- cursor:
+	case <-f.done:
 	}
 }
 

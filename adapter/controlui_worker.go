@@ -39,6 +39,8 @@ type worker004 struct {
 	// approvals are the CLI's permission requests and questions waiting
 	// for ccbridge/approval/respond, by request id.
 	approvals map[string]approval004
+	// switching: thread/start or thread/resume is replacing the CLI.
+	switching bool
 	buf       []byte
 }
 
@@ -116,6 +118,8 @@ func (w *controlWorker) busy() (control.Receipt004, bool) {
 		return w.conflict("turn " + w.currentTurn() + " is running; interrupt it or wait for turn/completed"), true
 	case w.run.Paused || len(w.run.heldIn) > 0:
 		return w.conflict("the run is paused (lane 001); resume it first"), true
+	case w.w4.switching:
+		return w.conflict("the worker is switching threads"), true
 	}
 	return control.Receipt004{}, false
 }
@@ -163,9 +167,11 @@ func (w *controlWorker) threadStart(req *mctl.Request004, done func(control.Rece
 
 // switchThread starts the CLI for another session: the live one is
 // stopped first (it is between turns), then one starts with opts.
+// The worker's thread becomes the new one only once its CLI started
+// (started sets it); until then, requests that need the worker between
+// turns are a conflict.
 func (w *controlWorker) switchThread(opts session.Options, resumed bool, then func(error)) {
 	w.setState(WorkerStarting, "")
-	w.worker.SessionID = sessionOf(opts)
 	if w.sup.Live() == nil && !w.sup.Respawning() {
 		_, err := w.sup.Start(opts, resumed)
 		if err != nil {
@@ -174,8 +180,10 @@ func (w *controlWorker) switchThread(opts session.Options, resumed bool, then fu
 		then(err)
 		return
 	}
+	w.w4.switching = true
 	w.sup.Replace("thread switch", w.cfg.InterruptTimeout, false, opts, resumed, func(err error) {
 		defer w.emit()
+		w.w4.switching = false
 		if err != nil || w.sup.Live() == nil {
 			w.setState(WorkerExited, "the CLI could not start")
 			if err == nil {

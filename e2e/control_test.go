@@ -357,7 +357,7 @@ func ctlCheckCaps(t *testing.T, lane string, l []byte, w *ctlWorker, requestID s
 	t.Helper()
 	sid, durable, lanes := w.sid, w.o.durable, `["000"]`
 	if w.o.ui == "control" {
-		lanes = `["000","001"]` // lane 001 is served beside lane 000
+		lanes = `["000","001","004"]` // lanes 001 and 004 are served beside lane 000
 	}
 	if typeOf(l) != "control.capabilities" {
 		t.Fatalf("%s: want control.capabilities, got %.500s", lane, l)

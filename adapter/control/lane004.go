@@ -194,7 +194,9 @@ func (l *Lane004) replay(req *mctl.Request004, replay func(uint64)) Receipt004 {
 // events are no longer kept first gets a worker.cursor_stale line (seq
 // 0), and the stream goes on after its resume_after. A cursor sent on
 // rewind moves the stream back to it (a replay); one ahead of the
-// stream's is ignored.
+// stream's is ignored. The stream takes a rewind before it reads the log
+// again: on an unbuffered channel, a sender that got its cursor taken
+// knows that everything published after is sent after the replay.
 func (l *Lane004) Follow(cursor uint64, send func(seq uint64, line []byte) bool, flush func() bool, rewind <-chan uint64, stop <-chan struct{}) {
 	var buf [][]byte
 	for {
