@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,6 +58,9 @@ type config struct {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) > 0 && args[0] == "serve" {
+		return runServe(args[1:], stderr, getenv)
+	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -70,42 +74,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		session.GrowPipe(f, cfg.pipeSize)
 	}
 
-	self, _ := os.Executable()
-	path, err := session.FindCLI(cfg.claude, getenv, self)
-	if err != nil {
-		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
-		return 127
-	}
-
-	child := session.Config{
-		Path:      path,
-		Dir:       cfg.cwd,
+	launch, stop, code, err := launcher(cfg.claude, cfg.fakeModel, session.Config{
 		Grace:     cfg.grace,
 		TermGrace: cfg.termGrace,
 		PipeSize:  cmp.Or(cfg.pipeSize, -1),
-		Logger:    log,
-		Guardian:  self, // nothing the CLI starts outlives ccbridge
+	}, getenv, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
+		return code
 	}
-	if cfg.fakeModel != "" {
-		sc, err := fakemodel.Load(cfg.fakeModel)
-		if err != nil {
-			fmt.Fprintf(stderr, "ccbridge: --fake-model: %v\n", err)
-			return 2
-		}
-		// Nothing here reads the fake's request log: it keeps none.
-		srv, err := fakemodel.StartWith(sc, log, fakemodel.Options{MaxLog: -1})
-		if err != nil {
-			fmt.Fprintf(stderr, "ccbridge: --fake-model: %v\n", err)
-			return 1
-		}
-		defer srv.Close()
-		// The CLI must reach the fake and nothing else.
-		child.DropEnv = fakemodel.Redirects
-		child.Env = append(child.Env, srv.Env()...)
-		cwd := cmp.Or(cfg.cwd, ".")
-		child.LeadArgs = []string{"--settings", srv.Settings(fakemodel.SettingsFiles(os.Getenv, cwd)...)}
-		log.Info("fake model serving", "url", srv.URL(), "scenario", cfg.fakeModel)
-	}
+	defer stop()
+	child := launch(cfg.cwd)
 
 	if cfg.demo {
 		child.Args, err = session.BuildArgs(adapter.StreamArgs, cfg.opts)
@@ -126,6 +105,58 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		return 2
 	}
 	return serve(cfg.dialect, stdin, stdout, stderr)
+}
+
+// launcher finds the CLI and, with fakeModel, starts the fake Messages
+// API, for the dialects and for ccbridge serve alike. child returns base
+// for a CLI whose working directory is dir ("" is ccbridge's), pointed at
+// the fake when there is one; stop stops the fake. On failure code is the
+// exit code.
+func launcher(claude, fakeModel string, base session.Config, getenv func(string) string, log *slog.Logger) (child func(dir string) session.Config, stop func(), code int, err error) {
+	self, _ := os.Executable()
+	path, err := session.FindCLI(claude, getenv, self)
+	if err != nil {
+		return nil, nil, 127, err
+	}
+	base.Path = path
+	base.Logger = log
+	base.Guardian = self // nothing the CLI starts outlives ccbridge
+	if fakeModel == "" {
+		return func(dir string) session.Config {
+			c := base
+			c.Dir = dir
+			return c
+		}, func() {}, 0, nil
+	}
+	sc, err := fakemodel.Load(fakeModel)
+	if err != nil {
+		return nil, nil, 2, fmt.Errorf("--fake-model: %w", err)
+	}
+	// Nothing here reads the fake's request log: it keeps none.
+	srv, err := fakemodel.StartWith(sc, log, fakemodel.Options{MaxLog: -1})
+	if err != nil {
+		return nil, nil, 1, fmt.Errorf("--fake-model: %w", err)
+	}
+	log.Info("fake model serving", "url", srv.URL(), "scenario", fakeModel)
+	return func(dir string) session.Config {
+		c := base
+		c.Dir = dir
+		// The CLI must reach the fake and nothing else.
+		c.DropEnv = fakemodel.Redirects
+		c.Env = append(slices.Clip(c.Env), srv.Env()...)
+		c.LeadArgs = []string{"--settings", srv.Settings(fakemodel.SettingsFiles(os.Getenv, cmp.Or(dir, "."))...)}
+		return c
+	}, func() { srv.Close() }, 0, nil
+}
+
+// runServe is `ccbridge serve` (adapter.ServeMain), until SIGINT, SIGTERM
+// or SIGHUP.
+func runServe(args []string, stderr io.Writer, getenv func(string) string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	return adapter.ServeMain(ctx, args, getenv, stderr, func(claude, fakeModel string, log *slog.Logger) (func(string) session.Config, func(), int, error) {
+		return launcher(claude, fakeModel, session.Config{}, getenv, log)
+	})
 }
 
 // serve runs a session with the process's signals, and turns its outcome
@@ -291,6 +322,9 @@ Drop-in mode (every argument goes to the CLI, unchanged):
 Dialect mode:
   ccbridge --ui DIALECT [flags] [-- extra CLI arguments]
   ccbridge --demo [flags]
+
+Serve mode (lane-004 workers over HTTP; ccbridge serve --help for its flags):
+  ccbridge serve --worker ID=DIR [flags]
 
 `, adapter.Version)
 	if fs == nil {

@@ -1,0 +1,508 @@
+package adapter
+
+// ccbridge serve: an HTTP server hosting several lane-004 workers, each a
+// --ui control session core with its own CLI child, its own loop, its own
+// state (docs/protocol/worker.md). This file is the command: its flags,
+// its workers' lifecycle and its shutdown; serve_http.go is the HTTP API.
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ccbridge/ccbridge/adapter/control"
+	"github.com/ccbridge/ccbridge/session"
+)
+
+// ServeLauncher is what main hands to ccbridge serve: it finds the CLI
+// (claude: --claude, else $CCBRIDGE_CLAUDE or claude on PATH) and, when
+// fakeModel is set, starts the fake Messages API once for every worker.
+// child returns the session.Config of a CLI whose working directory is
+// dir; stop ends what the launcher started. On failure code is the exit
+// code ccbridge exits with.
+type ServeLauncher func(claude, fakeModel string, log *slog.Logger) (child func(dir string) session.Config, stop func(), code int, err error)
+
+// ServeWorkerSpec is one worker of ccbridge serve: --worker ID=DIR, or an
+// entry of --workers FILE.
+type ServeWorkerSpec struct {
+	ID  string `json:"id"`
+	Dir string `json:"dir"`
+	// Model and PermissionMode, when set, win over serve's --model and
+	// --permission-mode.
+	Model          string `json:"model,omitempty"`
+	PermissionMode string `json:"permission_mode,omitempty"`
+}
+
+// serveConfig is what ccbridge serve takes from its flags.
+type serveConfig struct {
+	listen         string
+	workers        []ServeWorkerSpec
+	workersFile    string
+	tokenFile      string
+	tokens         *serveTokens // nil: no --token-file
+	maxBody        int64
+	requestWait    time.Duration
+	stateDir       string
+	retain         int
+	claude         string
+	fakeModel      string
+	model          string
+	permissionMode string
+	logLevel       slog.Level
+	interruptIn    time.Duration
+	controlIn      time.Duration
+	grace          time.Duration
+	termGrace      time.Duration
+	extra          []string
+}
+
+// The defaults of serve's flags.
+const (
+	serveDefaultListen  = "127.0.0.1:8787"
+	serveDefaultMaxBody = 8 << 20
+	serveDefaultWait    = 10 * time.Second
+)
+
+// ServeMain runs `ccbridge serve` with args (those after "serve") until
+// ctx is done (main cancels it on SIGINT and SIGTERM), and returns the
+// exit code: 0 after a clean shutdown, 2 for a flag or configuration
+// error, 1 when serving failed.
+func ServeMain(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, launch ServeLauncher) int {
+	cfg, err := parseServe(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ccbridge serve: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	child, stop, code, err := launch(cfg.claude, cfg.fakeModel, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "ccbridge serve: %v\n", err)
+		return code
+	}
+	defer stop()
+	code, err = serveWorkers(ctx, cfg, child, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "ccbridge serve: %v\n", err)
+	}
+	return code
+}
+
+// parseServe reads serve's flags and checks them: the workers, the
+// listen address against the token file, the token file itself.
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
+	cfg := serveConfig{claude: getenv("CCBRIDGE_CLAUDE"), fakeModel: getenv("CCBRIDGE_FAKE_MODEL")}
+	var err error
+	if cfg.logLevel, err = parseLogLevel(getenv("CCBRIDGE_LOG_LEVEL")); err != nil {
+		return cfg, fmt.Errorf("CCBRIDGE_LOG_LEVEL: %w", err)
+	}
+	fs := flag.NewFlagSet("ccbridge serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.listen, "listen", serveDefaultListen, "address to serve HTTP on; one that is not loopback needs --token-file")
+	fs.Func("worker", "a worker: ID=DIR, its id ([A-Za-z0-9._-], 1 to 64) and the CLI's working directory (repeatable)", func(v string) error {
+		id, dir, ok := strings.Cut(v, "=")
+		if !ok {
+			return errors.New("want ID=DIR")
+		}
+		cfg.workers = append(cfg.workers, ServeWorkerSpec{ID: id, Dir: dir})
+		return nil
+	})
+	fs.StringVar(&cfg.workersFile, "workers", "", `workers from a JSON file: [{"id":"a","dir":"/x","model":"sonnet","permission_mode":"acceptEdits"}, …]; a relative dir is taken from the file's folder`)
+	fs.StringVar(&cfg.tokenFile, "token-file", "", "bearer tokens, one a line: TOKEN (every worker) or TOKEN ID[,ID…] (those workers); # comments. Mode 0600: no group or world access")
+	fs.Int64Var(&cfg.maxBody, "max-body", serveDefaultMaxBody, "largest request body in bytes; larger ones get 413")
+	fs.DurationVar(&cfg.requestWait, "request-wait", serveDefaultWait, "wait this long for a request's receipt, then answer 202 (the receipt comes on the stream)")
+	fs.StringVar(&cfg.stateDir, "state-dir", "", "keep each worker's control state (seq, receipts, events) under DIR/workers/ID, across restarts")
+	fs.IntVar(&cfg.retain, "retain-events", control.DefaultRetain, "how many of each worker's events are kept for replay")
+	fs.StringVar(&cfg.claude, "claude", cfg.claude, "path of the Claude Code CLI (default $CCBRIDGE_CLAUDE, else claude on PATH)")
+	fs.StringVar(&cfg.fakeModel, "fake-model", cfg.fakeModel, "serve a fake Messages API to every worker's CLI: \"default\" or a scenario file")
+	fs.StringVar(&cfg.model, "model", "", "model for the CLI (--model), unless the worker names its own")
+	fs.StringVar(&cfg.permissionMode, "permission-mode", "", "permission mode for the CLI (--permission-mode), unless the worker names its own")
+	level := fs.String("log-level", cfg.logLevel.String(), "log level on stderr: debug, info, warn, error")
+	fs.DurationVar(&cfg.interruptIn, "interrupt-timeout", 5*time.Second, "wait this long for the CLI to acknowledge an interrupt, then restart it")
+	fs.DurationVar(&cfg.controlIn, "control-timeout", 5*time.Second, "wait this long for the CLI's answer to a control request")
+	fs.DurationVar(&cfg.grace, "grace", 0, "shutdown: wait after closing a CLI's stdin before SIGTERM (default 10s)")
+	fs.DurationVar(&cfg.termGrace, "term-grace", 0, "shutdown: wait after SIGTERM before SIGKILL (default 5s)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			serveUsage(stderr, fs)
+			return cfg, err
+		}
+		return cfg, fmt.Errorf("%w (see ccbridge serve --help)", err)
+	}
+	if cfg.logLevel, err = parseLogLevel(*level); err != nil {
+		return cfg, fmt.Errorf("--log-level: %w", err)
+	}
+	cfg.extra = fs.Args()
+	switch {
+	case cfg.maxBody <= 0:
+		return cfg, errors.New("--max-body must be positive")
+	case cfg.requestWait <= 0:
+		return cfg, errors.New("--request-wait must be positive")
+	case cfg.retain <= 0:
+		return cfg, errors.New("--retain-events must be positive")
+	}
+	if cfg.workersFile != "" {
+		more, err := readWorkersFile(cfg.workersFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--workers: %w", err)
+		}
+		cfg.workers = append(cfg.workers, more...)
+	}
+	if err := checkWorkers(cfg.workers); err != nil {
+		return cfg, err
+	}
+	if cfg.tokenFile != "" {
+		ids := make(map[string]bool, len(cfg.workers))
+		for _, w := range cfg.workers {
+			ids[w.ID] = true
+		}
+		if cfg.tokens, err = loadTokens(cfg.tokenFile, ids); err != nil {
+			return cfg, fmt.Errorf("--token-file: %w", err)
+		}
+	} else if !loopback(cfg.listen) {
+		return cfg, fmt.Errorf("--listen %s is not a loopback address: give --token-file, or listen on 127.0.0.1", cfg.listen)
+	}
+	return cfg, nil
+}
+
+func parseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if s == "" {
+		return slog.LevelInfo, nil
+	}
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}
+
+func serveUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, `ccbridge %s serve: an HTTP server hosting lane-004 workers (docs/protocol/worker.md),
+each a --ui control session with its own Claude Code CLI.
+
+  ccbridge serve --worker ID=DIR [--worker ID=DIR …] [flags] [-- extra CLI arguments]
+
+Endpoints (with --token-file: Authorization: Bearer TOKEN):
+  POST /api/runtime/codex/workers/{workerId}/requests   a request; its receipt (or 202 after --request-wait)
+  GET  /api/runtime/codex/workers/{workerId}/stream     the worker's events (server-sent events;
+                                                        Last-Event-ID, or ?after=N, else live)
+  GET  /api/runtime/codex/workers/{workerId}            the worker's status and seqs
+  GET  /api/runtime/codex/workers                       every worker's
+
+Flags:
+`, Version)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// readWorkersFile reads --workers FILE; a relative dir is taken from the
+// file's folder.
+func readWorkersFile(path string) ([]ServeWorkerSpec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.DisallowUnknownFields()
+	var ws []ServeWorkerSpec
+	if err := d.Decode(&ws); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if d.More() {
+		return nil, fmt.Errorf("%s: more than one JSON value", path)
+	}
+	for i := range ws {
+		if ws[i].Dir != "" && !filepath.IsAbs(ws[i].Dir) {
+			ws[i].Dir = filepath.Join(filepath.Dir(path), ws[i].Dir)
+		}
+	}
+	return ws, nil
+}
+
+// checkWorkers checks the ids (valid, unique) and makes each dir an
+// absolute path to a folder.
+func checkWorkers(ws []ServeWorkerSpec) error {
+	if len(ws) == 0 {
+		return errors.New("no workers: give --worker ID=DIR (repeatable) or --workers FILE")
+	}
+	seen := make(map[string]bool, len(ws))
+	for i := range ws {
+		w := &ws[i]
+		if !validWorkerID(w.ID) {
+			return fmt.Errorf("worker id %q: want 1 to 64 of A-Z a-z 0-9 . _ -", w.ID)
+		}
+		if seen[w.ID] {
+			return fmt.Errorf("worker id %q given twice", w.ID)
+		}
+		seen[w.ID] = true
+		if w.Dir == "" {
+			return fmt.Errorf("worker %s: no dir", w.ID)
+		}
+		dir, err := filepath.Abs(w.Dir)
+		if err != nil {
+			return fmt.Errorf("worker %s: %w", w.ID, err)
+		}
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return fmt.Errorf("worker %s: %w", w.ID, err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("worker %s: %s is not a folder", w.ID, dir)
+		}
+		w.Dir = dir
+	}
+	return nil
+}
+
+// validWorkerID reports whether id is [A-Za-z0-9._-]{1,64}.
+func validWorkerID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// loopback reports whether addr (host:port) listens on loopback only: an
+// IP address that is loopback, or "localhost". An empty host is every
+// interface.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serveTokens are --token-file's tokens, kept as their SHA-256 so that
+// every comparison is of 32 bytes, in constant time.
+type serveTokens struct {
+	list []serveToken
+}
+
+// serveToken is one token: the workers it may drive, nil for every one.
+type serveToken struct {
+	sum [sha256.Size]byte
+	ids map[string]bool
+}
+
+// allows reports whether the token may drive worker id.
+func (t *serveToken) allows(id string) bool { return t.ids == nil || t.ids[id] }
+
+// loadTokens reads a token file: lines TOKEN or TOKEN ID[,ID…], blank
+// lines and # comments skipped. The file must give no access to group or
+// world, and every id must be a worker's. A token on several lines may
+// drive the workers of all of them.
+func loadTokens(path string, workers map[string]bool) (*serveTokens, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s has mode %#o: it must give group and world no access (chmod 600 %s)", path, fi.Mode().Perm(), path)
+	}
+	t := &serveTokens{}
+	index := map[[sha256.Size]byte]int{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) > 2 {
+			return nil, fmt.Errorf("%s:%d: want TOKEN or TOKEN ID[,ID…]", path, n)
+		}
+		var ids map[string]bool
+		if len(fields) == 2 {
+			ids = map[string]bool{}
+			for _, id := range strings.Split(fields[1], ",") {
+				if !workers[id] {
+					return nil, fmt.Errorf("%s:%d: no worker %q", path, n, id)
+				}
+				ids[id] = true
+			}
+		}
+		sum := sha256.Sum256([]byte(fields[0]))
+		i, seen := index[sum]
+		switch {
+		case !seen:
+			index[sum] = len(t.list)
+			t.list = append(t.list, serveToken{sum: sum, ids: ids})
+		case t.list[i].ids == nil:
+		case ids == nil:
+			t.list[i].ids = nil
+		default:
+			for id := range ids {
+				t.list[i].ids[id] = true
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(t.list) == 0 {
+		return nil, fmt.Errorf("%s holds no token", path)
+	}
+	return t, nil
+}
+
+// hostedWorker is one worker's session: the control dialect running on
+// an in-process pipe.
+type hostedWorker struct {
+	spec  ServeWorkerSpec
+	stdin *io.PipeWriter // the session's UI input: closing it ends the session
+	done  chan struct{}  // closed once Run returned
+	code  int
+	err   error
+}
+
+// serveWorkers starts the workers, serves the HTTP API until ctx is done,
+// then shuts down: no new connections, the streams ended, each worker's
+// input closed (its CLI finishes and exits), and waits for all.
+func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) session.Config, log *slog.Logger) (int, error) {
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return 1, fmt.Errorf("--listen: %w", err)
+	}
+	defer ln.Close()
+
+	base := Settings{
+		Options:          session.Options{Model: cfg.model, PermissionMode: cfg.permissionMode, Extra: cfg.extra},
+		InterruptTimeout: cfg.interruptIn,
+		ControlTimeout:   cfg.controlIn,
+		Control:          ControlConfig{RetainEvents: cfg.retain, Worker004: true},
+		Logger:           log,
+	}
+	var hosted []*hostedWorker
+	var api []*serveWorker
+	stopAll := func() {
+		for _, h := range hosted {
+			h.stdin.Close()
+		}
+		for _, h := range hosted {
+			<-h.done
+		}
+	}
+	for _, spec := range cfg.workers {
+		s := base
+		s.Child = child(spec.Dir)
+		if cfg.grace != 0 {
+			s.Child.Grace = cfg.grace
+		}
+		if cfg.termGrace != 0 {
+			s.Child.TermGrace = cfg.termGrace
+		}
+		s.Options.Model = cmp.Or(spec.Model, cfg.model)
+		s.Options.PermissionMode = cmp.Or(spec.PermissionMode, cfg.permissionMode)
+		s.Options.Extra = slices.Clone(cfg.extra)
+		s.Control.WorkerID = spec.ID
+		if cfg.stateDir != "" {
+			s.Control.StateDir = filepath.Join(cfg.stateDir, "workers", spec.ID)
+		}
+		h, w, err := startWorker(s, spec, log.With("worker", spec.ID))
+		if err != nil {
+			stopAll()
+			return 2, fmt.Errorf("worker %s: %w", spec.ID, err)
+		}
+		hosted = append(hosted, h)
+		api = append(api, w)
+	}
+
+	srv := newServeAPI(api, cfg.tokens, log)
+	srv.maxBody = cfg.maxBody
+	srv.requestWait = cfg.requestWait
+	hs := &http.Server{
+		Handler:           srv.handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("serving", "listen", ln.Addr().String(), "workers", len(api), "auth", cfg.tokens != nil)
+
+	code := 0
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-served:
+		code, serveErr = 1, err
+		log.Error("serving ended", "err", err)
+	}
+	srv.shutdown()
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.requestWait+5*time.Second)
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Warn("HTTP shutdown: closing the connections left", "err", err)
+		hs.Close()
+	}
+	cancel()
+	stopAll()
+	srv.wait()
+	for _, h := range hosted {
+		if h.err != nil {
+			log.Warn("worker ended with an error", "worker", h.spec.ID, "code", h.code, "err", h.err)
+		}
+	}
+	return code, serveErr
+}
+
+// startWorker runs one worker's control session on an in-process pipe
+// and waits until its lane 004 is open (Settings.WorkerHook), or its Run
+// has ended.
+func startWorker(s Settings, spec ServeWorkerSpec, log *slog.Logger) (*hostedWorker, *serveWorker, error) {
+	s.Logger = log
+	s.Child.Logger = log
+	hooked := make(chan Worker004, 1)
+	s.WorkerHook = func(w Worker004) { hooked <- w }
+	pr, pw := io.Pipe()
+	h := &hostedWorker{spec: spec, stdin: pw, done: make(chan struct{})}
+	ui := &ControlUI{Settings: s}
+	go func() {
+		defer close(h.done)
+		h.code, h.err = ui.Run(context.Background(), pr, io.Discard, nil)
+		pr.Close()
+		log.Info("worker session ended", "code", h.code, "err", h.err)
+	}()
+	select {
+	case w := <-hooked:
+		log.Info("worker started", "dir", spec.Dir, "model", s.Options.Model, "permission_mode", s.Options.PermissionMode)
+		return h, &serveWorker{id: spec.ID, w: w, done: h.done}, nil
+	case <-h.done:
+		if h.err == nil {
+			h.err = fmt.Errorf("the session ended at once (exit code %d)", h.code)
+		}
+		return nil, nil, h.err
+	}
+}

@@ -1,0 +1,507 @@
+package adapter
+
+// ccbridge serve's HTTP API: one lane-004 worker per {workerId}, driven
+// through its lane (control.Lane004) and its event log. The handlers hold
+// no protocol of their own: a request's body goes to the lane, its
+// receipt comes back as the response body; the stream is the lane's
+// Follow written as server-sent events.
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	mctl "github.com/ccbridge/ccbridge/mapping/control"
+)
+
+// The API's paths.
+const (
+	serveWorkersPath = "/api/runtime/codex/workers"
+	serveWorkerPath  = serveWorkersPath + "/{workerId}"
+)
+
+// The stream's timings.
+const (
+	serveKeepAlive    = 15 * time.Second
+	serveWriteTimeout = 10 * time.Second
+	// serveBodyTimeout bounds reading a request's body.
+	serveBodyTimeout = time.Minute
+)
+
+// serveWorker is one worker as the API sees it.
+type serveWorker struct {
+	id string
+	w  Worker004
+	// done is closed once the worker's session has ended; nil: never.
+	done <-chan struct{}
+}
+
+// stopped reports whether the worker's session has ended.
+func (wk *serveWorker) stopped() bool {
+	select {
+	case <-wk.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// serveAPI is the HTTP API over a fixed set of workers. Its fields other
+// than the workers and tokens may be changed before handler is called
+// (tests shorten the timings).
+type serveAPI struct {
+	workers map[string]*serveWorker
+	order   []string     // the workers' ids, as given
+	tokens  *serveTokens // nil: no authentication (loopback only)
+	log     *slog.Logger
+
+	maxBody      int64
+	requestWait  time.Duration
+	keepAlive    time.Duration
+	writeTimeout time.Duration
+
+	// closing is closed at shutdown: streams end, waiting requests are
+	// answered 202.
+	closing   chan struct{}
+	closeOnce sync.Once
+	// bg counts the lane requests still running, whose HTTP answer may
+	// already have gone (202).
+	bg sync.WaitGroup
+}
+
+func newServeAPI(workers []*serveWorker, tokens *serveTokens, log *slog.Logger) *serveAPI {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &serveAPI{
+		workers:      make(map[string]*serveWorker, len(workers)),
+		tokens:       tokens,
+		log:          log,
+		maxBody:      serveDefaultMaxBody,
+		requestWait:  serveDefaultWait,
+		keepAlive:    serveKeepAlive,
+		writeTimeout: serveWriteTimeout,
+		closing:      make(chan struct{}),
+	}
+	for _, w := range workers {
+		s.workers[w.id] = w
+		s.order = append(s.order, w.id)
+	}
+	return s
+}
+
+// handler routes the API; every other path is 404, another method on
+// these 405.
+func (s *serveAPI) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+serveWorkerPath+"/requests", s.request)
+	mux.HandleFunc("GET "+serveWorkerPath+"/stream", s.stream)
+	mux.HandleFunc("GET "+serveWorkerPath, s.status)
+	mux.HandleFunc("GET "+serveWorkersPath, s.list)
+	return mux
+}
+
+// shutdown ends the streams and answers the requests waiting for their
+// receipts; the lane requests go on (wait).
+func (s *serveAPI) shutdown() { s.closeOnce.Do(func() { close(s.closing) }) }
+
+// wait waits for the lane requests still running.
+func (s *serveAPI) wait() { s.bg.Wait() }
+
+// problem writes a worker.error with no seq (no event of any log) with
+// the HTTP status.
+func (s *serveAPI) problem(w http.ResponseWriter, status int, workerID, code, message string) {
+	body := mctl.AppendProblem004(nil, workerID, &mctl.Problem004{Code: code, Message: message}, time.Now())
+	writeJSON(w, status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body) // a peer gone is no error of ours
+}
+
+// authenticate checks the bearer token: missing or unknown is 401. With
+// no tokens every request passes (nil, true).
+func (s *serveAPI) authenticate(w http.ResponseWriter, r *http.Request, workerID string) (*serveToken, bool) {
+	if s.tokens == nil {
+		return nil, true
+	}
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	var msg string
+	var match *serveToken
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		msg = "a bearer token is required (Authorization: Bearer TOKEN)"
+	} else {
+		sum := sha256.Sum256([]byte(token))
+		// Every token is compared, in constant time.
+		for i := range s.tokens.list {
+			if subtle.ConstantTimeCompare(sum[:], s.tokens.list[i].sum[:]) == 1 {
+				match = &s.tokens.list[i]
+			}
+		}
+		if match == nil {
+			msg = "the bearer token is not valid"
+		}
+	}
+	if match == nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ccbridge"`)
+		s.problem(w, http.StatusUnauthorized, workerID, mctl.Code004Unauthorized, msg)
+		return nil, false
+	}
+	return match, true
+}
+
+// worker authenticates the request and finds its worker: 401, then 403
+// for a token not allowed for that id (known or not), then 404.
+func (s *serveAPI) worker(w http.ResponseWriter, r *http.Request) *serveWorker {
+	id := r.PathValue("workerId")
+	tok, ok := s.authenticate(w, r, id)
+	if !ok {
+		return nil
+	}
+	if tok != nil && !tok.allows(id) {
+		s.problem(w, http.StatusForbidden, id, mctl.Code004Forbidden, "this token may not drive worker "+strconv.Quote(id))
+		return nil
+	}
+	wk := s.workers[id]
+	if wk == nil {
+		s.problem(w, http.StatusNotFound, id, mctl.Code004WorkerUnavailable, "no worker "+strconv.Quote(id))
+		return nil
+	}
+	return wk
+}
+
+// receiptStatus is the HTTP status of a receipt: 200 for a
+// worker.response, by code for a worker.error.
+func receiptStatus(receipt []byte) int {
+	if gjson.GetBytes(receipt, "event_type").Str == "worker.response" {
+		return http.StatusOK
+	}
+	switch gjson.GetBytes(receipt, "payload.code").Str {
+	case mctl.Code004InvalidRequest, mctl.Code004UnsupportedMethod:
+		return http.StatusBadRequest
+	case mctl.Code004Unauthorized:
+		return http.StatusUnauthorized
+	case mctl.Code004Forbidden:
+		return http.StatusForbidden
+	case mctl.Code004Conflict:
+		return http.StatusConflict
+	case mctl.Code004WorkerUnavailable:
+		return http.StatusServiceUnavailable
+	case mctl.Code004Timeout:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// request is POST …/requests: the body is one request envelope, the
+// answer its receipt, or 202 when the receipt takes longer than
+// requestWait (it then comes on the stream after the 202's seq, and a
+// retry of the request returns it once made).
+func (s *serveAPI) request(w http.ResponseWriter, r *http.Request) {
+	wk := s.worker(w, r)
+	if wk == nil {
+		return
+	}
+	if r.ContentLength > s.maxBody {
+		s.tooLarge(w, wk.id)
+		return
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(serveBodyTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		s.tooLarge(w, wk.id)
+		return
+	case err != nil:
+		s.problem(w, http.StatusBadRequest, wk.id, mctl.Code004InvalidRequest, "reading the request body: "+err.Error())
+		return
+	}
+	if wk.stopped() {
+		s.problem(w, http.StatusServiceUnavailable, wk.id, mctl.Code004WorkerUnavailable, "the worker's session has ended")
+		return
+	}
+	accepted := wk.w.Log.Latest()
+	answer := make(chan []byte, 1)
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		receipt, _, _ := wk.w.Lane.Request(body, nil)
+		answer <- receipt
+	}()
+	wait := time.NewTimer(s.requestWait)
+	defer wait.Stop()
+	select {
+	case receipt := <-answer:
+		if receipt == nil {
+			s.problem(w, http.StatusBadRequest, wk.id, mctl.Code004InvalidRequest, "the body is a worker event, not a request")
+			return
+		}
+		writeJSON(w, receiptStatus(receipt), receipt)
+	case <-wait.C:
+		s.accepted(w, body, accepted)
+	case <-s.closing:
+		s.accepted(w, body, accepted)
+	case <-r.Context().Done():
+		// The client is gone; the request goes on, its receipt on the
+		// stream and for a retry.
+	}
+}
+
+// accepted answers 202: the request is being carried out; its receipt
+// comes on the stream after seq.
+func (s *serveAPI) accepted(w http.ResponseWriter, body []byte, seq uint64) {
+	req, prob := mctl.Decode004(body)
+	id := req.RequestID
+	if prob != nil {
+		id = prob.RequestID
+	}
+	writeJSON(w, http.StatusAccepted, mctl.NewObj(nil).StrOrNull("request_id", id).Bool("accepted", true).Int("seq", int64(seq)).End())
+}
+
+func (s *serveAPI) tooLarge(w http.ResponseWriter, workerID string) {
+	s.problem(w, http.StatusRequestEntityTooLarge, workerID, mctl.Code004InvalidRequest,
+		"the request body is over the "+strconv.FormatInt(s.maxBody, 10)+"-byte limit (--max-body)")
+}
+
+// statusObj appends the worker's status object.
+func (wk *serveWorker) statusObj(dst []byte) []byte {
+	var st []byte
+	ok := false
+	if wk.w.Status != nil && !wk.stopped() {
+		st, ok = wk.w.Status()
+	}
+	if !ok {
+		st = []byte(`{"state":"stopped"}`)
+	}
+	return mctl.NewObj(dst).Str("worker_id", wk.id).Int("latest_seq", int64(wk.w.Log.Latest())).
+		Int("oldest_seq", int64(wk.w.Log.Oldest())).Raw("status", string(st)).End()
+}
+
+// status is GET …/{workerId}.
+func (s *serveAPI) status(w http.ResponseWriter, r *http.Request) {
+	wk := s.worker(w, r)
+	if wk == nil {
+		return
+	}
+	writeJSON(w, http.StatusOK, wk.statusObj(nil))
+}
+
+// list is GET …/workers: the workers the token may drive.
+func (s *serveAPI) list(w http.ResponseWriter, r *http.Request) {
+	tok, ok := s.authenticate(w, r, "")
+	if !ok {
+		return
+	}
+	b := []byte(`{"workers":[`)
+	n := 0
+	for _, id := range s.order {
+		if tok != nil && !tok.allows(id) {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = s.workers[id].statusObj(b)
+		n++
+	}
+	writeJSON(w, http.StatusOK, append(b, "]}"...))
+}
+
+// cursor is the stream's cursor: Last-Event-ID, else ?after=N, else the
+// log's latest seq (live only).
+func (s *serveAPI) cursor(w http.ResponseWriter, r *http.Request, wk *serveWorker) (uint64, bool) {
+	name, v := "Last-Event-ID", r.Header.Get("Last-Event-ID")
+	if v == "" {
+		name, v = "after", r.URL.Query().Get("after")
+	}
+	if v == "" {
+		return wk.w.Log.Latest(), true
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		s.problem(w, http.StatusBadRequest, wk.id, mctl.Code004InvalidRequest, name+" "+strconv.Quote(v)+" is not a seq (an integer >= 0)")
+		return 0, false
+	}
+	return n, true
+}
+
+// sseLine is one line of the stream: an event of the log (seq), or a
+// worker.cursor_stale line (seq 0).
+type sseLine struct {
+	seq  uint64
+	line []byte
+}
+
+// stream is GET …/stream: the worker's events after the cursor, as
+// server-sent events, as they come. The lane's Follow runs on a goroutine
+// of its own and hands over its batches; this goroutine writes them, each
+// write bounded by writeTimeout, so that a reader that cannot keep up
+// has its stream ended (it resumes from its Last-Event-ID; the log keeps
+// the events) and nobody waits for it but itself.
+func (s *serveAPI) stream(w http.ResponseWriter, r *http.Request) {
+	wk := s.worker(w, r)
+	if wk == nil {
+		return
+	}
+	cursor, ok := s.cursor(w, r, wk)
+	if !ok {
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	out := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.writeTimeout}
+	if out.flush() != nil {
+		return
+	}
+	defer out.deadline() // the response's end is bounded too
+
+	stop := make(chan struct{})
+	batches := make(chan []sseLine)
+	acks := make(chan bool, 1)
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		var batch []sseLine
+		wk.w.Lane.Follow(cursor, func(seq uint64, line []byte) bool {
+			batch = append(batch, sseLine{seq, line})
+			return true
+		}, func() bool {
+			select {
+			case batches <- batch:
+			case <-stop:
+				return false
+			}
+			var ok bool
+			select {
+			case ok = <-acks:
+			case <-stop:
+				return false
+			}
+			clear(batch)
+			batch = batch[:0]
+			return ok
+		}, nil, stop)
+	}()
+	defer func() {
+		close(stop)
+		<-followed
+	}()
+
+	ctx := r.Context()
+	keep := time.NewTimer(s.keepAlive)
+	defer keep.Stop()
+	for {
+		select {
+		case b := <-batches:
+			err := out.lines(b)
+			acks <- err == nil
+			if err != nil {
+				s.streamEnded(wk.id, err)
+				return
+			}
+			keep.Reset(s.keepAlive)
+		case <-keep.C:
+			if err := out.comment("keep-alive"); err != nil {
+				s.streamEnded(wk.id, err)
+				return
+			}
+			keep.Reset(s.keepAlive)
+		case <-followed:
+			return // the worker's log was closed: its session ended
+		case <-ctx.Done():
+			return
+		case <-s.closing:
+			return
+		}
+	}
+}
+
+func (s *serveAPI) streamEnded(id string, err error) {
+	if !errors.Is(err, context.Canceled) {
+		s.log.Info("stream ended: the reader did not keep up or is gone; it resumes from its Last-Event-ID", "worker", id, "err", err)
+	}
+}
+
+// sseWriter writes server-sent events, each write under a deadline.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	buf     []byte
+}
+
+// deadline bounds the next write; a writer that has none (not over a
+// connection of net/http's own) goes without.
+func (o *sseWriter) deadline() {
+	o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
+}
+
+func (o *sseWriter) flush() error {
+	o.deadline()
+	return o.rc.Flush()
+}
+
+// lines writes a batch and flushes it:
+//
+//	id: <seq>
+//	event: <event_type>
+//	data: <line>
+//
+// with no id for a worker.cursor_stale line (seq 0).
+func (o *sseWriter) lines(batch []sseLine) error {
+	for _, l := range batch {
+		b := o.buf[:0]
+		if l.seq > 0 {
+			b = append(b, "id: "...)
+			b = strconv.AppendUint(b, l.seq, 10)
+			b = append(b, '\n')
+		}
+		if ev := gjson.GetBytes(l.line, "event_type").Str; ev != "" && !strings.ContainsAny(ev, "\r\n") {
+			b = append(b, "event: "...)
+			b = append(b, ev...)
+			b = append(b, '\n')
+		}
+		b = append(b, "data: "...)
+		o.buf = b
+		o.deadline()
+		if _, err := o.w.Write(b); err != nil {
+			return err
+		}
+		if _, err := o.w.Write(l.line); err != nil {
+			return err
+		}
+		if _, err := o.w.Write([]byte("\n\n")); err != nil {
+			return err
+		}
+	}
+	return o.flush()
+}
+
+// comment writes ": text" and flushes it.
+func (o *sseWriter) comment(text string) error {
+	o.deadline()
+	if _, err := io.WriteString(o.w, ": "+text+"\n\n"); err != nil {
+		return err
+	}
+	return o.flush()
+}
