@@ -8,6 +8,7 @@ package adapter
 // runs on the session's loop.
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"strings"
@@ -160,7 +161,7 @@ func (w *controlWorker) threadStart(req *mctl.Request004, done func(control.Rece
 		}
 		now := w.loop.Now()
 		thread := string(w.threadObj(nil, opts.SessionID, "", now, now))
-		done(control.Receipt004{OK: true, Response: mctl.NewObj(nil).Raw("thread", thread).StrOrNull("model", opts.Model).String()})
+		done(control.Receipt004{OK: true, Response: mctl.NewObj(nil).Raw("thread", thread).StrOrNull("model", cmp.Or(opts.Model, w.run.Model)).String()})
 		w.event("thread/started", mctl.NewObj(nil).Raw("thread", thread).End())
 	})
 }

@@ -23,6 +23,19 @@ type turn004 struct {
 	id    string
 	items []string // raw item objects
 	tools map[string]int
+	// blocks counts each message's content blocks: an item's id is
+	// "<message id>/<block index>", as the live events name it.
+	blocks map[string]int
+}
+
+// itemID names the next content block of message msgID.
+func (t *turn004) itemID(msgID string) string {
+	if t.blocks == nil {
+		t.blocks = make(map[string]int)
+	}
+	n := t.blocks[msgID]
+	t.blocks[msgID] = n + 1
+	return msgID + "/" + strconv.Itoa(n)
 }
 
 // Line takes one line of the session file; lines that are not JSON are
@@ -73,10 +86,11 @@ func (t *Turns004) Line(line []byte) {
 		content.ForEach(func(_, b gjson.Result) bool {
 			switch b.Get("type").Str {
 			case "text":
-				cur.items = append(cur.items, NewObj(nil).Str("type", "agentMessage").Str("id", msgID+"/"+strconv.Itoa(len(cur.items))).Str("text", b.Get("text").Str).String())
+				cur.items = append(cur.items, NewObj(nil).Str("type", "agentMessage").Str("id", cur.itemID(msgID)).Str("text", b.Get("text").Str).String())
 			case "thinking":
-				cur.items = append(cur.items, NewObj(nil).Str("type", "reasoning").Str("id", msgID+"/"+strconv.Itoa(len(cur.items))).Strings("content", []string{b.Get("thinking").Str}).String())
+				cur.items = append(cur.items, NewObj(nil).Str("type", "reasoning").Str("id", cur.itemID(msgID)).Strings("content", []string{b.Get("thinking").Str}).String())
 			case "tool_use":
+				cur.itemID(msgID) // a block of its own; its item is named by the tool use id
 				if cur.tools == nil {
 					cur.tools = make(map[string]int)
 				}

@@ -49,10 +49,10 @@ var thread004Lines = []string{
 const thread004Want = `[` +
 	`{"id":"u-1","items":[` +
 	`{"type":"userMessage","id":"u-1","content":[{"type":"text","text":"hello"}]},` +
-	`{"type":"reasoning","id":"msg_1/1","content":["Let me think."]},` +
-	`{"type":"agentMessage","id":"msg_1/2","text":"I'll write \"a.txt\"."},` +
+	`{"type":"reasoning","id":"msg_1/0","content":["Let me think."]},` +
+	`{"type":"agentMessage","id":"msg_1/1","text":"I'll write \"a.txt\"."},` +
 	`{"type":"toolCall","id":"toolu_1","tool":"Write","input":{"file_path":"/home/user/project/a.txt","content":"hello world\n"},"status":"completed","result":"File created successfully at: /home/user/project/a.txt"},` +
-	`{"type":"agentMessage","id":"msg_2/4","text":"Done."}` +
+	`{"type":"agentMessage","id":"msg_2/0","text":"Done."}` +
 	`],"status":"completed","error":null},` +
 	`{"id":"u-2","items":[` +
 	`{"type":"userMessage","id":"u-2","content":[{"type":"text","text":"first"},{"type":"text","text":"second"}]},` +
@@ -92,7 +92,7 @@ func TestTurns004(t *testing.T) {
 		}
 	}
 	wantItems := []string{
-		"userMessage u-1 ", "reasoning msg_1/1 ", "agentMessage msg_1/2 ", "toolCall toolu_1 completed", "agentMessage msg_2/4 ",
+		"userMessage u-1 ", "reasoning msg_1/0 ", "agentMessage msg_1/1 ", "toolCall toolu_1 completed", "agentMessage msg_2/0 ",
 		"userMessage u-2 ", "toolCall toolu_2 failed", "toolCall toolu_3 inProgress",
 		"userMessage u-3 ",
 	}
@@ -154,7 +154,7 @@ func TestTurns004Escapes(t *testing.T) {
 	tr.Line([]byte("{\"type\":\"assistant\",\"message\":{\"id\":\"m\",\"content\":[{\"type\":\"text\",\"text\":\"x\\u0001y\"}]}}"))
 	got := tr.Append(nil)
 	want := `[{"id":"u\"1","items":[{"type":"userMessage","id":"u\"1","content":[{"type":"text","text":"a\"b\nc\\d"}]},` +
-		`{"type":"agentMessage","id":"m/1","text":"x\u0001y"}],"status":"completed","error":null}]`
+		`{"type":"agentMessage","id":"m/0","text":"x\u0001y"}],"status":"completed","error":null}]`
 	if string(got) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
