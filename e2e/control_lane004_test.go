@@ -33,38 +33,13 @@ const l4Worker = "worker-e2e"
 // l4Mock is the fake model's answer to a prompt with no keyword of its.
 const l4Mock = "Hello from the mock model. "
 
-// l4Start runs `ccbridge --ui control` with the worker's identity (as
-// ctlStart does) and --worker-id; the first stdout line must be the
-// capabilities, naming lane 004.
+// l4Start runs `ccbridge --ui control` with the worker's identity and
+// --worker-id (ctlStart, which checks that the capabilities name lane 004).
 func l4Start(t *testing.T, o ctlOpts) *ctlWorker {
 	t.Helper()
 	o.ui = "control"
-	if o.sid == "" {
-		o.sid = uuid.NewString()
-	}
-	args := []string{"--ui", "control", "--team", ctlTeam, "--agent-id", ctlAgent, "--allow-sender", ctlSender, "--worker-id", l4Worker}
-	if o.resume {
-		args = append(args, "--resume", o.sid)
-	} else {
-		args = append(args, "--session-id", o.sid)
-	}
-	w := &ctlWorker{t: t, sid: o.sid, o: o, sock: o.sockPath}
-	if o.socket && w.sock == "" {
-		w.sock = ctlSocketPath(t)
-	}
-	if w.sock != "" {
-		args = append(args, "--control", w.sock)
-	}
-	w.b = startBridge(t, append(args, o.args...), o.env...)
-	w.stdio = &ctlLane{t: t, name: "stdio", lines: w.b.lines, write: func(s string) error {
-		_, err := io.WriteString(w.b.stdin, s+"\n")
-		return err
-	}}
-	l4Caps(t, "stdio", w.stdio.got[w.stdio.waitFrom(0, "the capabilities", func([]byte) bool { return true })])
-	if w.sock != "" {
-		w.waitSocket()
-	}
-	return w
+	o.args = append([]string{"--worker-id", l4Worker}, o.args...)
+	return ctlStart(t, o)
 }
 
 // l4Caps checks that a line is the capabilities and names lane 004.

@@ -27,61 +27,12 @@ var l4Now = time.Date(2026, 2, 20, 21, 15, 0, 0, time.UTC)
 // l4At is l4Now as receipts write it.
 const l4At = `"2026-02-20T21:15:00.000Z"`
 
-// l4Loop stands for a session's loop: one goroutine running what Submit
-// hands it, in order.
-type l4Loop struct {
-	work    chan func()
-	quit    chan struct{}
-	stopped chan struct{}
-	on      atomic.Bool // fn is running on the loop goroutine
-	once    sync.Once
-}
-
-func newL4Loop(t *testing.T) *l4Loop {
-	t.Helper()
-	lp := &l4Loop{work: make(chan func()), quit: make(chan struct{}), stopped: make(chan struct{})}
-	go func() {
-		defer close(lp.stopped)
-		for {
-			select {
-			case fn := <-lp.work:
-				lp.on.Store(true)
-				fn()
-				lp.on.Store(false)
-			case <-lp.quit:
-				return
-			}
-		}
-	}()
-	t.Cleanup(lp.stop)
-	return lp
-}
-
-func (lp *l4Loop) submit(fn func()) bool {
-	select {
-	case <-lp.quit:
-		return false
-	default:
-	}
-	select {
-	case lp.work <- fn:
-		return true
-	case <-lp.quit:
-		return false
-	}
-}
-
-func (lp *l4Loop) stop() {
-	lp.once.Do(func() { close(lp.quit) })
-	<-lp.stopped
-}
-
 // l4Target is a fake Target004: it records the requests it gets and
 // answers each with res. With gate set, Do blocks (on the loop) until the
 // gate is closed, and only then answers.
 type l4Target struct {
 	t    *testing.T
-	loop *l4Loop
+	loop *loop001
 	res  Receipt004
 	gate chan struct{}
 	// started gets a value when Do begins (buffered; never blocks Do).
@@ -91,7 +42,7 @@ type l4Target struct {
 	calls []string
 }
 
-func newL4Target(t *testing.T, loop *l4Loop) *l4Target {
+func newL4Target(t *testing.T, loop *loop001) *l4Target {
 	return &l4Target{t: t, loop: loop, res: Receipt004{OK: true, Response: `{"data":[],"nextCursor":null}`}, started: make(chan string, 64)}
 }
 
@@ -120,7 +71,7 @@ func (f *l4Target) called() []string {
 
 // l4Env is a lane-004 receiver with its loop, target, store and log.
 type l4Env struct {
-	loop   *l4Loop
+	loop   *loop001
 	target *l4Target
 	store  Store
 	log    *EventLog
@@ -141,7 +92,7 @@ func newL4Env(t *testing.T, store Store, log *EventLog) *l4Env {
 		}
 		t.Cleanup(func() { log.Close() })
 	}
-	e := &l4Env{loop: newL4Loop(t), store: store, log: log}
+	e := &l4Env{loop: newLoop001(t), store: store, log: log}
 	e.target = newL4Target(t, e.loop)
 	e.lane = NewLane004(Lane004Config{
 		WorkerID: l4Worker,

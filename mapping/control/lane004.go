@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/internal/jscan"
 	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
 	"github.com/tidwall/gjson"
@@ -562,7 +563,7 @@ func (pd *params004) threadID() (string, *Problem004) {
 	if !ok {
 		return "", pd.invalid("thread_id must be a string")
 	}
-	if !isUUID(id) {
+	if !mapping.ValidSessionID(id) {
 		return "", pd.invalid("thread_id must be a session id (a UUID)")
 	}
 	for i := 0; i < len(id); i++ {
@@ -571,28 +572,6 @@ func (pd *params004) threadID() (string, *Problem004) {
 		}
 	}
 	return strings.Clone(id), nil
-}
-
-// isUUID reports whether s is a UUID in the canonical 8-4-4-4-12 form of
-// hex digits (either case).
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // reqString reads the required non-empty string member f (with its

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/ccbridge/ccbridge/mapping"
 )
 
 func FuzzDecode004(f *testing.F) {
@@ -72,7 +74,7 @@ func FuzzDecode004(f *testing.F) {
 		}
 		switch r.Method {
 		case Method004ThreadResume, Method004TurnStart, Method004TurnInterrupt, Method004ThreadRead:
-			if !isUUID(r.ThreadID) || strings.ToLower(r.ThreadID) != r.ThreadID {
+			if !mapping.ValidSessionID(r.ThreadID) || strings.ToLower(r.ThreadID) != r.ThreadID {
 				t.Fatalf("thread_id %q", r.ThreadID)
 			}
 		case Method004ThreadList:
