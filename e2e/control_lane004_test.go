@@ -9,7 +9,6 @@ package e2e
 // model (scenario default) behind it. Helpers of this file start with l4.
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -75,20 +74,7 @@ func l4Dial(t *testing.T, w *ctlWorker) *l4Conn {
 		t.Fatalf("dialling the control socket: %v", err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	ch := make(chan []byte, 1<<16)
-	go func() {
-		r := bufio.NewReaderSize(conn, 1<<20)
-		for {
-			line, err := r.ReadBytes('\n')
-			if len(line) > 0 {
-				ch <- bytes.TrimSuffix(line, []byte("\n"))
-			}
-			if err != nil {
-				close(ch)
-				return
-			}
-		}
-	}()
+	ch := ctlReadLines(conn, 1<<16)
 	c := &l4Conn{conn: conn, ctlLane: &ctlLane{t: t, name: "socket", lines: ch, write: func(s string) error {
 		conn.SetWriteDeadline(time.Now().Add(ctlWait))
 		_, err := io.WriteString(conn, s+"\n")
@@ -464,17 +450,7 @@ func TestLane004Methods(t *testing.T) {
 			c.waitFrom(from, "a delta of the slow turn", l4IsEvent("item/agentMessage/delta", slow))
 			start := time.Now()
 			ir := c.call(ctlID("int"), "turn/interrupt", map[string]any{"threadId": b, "turnId": slow})
-			if resp := l4OK(t, "turn/interrupt", ir, "turn/interrupt"); resp.Raw != "{}" {
-				t.Errorf("turn/interrupt's response %s, want {}", resp.Raw)
-			}
-			done := c.waitFrom(from, "the interrupted turn/completed", l4IsEvent("turn/completed", slow))
-			if d := time.Since(start); d > 4*time.Second {
-				t.Errorf("the turn ended %v after the interrupt (the whole stream takes 5 s)", d)
-			}
-			l4CheckTurn(t, "the interrupted turn", c.workerLines(from, done), b, slow, "", "interrupted")
-			if l4Seq(c.got[done]) < l4Seq(ir) {
-				t.Errorf("turn/completed (seq %d) before the interrupt's receipt (seq %d)", l4Seq(c.got[done]), l4Seq(ir))
-			}
+			l4Interrupted(t, c, from, b, slow, ir, start)
 			tokC := token("NEXT")
 			turnC, f, to := c.turn(b, "next "+tokC)
 			l4CheckTurn(t, "the turn after the interrupt", c.workerLines(f, to), b, turnC, l4Mock, "completed")
@@ -1067,4 +1043,24 @@ func TestLane004Restart(t *testing.T) {
 		t.Errorf("the second ccbridge did not resume the thread")
 	}
 	c2.checkShapes()
+}
+
+// l4Interrupted checks a SLOW turn interrupted at start (ir is the
+// receipt of its turn/interrupt): {} as the response, then turn/completed
+// interrupted, well before the whole answer (5 s) and after the receipt.
+// It returns the index of turn/completed in c.got.
+func l4Interrupted(t *testing.T, c *l4Conn, from int, thread, slow string, ir []byte, start time.Time) int {
+	t.Helper()
+	if resp := l4OK(t, "turn/interrupt", ir, "turn/interrupt"); resp.Raw != "{}" {
+		t.Errorf("turn/interrupt's response %s, want {}", resp.Raw)
+	}
+	done := c.waitFrom(from, "the interrupted turn/completed", l4IsEvent("turn/completed", slow))
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("the turn ended %v after the interrupt (the whole answer takes 5 s)", d)
+	}
+	l4CheckTurn(t, "the interrupted turn", c.workerLines(from, done), thread, slow, "", "interrupted")
+	if l4Seq(c.got[done]) < l4Seq(ir) {
+		t.Errorf("turn/completed (seq %d) before the interrupt's receipt (seq %d)", l4Seq(c.got[done]), l4Seq(ir))
+	}
+	return done
 }

@@ -163,7 +163,18 @@ func ctlDial(t *testing.T, path string) *ctlLane {
 		t.Fatalf("dialling the control socket: %v", err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	ch := make(chan []byte, 4096)
+	ch := ctlReadLines(conn, 4096)
+	return &ctlLane{t: t, name: "socket", lines: ch, write: func(s string) error {
+		conn.SetWriteDeadline(time.Now().Add(ctlWait))
+		_, err := io.WriteString(conn, s+"\n")
+		return err
+	}}
+}
+
+// ctlReadLines reads conn's lines, without their line break, onto a
+// channel that holds n and is closed when the connection ends.
+func ctlReadLines(conn net.Conn, n int) chan []byte {
+	ch := make(chan []byte, n)
 	go func() {
 		r := bufio.NewReaderSize(conn, 1<<20)
 		for {
@@ -177,11 +188,7 @@ func ctlDial(t *testing.T, path string) *ctlLane {
 			}
 		}
 	}()
-	return &ctlLane{t: t, name: "socket", lines: ch, write: func(s string) error {
-		conn.SetWriteDeadline(time.Now().Add(ctlWait))
-		_, err := io.WriteString(conn, s+"\n")
-		return err
-	}}
+	return ch
 }
 
 func (l *ctlLane) send(line string) {

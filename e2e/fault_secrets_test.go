@@ -58,19 +58,7 @@ func findDescendant(t *testing.T, pid int, s string) int {
 
 // vmRSS is the resident set of process pid, in KiB (VmRSS of
 // /proc/PID/status), or 0 when it cannot be read.
-func vmRSS(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
+func vmRSS(pid int) int64 { return procKB(pid, "status", "VmRSS:") }
 
 // TestFaultMCPSecretsNotInArgv (issue 14, defect 4): the MCP servers an
 // ACP client gives in session/new, with a secret in a server's environment

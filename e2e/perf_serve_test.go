@@ -350,19 +350,7 @@ type perfServeMem struct {
 
 // smapsPss is the proportional set size of process pid, KiB
 // (/proc/PID/smaps_rollup), or 0.
-func smapsPss(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "Pss:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
+func smapsPss(pid int) int64 { return procKB(pid, "smaps_rollup", "Pss:") }
 
 // readPerfServeMem reads the memory of process root and of its
 // descendants.

@@ -638,13 +638,16 @@ func loadAvg() string {
 }
 
 // vmHWM is the peak resident set size of process pid so far, in KiB, or 0.
-func vmHWM(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+func vmHWM(pid int) int64 { return procKB(pid, "status", "VmHWM:") }
+
+// procKB reads the "key  N kB" line of /proc/PID/file: N, or 0.
+func procKB(pid int, file, key string) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(l, key); ok {
 			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return n
 		}
