@@ -1064,3 +1064,73 @@ func l4Interrupted(t *testing.T, c *l4Conn, from int, thread, slow string, ir []
 	}
 	return done
 }
+
+// TestLane004TimeoutAndInternalError: the two codes that come from a
+// failing CLI or a crash. timeout: the CLI, stopped with SIGSTOP during a
+// SLOW turn, does not answer turn/interrupt within --interrupt-timeout;
+// the turn ends interrupted all the same and the next turn runs in a new
+// CLI. internal_error: ccbridge is killed (SIGKILL) while a thread/start
+// waits for a stopped CLI to exit; after a restart on the same
+// --state-dir, a retry of that request gets an internal_error receipt
+// saying whether it took effect is not known, and a second retry the
+// same bytes.
+func TestLane004TimeoutAndInternalError(t *testing.T) {
+	t.Parallel()
+	t.Run("timeout", func(t *testing.T) {
+		t.Parallel()
+		w := l4Start(t, ctlOpts{args: []string{"--interrupt-timeout", "1s"}})
+		c := l4Stdio(w)
+		r := c.call(ctlID("slow"), "turn/start", l4Text(w.sid, "SLOW "+token("slow")))
+		slow := l4OK(t, "turn/start SLOW", r, "turn/start").Get("turn.id").Str
+		from := c.waitFrom(0, "a delta of the slow turn", l4IsEvent("item/agentMessage/delta", slow))
+		cont := ctlStopProc(t, w.cliPID())
+		defer cont()
+		ir := c.call(ctlID("int"), "turn/interrupt", map[string]any{"threadId": w.sid, "turnId": slow})
+		p := l4Fail(t, "turn/interrupt of a stopped CLI", ir, "turn/interrupt", "timeout")
+		if p.Get("retryable").Type != gjson.True || !strings.Contains(p.Get("message").Str, "did not answer the interrupt") {
+			t.Errorf("the timeout receipt: %s", ir)
+		}
+		done := c.waitFrom(from, "the turn's end", l4IsEvent("turn/completed", slow))
+		if st := get(c.got[done], "payload.params.turn.status").Str; st != "interrupted" {
+			t.Errorf("the turn ended %q after the timeout, want interrupted: %s", st, c.got[done])
+		}
+		tok := token("AFTER")
+		turn, f, to := c.turn(w.sid, "after "+tok)
+		l4CheckTurn(t, "the turn after the timeout", c.workerLines(f, to), w.sid, turn, l4Mock, "completed")
+		ctlPromptCount(t, tok, 1)
+	})
+	t.Run("internal_error", func(t *testing.T) {
+		t.Parallel()
+		state := t.TempDir()
+		w1 := l4Start(t, ctlOpts{durable: true, args: []string{"--state-dir", state}})
+		c1 := l4Stdio(w1)
+		c1.turn(w1.sid, "first "+token("FIRST"))
+		ctlStopProc(t, w1.cliPID())
+		line := l4Req(ctlID("start"), "thread/start", map[string]any{})
+		c1.send(line)
+		// The request is in flight: the stopped CLI is being retired.
+		w1.b.waitStderr(`"reason":"thread switch"`)
+		w1.b.cmd.Process.Signal(syscall.SIGKILL)
+		w1.b.wait()
+
+		w2 := l4Start(t, ctlOpts{durable: true, sid: w1.sid, resume: true,
+			args: []string{"--state-dir", state, "--cwd", w1.b.dir}, env: []string{"HOME=" + w1.b.home}})
+		c2 := l4Stdio(w2)
+		id := gjson.Get(line, "request.request_id").Str
+		c2.send(line)
+		r := c2.got[c2.waitFrom(0, "the receipt of the request in flight", l4IsReceipt(id))]
+		p := l4Fail(t, "the request in flight at the crash", r, "thread/start", "internal_error")
+		if !strings.Contains(p.Get("message").Str, "in flight when ccbridge stopped") || p.Get("retryable").Type != gjson.True {
+			t.Errorf("the receipt of the request in flight: %s", r)
+		}
+		from := len(c2.got)
+		c2.send(line)
+		again := c2.got[c2.waitFrom(from, "the retry's receipt", l4IsReceipt(id))]
+		if !bytes.Equal(again, r) {
+			t.Errorf("the retry:\n%s\nwant\n%s", again, r)
+		}
+		if n := count(c2.got, l4IsEvent("thread/started", "")); n != 0 {
+			t.Errorf("%d threads started after the restart", n)
+		}
+	})
+}
