@@ -2,12 +2,12 @@
 # Runs every test: format and vet checks, the unit tests and the end-to-end
 # tests (./e2e) against the real Claude Code CLI (installed into .tools/
 # when missing), all under the race detector, then each fuzz target for
-# FUZZTIME (default 5s: 17 targets stay within 2 minutes and a half; FUZZTIME=5m
+# FUZZTIME (default 4s: 20 targets stay near 2 minutes; FUZZTIME=5m
 # ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FUZZTIME=${FUZZTIME:-5s}
+FUZZTIME=${FUZZTIME:-4s}
 
 # A program built with -race sleeps 1 s before it exits, so that a race
 # reported late is still printed (atexit_sleep_ms, default 1000). The
