@@ -179,15 +179,7 @@ func perfACPFake() int {
 // -v) or the test log. It needs node and the Node adapter (run
 // scripts/install-tools.sh); without CCBRIDGE_PERF=1 it is skipped.
 func TestPerfACP(t *testing.T) {
-	if os.Getenv("CCBRIDGE_PERF") != "1" {
-		t.Skip("set CCBRIDGE_PERF=1 to run the acp performance comparison (docs/performance.md)")
-	}
-	if raceEnabled() {
-		t.Skip("the fake CLI is this test binary: run the comparison without -race")
-	}
-	if runtime.GOOS != "linux" {
-		t.Skip("the comparison reads peak RSS from /proc")
-	}
+	perfOnly(t, "the acp performance comparison")
 	const adapterRel = "node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js"
 	nodeAdapter := toolsFile(adapterRel)
 	node, err := exec.LookPath("node")

@@ -394,15 +394,7 @@ func perfServeIdleMem(t *testing.T, cli string, n int) perfServeMem {
 }
 
 func TestPerfServe(t *testing.T) {
-	if os.Getenv("CCBRIDGE_PERF") != "1" {
-		t.Skip("set CCBRIDGE_PERF=1 to measure ccbridge serve (docs/performance.md)")
-	}
-	if raceEnabled() {
-		t.Skip("this measures ccbridge's speed and memory: run it without -race")
-	}
-	if runtime.GOOS != "linux" {
-		t.Skip("the memory figures come from Linux's /proc")
-	}
+	perfOnly(t, "the measure of ccbridge serve")
 	cli := realCLI(t)
 	n := int(envIntDefault("CCBRIDGE_PERF_SERVE_N", 2000))
 	turns := int(envIntDefault("CCBRIDGE_PERF_SERVE_TURNS", 400))

@@ -78,15 +78,7 @@ func marked(mark string) []string {
 }
 
 func TestPerfSoak(t *testing.T) {
-	if os.Getenv("CCBRIDGE_PERF") != "1" {
-		t.Skip("set CCBRIDGE_PERF=1 to run the soak test (docs/performance.md)")
-	}
-	if raceEnabled() {
-		t.Skip("the soak measures ccbridge's memory: run it without -race")
-	}
-	if runtime.GOOS != "linux" {
-		t.Skip("the soak reads resident sets and processes from /proc")
-	}
+	perfOnly(t, "the soak test")
 	realCLI(t)
 	noAssert := os.Getenv("CCBRIDGE_PERF_NOASSERT") == "1"
 	turns := int(envIntDefault("CCBRIDGE_PERF_SOAK_TURNS", 1000))

@@ -288,16 +288,23 @@ func envIntDefault(name string, def int64) int64 {
 	return def
 }
 
+// perfOnly skips a performance test (what) unless CCBRIDGE_PERF=1, under
+// -race (it measures ccbridge's speed and memory, and its fakes are this
+// test binary), and off Linux (its figures come from /proc).
+func perfOnly(t *testing.T, what string) {
+	t.Helper()
+	switch {
+	case os.Getenv("CCBRIDGE_PERF") != "1":
+		t.Skip("set CCBRIDGE_PERF=1 to run " + what + " (docs/performance.md)")
+	case raceEnabled():
+		t.Skip(what + " measures speed and memory: run it without -race")
+	case runtime.GOOS != "linux":
+		t.Skip(what + " reads its figures from Linux's /proc")
+	}
+}
+
 func TestPerfHarness(t *testing.T) {
-	if os.Getenv("CCBRIDGE_PERF") != "1" {
-		t.Skip("set CCBRIDGE_PERF=1 to run the performance harness (docs/performance.md)")
-	}
-	if raceEnabled() {
-		t.Skip("the fake CLI and the relay are this test binary: run the harness without -race")
-	}
-	if runtime.GOOS != "linux" {
-		t.Skip("the harness reads peak RSS from Linux's rusage and /proc")
-	}
+	perfOnly(t, "the performance harness")
 	noAssert := os.Getenv("CCBRIDGE_PERF_NOASSERT") == "1"
 	runs := int(envIntDefault("CCBRIDGE_PERF_RUNS", 3))
 	nBurst := envIntDefault("CCBRIDGE_PERF_MESSAGES", 1000000)
