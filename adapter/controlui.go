@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -33,11 +34,26 @@ var ControlArgs = append(slices.Clip(coreArgs), "--replay-user-messages")
 // worker session and shows what it does. docs/protocol/control.md.
 type ControlUI struct {
 	Settings
+	// PTY runs the worker under a pseudo-terminal (--pty; controlpty.go).
+	PTY PTYConfig
 }
 
-// Flags adds nothing: the control plane's flags serve --control beside
-// every dialect too, so main adds them for all.
-func (c *ControlUI) Flags(*flag.FlagSet) {}
+// Flags adds --pty and its flags; the control plane's flags serve
+// --control beside every dialect too, so main adds them for all.
+func (c *ControlUI) Flags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.PTY.On, "pty", false, "run the worker under a pseudo-terminal: the CLI's TUI, or the command after --")
+	fs.IntVar(&c.PTY.Cols, "cols", 120, "--pty: the terminal's columns")
+	fs.IntVar(&c.PTY.Rows, "rows", 40, "--pty: the terminal's rows")
+	fs.DurationVar(&c.PTY.StableAfter, "stable-after", 2*time.Second, "--pty: a screen unchanged this long means the worker is idle")
+	fs.Func("interrupt-keys", `--pty: the keys that interrupt the worker, as a Go string literal's body (default "\x1b", ESC)`, func(v string) error {
+		k, err := strconv.Unquote(`"` + v + `"`)
+		if err != nil || k == "" {
+			return fmt.Errorf("not a Go string literal's body: %q", v)
+		}
+		c.PTY.InterruptKeys = []byte(k)
+		return nil
+	})
+}
 
 // controlWorker is the control dialect's handler, owned by the loop.
 type controlWorker struct {
@@ -76,6 +92,11 @@ type controlPrompt struct {
 // and the child has exited.
 func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
 	c.defaults()
+	if c.PTY.On {
+		// After --: the program to run, not the CLI's arguments.
+		c.PTY.Command, c.Options.Extra = c.Options.Extra, nil
+		return c.runPTY(ctx, uiIn, uiOut, signals)
+	}
 	opts := withSessionID(c.Options)
 	if _, err := session.BuildArgs(ControlArgs, opts); err != nil {
 		return 2, err

@@ -148,7 +148,10 @@ type Loop struct {
 	stopping bool
 	lastInt  time.Time
 	exitCode int
-	timer    Timer
+	// exitFixed: the handler set the exit code (ExitWith); children's
+	// exits no longer change it.
+	exitFixed bool
+	timer     Timer
 
 	blocks  blockPool
 	uiCh    chan uiLine
@@ -369,7 +372,9 @@ func (l *Loop) fromCLI(m cliBlock) {
 	}
 	if m.exit != nil {
 		delete(l.procs, m.gen)
-		l.exitCode = m.exit.Code
+		if !l.exitFixed {
+			l.exitCode = m.exit.Code
+		}
 		p.sup.exited(p, *m.exit)
 		return
 	}
@@ -465,6 +470,11 @@ func (l *Loop) Submit(fn func()) bool {
 		return false
 	}
 }
+
+// ExitWith sets the code Run returns, whatever the children's exits: a
+// handler that ends its child itself (a pty worker hangs up on its
+// program) says the session ended as it should.
+func (l *Loop) ExitWith(code int) { l.exitCode, l.exitFixed = code, true }
 
 // Emit queues one line for the UI. A line that holds a line break would
 // break the UI's framing: it is dropped and logged (no translator builds

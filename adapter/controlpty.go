@@ -1,0 +1,536 @@
+package adapter
+
+// --ui control --pty: the worker is an interactive program under a
+// pseudo-terminal (Claude Code's TUI by default, or the command after
+// --), driven by lane 000 the way a person at its terminal would: input
+// as one bracketed paste, then the carriage return as a separate write;
+// interrupts as keys. What the program draws runs through a terminal
+// emulator (session/screen), and the worker's state comes from the
+// screen's stability: starting until the first stable screen, then
+// running while it changes and idle once it has not changed for
+// --stable-after. docs/protocol/control.md, "pty workers".
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/framing"
+	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/session"
+	"github.com/ccbridge/ccbridge/session/screen"
+)
+
+// PTYConfig is --pty's part of --ui control.
+type PTYConfig struct {
+	// On runs the worker under a pty (--pty).
+	On bool
+	// Command is the program and its arguments (after --); nil runs the
+	// CLI's TUI (--claude) with the session flags.
+	Command []string
+	// Cols and Rows are the window size (--cols 120, --rows 40).
+	Cols, Rows int
+	// StableAfter is how long the screen must not change for the worker
+	// to be idle (--stable-after 2s).
+	StableAfter time.Duration
+	// InterruptKeys are written to interrupt (--interrupt-keys, ESC).
+	InterruptKeys []byte
+}
+
+// The pace of a pty worker's screen model.
+const (
+	// ptySample is the shortest time between two looks at the screen: the
+	// output of a burst is taken in, the screen looked at once.
+	ptySample = 25 * time.Millisecond
+	// ptySettle separates a paste from its carriage return: a program
+	// that reads the paste in pieces has it whole before the return.
+	ptySettle = 100 * time.Millisecond
+	// ptyCRRetry is how long a submitted input may leave the screen
+	// unchanged before the carriage return is sent again (a return folded
+	// into the paste, or read before it, is lost by some programs; an
+	// empty prompt ignores an extra one); ptyCRTries bounds the sends.
+	ptyCRRetry = 750 * time.Millisecond
+	ptyCRTries = 3
+	// ptyStopWithin bounds the stop of a program whose controller is
+	// gone: end of input, then SIGTERM, then SIGKILL.
+	ptyStopWithin = 3 * time.Second
+)
+
+func (p *PTYConfig) defaults() {
+	if p.Cols <= 0 {
+		p.Cols = 120
+	}
+	if p.Rows <= 0 {
+		p.Rows = 40
+	}
+	if p.StableAfter <= 0 {
+		p.StableAfter = 2 * time.Second
+	}
+	if len(p.InterruptKeys) == 0 {
+		p.InterruptKeys = []byte{0x1b}
+	}
+}
+
+// ptyWorker is the handler of --ui control --pty, owned by the loop.
+type ptyWorker struct {
+	cfg    *ControlUI
+	pc     PTYConfig
+	log    *slog.Logger
+	loop   *Loop
+	sup    *Supervisor
+	plane  *controlPlane
+	worker mctl.Worker
+	scr    *screen.Screen
+
+	state WorkerState
+	// The screen as last looked at: its generation, its rows, and when
+	// its text last changed. sampleAt is the next look (zero: none due,
+	// nothing arrived since the last); stableAt is when the screen counts
+	// as stable if nothing changes before.
+	gen       uint64
+	rows      []string
+	changedAt time.Time
+	sampleAt  time.Time
+	stableAt  time.Time
+	// seen: the screen has changed since the child started (a first
+	// stable screen needs something drawn).
+	seen bool
+
+	// inj is the input being handed over; queue holds the next ones (a
+	// request with interrupt waits for the interrupt's idle).
+	inj   *ptyInput
+	queue []*ptyInput
+	// interrupts wait for the worker to be idle after the interrupt keys.
+	interrupts []func(mctl.Result, string)
+
+	queueUI  [][]byte
+	handling bool
+	uiEnded  bool
+	out      [][]byte
+
+	// child is the program's terminal to write to, nil when none runs
+	// (the live child; tests give their own).
+	child func() ptyWriter
+}
+
+// ptyWriter is where the worker writes the program's input.
+type ptyWriter interface{ Write(b []byte) }
+
+// liveChild is the supervisor's live child as a ptyWriter.
+func (w *ptyWorker) liveChild() ptyWriter {
+	if p := w.sup.Live(); p != nil {
+		return p
+	}
+	return nil
+}
+
+// ptyInput is one injection: pasted, then submitted with "\r" (again
+// after ptyCRRetry while the screen does not move), done once the screen
+// changed after a return.
+type ptyInput struct {
+	text      []byte
+	done      func(mctl.Result, string)
+	submitted bool
+	crAt      time.Time // the last return
+	crGen     uint64    // the screen's generation when it was sent
+	tries     int
+}
+
+// runPTY serves --ui control --pty.
+func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
+	pc := c.PTY
+	pc.defaults()
+	child := c.Child
+	child.PTY = true
+	child.PTYCols, child.PTYRows = uint16(pc.Cols), uint16(pc.Rows)
+	child.Env = append(child.Env[:len(child.Env):len(child.Env)], "TERM=xterm-256color", "COLUMNS="+strconv.Itoa(pc.Cols), "LINES="+strconv.Itoa(pc.Rows))
+	opts := c.Options
+	var base []string
+	if len(pc.Command) > 0 {
+		// Another program: the session flags are the CLI's, not its.
+		path, err := exec.LookPath(pc.Command[0])
+		if err != nil {
+			return 127, fmt.Errorf("--pty: %w", err)
+		}
+		child.Path, base = path, pc.Command[1:]
+		child.LeadArgs = nil
+		opts = session.Options{}
+	} else {
+		opts = withSessionID(opts)
+	}
+	w := &ptyWorker{
+		cfg:   c,
+		pc:    pc,
+		log:   c.Logger,
+		loop:  NewLoop(LoopConfig{MaxLine: c.MaxLine, Clock: c.Clock, Logger: c.Logger}),
+		scr:   screen.New(pc.Cols, pc.Rows),
+		state: WorkerStarting,
+	}
+	w.worker = mctl.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: opts.SessionID}
+	if w.worker.SessionID == "" {
+		w.worker.SessionID = uuid.NewString() // the worker's own id for a program with none
+	}
+	w.sup = w.loop.NewSupervisor(SupervisorConfig{Child: child, BaseArgs: base, Transport: Bytes, Started: w.started})
+	w.child = w.liveChild
+	plane, err := openControlPlane(&c.Settings, w, w.loop.Submit)
+	if err != nil {
+		return 2, err
+	}
+	defer plane.close()
+	w.plane = plane
+	if err := plane.listen(&c.Settings); err != nil {
+		return 2, err
+	}
+	w.loop.Emit(plane.lane.CapabilitiesOf(w.worker.SessionID))
+	if _, err := w.sup.Start(opts, false); err != nil {
+		return 1, err
+	}
+	return w.loop.Run(ctx, w, uiIn, uiOut, signals)
+}
+
+func (w *ptyWorker) started(*Proc) {
+	w.seen = false
+	w.setState(WorkerStarting, "")
+	w.emit()
+}
+
+func (w *ptyWorker) emit() { w.out = w.loop.EmitAll(w.out) }
+
+func (w *ptyWorker) setState(s WorkerState, detail string) {
+	if w.state == s && detail == "" {
+		return
+	}
+	w.state = s
+	w.out = append(w.out, w.worker.AppendState(nil, string(s), detail, w.loop.Now()))
+}
+
+// CLIOutput takes the program's output into the screen; the screen is
+// looked at ptySample later, once for the whole burst.
+func (w *ptyWorker) CLIOutput(_ *Proc, b []byte) {
+	w.scr.Write(b)
+	if r := w.scr.Replies(); len(r) > 0 {
+		if c := w.child(); c != nil {
+			c.Write(r) // the terminal's answers to the program's queries
+		}
+	}
+	if w.sampleAt.IsZero() {
+		w.sampleAt = w.loop.Now().Add(ptySample)
+	}
+}
+
+// sample looks at the screen: what scrolled away and what changed goes
+// to the controller, a change makes the worker running, and an input
+// waiting for the screen to move is done.
+func (w *ptyWorker) sample(now time.Time) {
+	w.sampleAt = time.Time{}
+	if lines := w.scr.Scrolled(); len(lines) > 0 {
+		w.out = append(w.out, w.worker.AppendScrollback(nil, lines, now))
+	}
+	gen := w.scr.Gen()
+	if gen == w.gen {
+		return
+	}
+	w.gen = gen
+	rows := w.scr.Lines()
+	if diff := screen.Diff(w.rows, rows); len(diff) > 0 {
+		col, row := w.scr.Cursor()
+		w.out = append(w.out, w.worker.AppendScreen(nil, screenRows(diff), col, row, w.pc.Cols, w.pc.Rows, now))
+	}
+	w.rows = rows
+	w.changedAt, w.stableAt, w.seen = now, now.Add(w.pc.StableAfter), true
+	if w.state == WorkerIdle {
+		w.setState(WorkerRunning, "")
+	}
+	if in := w.inj; in != nil && in.submitted && gen != in.crGen {
+		w.inj = nil
+		in.done(mctl.OK, "the screen changed after the input was submitted")
+		w.next()
+	}
+}
+
+func screenRows(rows []screen.Row) []mctl.ScreenRow {
+	out := make([]mctl.ScreenRow, len(rows))
+	for i, r := range rows {
+		out[i] = mctl.ScreenRow{N: r.N, Text: r.Text}
+	}
+	return out
+}
+
+// Expire runs what is due: a look at the screen, the screen becoming
+// stable, an input's return, a carriage return sent again.
+func (w *ptyWorker) Expire(now time.Time) {
+	defer w.emit()
+	if !w.sampleAt.IsZero() && !now.Before(w.sampleAt) {
+		w.sample(now)
+	}
+	if !w.stableAt.IsZero() && !now.Before(w.stableAt) {
+		w.stableAt = time.Time{}
+		w.stable()
+	}
+	if in := w.inj; in != nil && !in.crAt.IsZero() && !now.Before(in.crAt) {
+		w.submit(in, now)
+	}
+}
+
+// NextDeadline is the earliest of the looks and waits due.
+func (w *ptyWorker) NextDeadline() time.Time {
+	d := earliest(w.sampleAt, w.stableAt)
+	if w.inj != nil {
+		d = earliest(d, w.inj.crAt)
+	}
+	return d
+}
+
+// stable: the screen has not changed for --stable-after. The worker is
+// idle; interrupts waiting for that are done, and the next input goes.
+func (w *ptyWorker) stable() {
+	if w.state == WorkerExited || !w.seen {
+		return
+	}
+	if w.state != WorkerIdle {
+		w.setState(WorkerIdle, "")
+	}
+	for _, done := range w.interrupts {
+		done(mctl.OK, "the screen is stable after the interrupt keys")
+	}
+	w.interrupts = nil
+	w.next()
+}
+
+// ControlSessionID implements ControlTarget.
+func (w *ptyWorker) ControlSessionID() string { return w.worker.SessionID }
+
+// ControlState implements ControlTarget.
+func (w *ptyWorker) ControlState() WorkerState { return w.state }
+
+// ControlInject hands text to the program: not_live while it starts or
+// after it exited, busy while it works (unless interrupt, which
+// interrupts first and waits for idle), else pasted and submitted; ok
+// once the screen moved after the return.
+func (w *ptyWorker) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+	defer w.emit()
+	switch {
+	case w.child() == nil || w.state == WorkerExited:
+		done(mctl.NotLive, "the program is not running")
+		return
+	case w.state == WorkerStarting:
+		done(mctl.NotLive, "the program is starting: its screen has not been stable yet")
+		return
+	case w.state == WorkerRunning && !interrupt:
+		done(mctl.Busy, "the program is working (its screen changes); ask with interrupt to interrupt it first")
+		return
+	}
+	in := &ptyInput{text: pasteSafe(text), done: done}
+	if w.state == WorkerRunning {
+		w.keys()
+		w.interrupts = append(w.interrupts, func(mctl.Result, string) {})
+	}
+	w.queue = append(w.queue, in)
+	w.next()
+}
+
+// next starts the oldest queued input once the worker is idle and no
+// input is being handed over.
+func (w *ptyWorker) next() {
+	if w.inj != nil || len(w.queue) == 0 || w.state != WorkerIdle {
+		return
+	}
+	p := w.child()
+	if p == nil {
+		for _, in := range w.queue {
+			in.done(mctl.NotLive, "the program is not running")
+		}
+		w.queue = nil
+		return
+	}
+	in := w.queue[0]
+	w.queue = w.queue[1:]
+	w.inj = in
+	p.Write(bracketed(in.text))
+	in.crAt = w.loop.Now().Add(ptySettle)
+}
+
+// submit writes the carriage return (again, while the screen has not
+// moved since the last one); after ptyCRTries the input waits for the
+// lane's timeout.
+func (w *ptyWorker) submit(in *ptyInput, now time.Time) {
+	p := w.child()
+	if p == nil {
+		w.inj = nil
+		in.done(mctl.NotLive, "the program exited")
+		return
+	}
+	if in.tries >= ptyCRTries {
+		in.crAt = time.Time{}
+		return
+	}
+	if in.tries > 0 {
+		w.log.Info("pty worker: the screen did not move after the carriage return; sending it again", "try", in.tries+1)
+	}
+	in.tries++
+	in.submitted = true
+	in.crGen = w.scr.Gen()
+	p.Write([]byte{'\r'})
+	in.crAt = now.Add(ptyCRRetry)
+}
+
+// bracketed is text as one bracketed paste.
+func bracketed(text []byte) []byte {
+	b := make([]byte, 0, len(text)+12)
+	b = append(b, "\x1b[200~"...)
+	b = append(b, text...)
+	return append(b, "\x1b[201~"...)
+}
+
+// pasteSafe drops ESC from text, so that a paste cannot end itself early
+// (ESC[201~) or carry keys; line breaks become "\r", as a terminal sends
+// them when text is pasted.
+func pasteSafe(text []byte) []byte {
+	out := make([]byte, 0, len(text))
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; c {
+		case 0x1b:
+		case '\r':
+			if i+1 < len(text) && text[i+1] == '\n' {
+				continue
+			}
+			out = append(out, '\r')
+		case '\n':
+			out = append(out, '\r')
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ControlInterrupt writes the interrupt keys; ok once the screen is
+// stable again (idle).
+func (w *ptyWorker) ControlInterrupt(done func(mctl.Result, string)) {
+	defer w.emit()
+	switch {
+	case w.child() == nil || w.state == WorkerExited:
+		done(mctl.NotLive, "the program is not running")
+	case w.state == WorkerIdle:
+		done(mctl.OK, "no turn running: the screen is stable")
+	default:
+		w.keys()
+		w.interrupts = append(w.interrupts, done)
+	}
+}
+
+// keys writes the interrupt keys (never a signal).
+func (w *ptyWorker) keys() {
+	if p := w.child(); p != nil {
+		p.Write(w.pc.InterruptKeys)
+	}
+}
+
+// UILine: control.screen.request is answered here; every other line goes
+// to lane 000, one at a time, off the loop.
+func (w *ptyWorker) UILine(line []byte) {
+	if gjson.GetBytes(line, "type").Str == mctl.TypeScreenRequest {
+		defer w.emit()
+		rows := w.scr.Lines()
+		all := make([]mctl.ScreenRow, len(rows))
+		for i, r := range rows {
+			all[i] = mctl.ScreenRow{N: i, Text: r}
+		}
+		col, row := w.scr.Cursor()
+		w.out = append(w.out, w.worker.AppendScreenAnswer(nil, gjson.GetBytes(line, "request_id").Str, string(w.state), all, col, row, w.pc.Cols, w.pc.Rows, w.loop.Now()))
+		return
+	}
+	w.queueUI = append(w.queueUI, line)
+	w.nextUI()
+}
+
+func (w *ptyWorker) nextUI() {
+	if w.handling {
+		return
+	}
+	if len(w.queueUI) == 0 {
+		if w.uiEnded {
+			// The controller is gone: the program is stopped as a closed
+			// terminal would stop it (end of input means nothing to a TUI),
+			// in stages, and ccbridge ends as asked.
+			w.uiEnded = false
+			if w.sup.Retire("the controller's input ended", ptyStopWithin, false) != nil {
+				w.loop.ExitWith(0)
+			}
+		}
+		return
+	}
+	line := w.queueUI[0]
+	w.queueUI = w.queueUI[1:]
+	w.handling = true
+	lane := w.plane.lane
+	w.loop.Go(func(context.Context) func() {
+		if k := mctl.Classify(line); k == mctl.Lane001 || k == mctl.Lane004 {
+			w.reply(mctl.AppendProblem(nil, &mctl.Problem{Ack: mctl.TypeError, Result: mctl.Rejected, Error: "unsupported",
+				Detail: "a pty worker takes lane 000 only (control.stdin.request, control.interrupt.request, control.screen.request)"}, time.Now()))
+		} else {
+			lane.Handle(line, w.reply)
+		}
+		return func() {
+			w.handling = false
+			w.nextUI()
+		}
+	})
+}
+
+func (w *ptyWorker) reply(line []byte) { w.loop.Submit(func() { w.loop.Emit(line) }) }
+
+func (w *ptyWorker) UITooLong(e *framing.LineTooLongError) {
+	w.loop.Emit(mctl.AppendProblem(nil, &mctl.Problem{Ack: mctl.TypeError, Result: mctl.Rejected, Error: "too_large",
+		Detail: "line too long: over the " + strconv.FormatInt(e.Max, 10) + "-byte limit (--max-line)"}, w.loop.Now()))
+}
+
+// UIEnd: once the lane answered what it has, the program is stopped.
+func (w *ptyWorker) UIEnd() {
+	w.uiEnded = true
+	w.nextUI()
+}
+
+// CLILine is not called: a pty child's output is bytes (CLIOutput).
+func (w *ptyWorker) CLILine(*Proc, string) {}
+
+func (w *ptyWorker) CLITooLong(*Proc, *framing.LineTooLongError) {}
+
+// ChildExited: the program is gone; what waits on it is told, and the
+// screen's last lines are sent.
+func (w *ptyWorker) ChildExited(_ *Proc, exit session.Exit) {
+	defer w.emit()
+	now := w.loop.Now()
+	w.sample(now)
+	if in := w.inj; in != nil {
+		w.inj = nil
+		in.done(mctl.NotLive, "the program exited: "+exit.String())
+	}
+	for _, in := range w.queue {
+		in.done(mctl.NotLive, "the program exited: "+exit.String())
+	}
+	w.queue = nil
+	for _, done := range w.interrupts {
+		done(mctl.OK, "the program exited")
+	}
+	w.interrupts = nil
+	w.stableAt, w.sampleAt = time.Time{}, time.Time{}
+	w.setState(WorkerExited, exit.String())
+}
+
+// Interrupt handles SIGINT: the interrupt keys.
+func (w *ptyWorker) Interrupt() {
+	if w.state == WorkerRunning {
+		w.keys()
+	}
+}
+
+func (w *ptyWorker) Shutdown(string) {}
