@@ -139,8 +139,9 @@ type ptyInput struct {
 	text      []byte
 	done      func(mctl.Result, string)
 	submitted bool
-	crAt      time.Time // the last return
-	crGen     uint64    // the screen's generation when it was sent
+	crAt      time.Time // the next return, or the give-up time after the last one
+	crGen     uint64    // the screen's generation when the last was sent
+	firstCR   time.Time // the first return
 	tries     int
 }
 
@@ -295,6 +296,9 @@ func (w *ptyWorker) stable() {
 	if w.state == WorkerExited || !w.seen {
 		return
 	}
+	if w.inj != nil {
+		return // an input in hand: the worker is not idle before its ack
+	}
 	if w.state != WorkerIdle {
 		w.setState(WorkerIdle, "")
 	}
@@ -369,11 +373,23 @@ func (w *ptyWorker) submit(in *ptyInput, now time.Time) {
 		return
 	}
 	if in.tries >= ptyCRTries {
-		in.crAt = time.Time{}
+		giveUp := in.firstCR.Add(w.cfg.ControlTimeout)
+		if now.Before(giveUp) {
+			in.crAt = giveUp
+			return
+		}
+		// The program never took it: the lane's ack said timeout; the
+		// inputs behind it go on, and the worker may be idle again.
+		w.inj = nil
+		in.done(mctl.Timeout, "the screen did not change after "+strconv.Itoa(in.tries)+" returns")
+		w.stableAt = now
 		return
 	}
 	if in.tries > 0 {
 		w.log.Info("pty worker: the screen did not move after the carriage return; sending it again", "try", in.tries+1)
+	}
+	if in.tries == 0 {
+		in.firstCR = now
 	}
 	in.tries++
 	in.submitted = true
@@ -439,6 +455,7 @@ func (w *ptyWorker) keys() {
 func (w *ptyWorker) UILine(line []byte) {
 	if gjson.GetBytes(line, "type").Str == mctl.TypeScreenRequest {
 		defer w.emit()
+		w.sample(w.loop.Now()) // what scrolled away comes before the screen
 		rows := w.scr.Lines()
 		all := make([]mctl.ScreenRow, len(rows))
 		for i, r := range rows {

@@ -43,8 +43,10 @@ func newPTYHarness(t *testing.T) *ptyHarness {
 	h := &ptyHarness{t: t, clock: &stepClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}, in: &typed{}, live: true}
 	pc := PTYConfig{Cols: 40, Rows: 6}
 	pc.defaults()
+	cfg := &ControlUI{}
+	cfg.defaults() // --control-timeout 5 s
 	h.w = &ptyWorker{
-		cfg:   &ControlUI{},
+		cfg:   cfg,
 		pc:    pc,
 		log:   slog.New(slog.DiscardHandler),
 		loop:  NewLoop(LoopConfig{Clock: h.clock}),
@@ -200,11 +202,18 @@ func TestPTYReturnSentAgain(t *testing.T) {
 	if r.n != 0 {
 		t.Fatalf("answered without the screen moving: %s", r.res)
 	}
-	// The lane's own timeout answers then; a late change still ends the input.
-	h.draw("taken")
-	h.at(ptySample)
-	if r.res != mctl.OK {
-		t.Fatalf("a late change: %s", r.res)
+	// --control-timeout after the first return the input is given up
+	// (the lane's ack said timeout), and the worker is idle again.
+	h.at(h.w.cfg.ControlTimeout - ptyCRTries*ptyCRRetry)
+	if r.n != 1 || r.res != mctl.Timeout {
+		t.Fatalf("after --control-timeout: %d answers, %s", r.n, r.res)
+	}
+	h.at(0)
+	h.state(WorkerIdle)
+	var next result
+	h.w.ControlInject([]byte("y"), false, next.done)
+	if !strings.HasSuffix(h.in.String(), "\x1b[200~y\x1b[201~") {
+		t.Fatalf("the next input was not pasted: typed %q", h.in.String())
 	}
 }
 
