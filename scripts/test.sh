@@ -2,7 +2,7 @@
 # Runs every test: format and vet checks, the unit tests and the end-to-end
 # tests (./e2e) against the real Claude Code CLI (installed into .tools/
 # when missing), all under the race detector, then each fuzz target for
-# FUZZTIME (default 4s: 20 targets stay near 2 minutes; FUZZTIME=5m
+# FUZZTIME (default 4s: 21 targets stay near 2 minutes; FUZZTIME=5m
 # ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
