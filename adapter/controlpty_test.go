@@ -10,7 +10,6 @@ package adapter
 // took (its log of submissions).
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -292,33 +291,7 @@ func (r *ptwRun) shown(s string) bool {
 }
 
 // prompts is what the agent logged as submitted.
-func (r *ptwRun) prompts() []string {
-	r.t.Helper()
-	f, err := os.Open(r.logPath)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer f.Close()
-	var texts []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 4<<20)
-	for sc.Scan() {
-		var rec struct {
-			Text *string `json:"text"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil || rec.Text == nil {
-			r.t.Fatalf("log line %.200q: %v", sc.Bytes(), err)
-		}
-		texts = append(texts, *rec.Text)
-	}
-	if err := sc.Err(); err != nil {
-		r.t.Fatal(err)
-	}
-	return texts
-}
+func (r *ptwRun) prompts() []string { return ptyAgentLog(r.t, r.logPath) }
 
 func (r *ptwRun) wantPrompts(want ...string) {
 	r.t.Helper()

@@ -1055,26 +1055,34 @@ func (p *paTerm) output() []byte {
 }
 
 // prompts is what the agent logged.
-func (p *paTerm) prompts() []string {
-	p.t.Helper()
-	f, err := os.Open(p.logPath)
+func (p *paTerm) prompts() []string { return ptyAgentLog(p.t, p.logPath) }
+
+// ptyAgentLog reads the prompts the agent logged at path (PTYAGENT_LOG),
+// in order; none when it logged nothing yet.
+func ptyAgentLog(t testing.TB, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
 	if os.IsNotExist(err) {
 		return nil
 	}
 	if err != nil {
-		p.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	var texts []string
 	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 4<<20)
 	for sc.Scan() {
 		var rec struct {
 			Text *string `json:"text"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil || rec.Text == nil {
-			p.t.Fatalf("log line %q: %v", sc.Bytes(), err)
+			t.Fatalf("log line %.200q: %v", sc.Bytes(), err)
 		}
 		texts = append(texts, *rec.Text)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
 	}
 	return texts
 }
