@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/ccbridge/ccbridge/adapter/control"
 	mctl "github.com/ccbridge/ccbridge/mapping/control"
 )
@@ -105,6 +107,9 @@ type controlPlane struct {
 	submit   func(func()) bool
 	log      *slog.Logger
 
+	// screen is the target, for control.screen.request (screenTarget).
+	screen any
+
 	// Lane 004: the receipts, the worker's event log (nil when the
 	// dialect has no worker) and the lane.
 	store004 control.Store
@@ -117,7 +122,7 @@ type controlPlane struct {
 func openControlPlane(s *Settings, target control.Target, submit func(func()) bool) (*controlPlane, error) {
 	c := s.Control
 	c.defaults()
-	cp := &controlPlane{submit: submit, log: s.Logger}
+	cp := &controlPlane{submit: submit, log: s.Logger, screen: target}
 	scfg := control.StoreConfig{TTL: c.DedupeTTL, MaxKeys: c.DedupeMax}
 	var err error
 	if c.StateDir != "" {
@@ -278,9 +283,18 @@ func (c *sockConn) Handle(line []byte) {
 			c.out.Send(receipt)
 		}
 	default:
+		if s, ok := c.cp.screen.(screenTarget); ok && gjson.GetBytes(line, "type").Str == mctl.TypeScreenRequest {
+			id := gjson.GetBytes(line, "request_id").Str
+			c.cp.submit(func() { c.out.Send(s.ScreenAnswer(id)) })
+			return
+		}
 		c.cp.lane.Handle(line, c.out.Send)
 	}
 }
+
+// screenTarget is a worker with a screen (--pty): control.screen.request
+// is answered on the socket too.
+type screenTarget interface{ ScreenAnswer(requestID string) []byte }
 
 // follower004 writes lane 004's stream to one peer, on a goroutine of its
 // own (control.Lane004.Follow).

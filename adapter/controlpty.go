@@ -456,17 +456,23 @@ func (w *ptyWorker) UILine(line []byte) {
 	if gjson.GetBytes(line, "type").Str == mctl.TypeScreenRequest {
 		defer w.emit()
 		w.sample(w.loop.Now()) // what scrolled away comes before the screen
-		rows := w.scr.Lines()
-		all := make([]mctl.ScreenRow, len(rows))
-		for i, r := range rows {
-			all[i] = mctl.ScreenRow{N: i, Text: r}
-		}
-		col, row := w.scr.Cursor()
-		w.out = append(w.out, w.worker.AppendScreenAnswer(nil, gjson.GetBytes(line, "request_id").Str, string(w.state), all, col, row, w.pc.Cols, w.pc.Rows, w.loop.Now()))
+		w.out = append(w.out, w.ScreenAnswer(gjson.GetBytes(line, "request_id").Str))
 		return
 	}
 	w.queueUI = append(w.queueUI, line)
 	w.nextUI()
+}
+
+// ScreenAnswer is the control.screen answer to a control.screen.request:
+// the whole screen, every row. On the loop only.
+func (w *ptyWorker) ScreenAnswer(requestID string) []byte {
+	rows := w.scr.Lines()
+	all := make([]mctl.ScreenRow, len(rows))
+	for i, r := range rows {
+		all[i] = mctl.ScreenRow{N: i, Text: r}
+	}
+	col, row := w.scr.Cursor()
+	return w.worker.AppendScreenAnswer(nil, requestID, string(w.state), all, col, row, w.pc.Cols, w.pc.Rows, w.loop.Now())
 }
 
 func (w *ptyWorker) nextUI() {

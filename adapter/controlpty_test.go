@@ -10,9 +10,12 @@ package adapter
 // took (its log of submissions).
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -62,6 +65,7 @@ type ptwConfig struct {
 	cols, rows int
 	timeout    time.Duration
 	env        []string // PTYAGENT_* beyond the short delays
+	socket     string   // --control PATH, "" for none
 }
 
 // startPTW starts the worker and reads its first line, the capabilities
@@ -81,7 +85,7 @@ func startPTW(t *testing.T, cfg ptwConfig) *ptwRun {
 			Child:          fakeCLIConfig(t, "ptyagent", nil, env...),
 			Options:        session.Options{Extra: []string{os.Args[0]}}, // the command after --
 			ControlTimeout: cfg.timeout,
-			Control:        ControlConfig{Team: ptwTeam, AgentID: ptwAgent, Senders: []string{ptwSender}},
+			Control:        ControlConfig{Team: ptwTeam, AgentID: ptwAgent, Senders: []string{ptwSender}, Socket: cfg.socket},
 			Logger:         testLogger(t),
 		},
 		PTY: PTYConfig{On: true, Cols: cfg.cols, Rows: cfg.rows, StableAfter: ptwStable},
@@ -638,9 +642,35 @@ func TestPTYWorkerKilled(t *testing.T) {
 // the terminal's size, numbered, the prompt box at the bottom.
 func TestPTYWorkerScreen(t *testing.T) {
 	t.Parallel()
-	r := startPTW(t, ptwConfig{cols: 100, rows: 30})
+	sock := filepath.Join(t.TempDir(), "c.sock")
+	r := startPTW(t, ptwConfig{cols: 100, rows: 30, socket: sock})
 	r.waitState(0, "idle")
 	ans, rows := r.screen()
+	// The same on the control socket: its greeting, then the screen.
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, `{"type":"control.screen.request","v":1,"request_id":"sock-1"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("reading the socket: %v", err)
+		}
+		if gjson.GetBytes(line, "type").Str != mctl.TypeScreen {
+			continue
+		}
+		if gjson.GetBytes(line, "request_id").Str != "sock-1" || len(gjson.GetBytes(line, "lines").Array()) != 30 ||
+			gjson.GetBytes(line, "lines.29.text").Str != rows[29] {
+			t.Fatalf("control.screen on the socket: %s", line)
+		}
+		break
+	}
 	if len(rows) != 30 || ans.Get("rows").Int() != 30 || ans.Get("cols").Int() != 100 || ans.Get("state").Str != "idle" {
 		t.Fatalf("control.screen: %d rows, size %dx%d, state %s; want 30 rows of 100x30, idle: %s",
 			len(rows), ans.Get("cols").Int(), ans.Get("rows").Int(), ans.Get("state").Str, ans.Raw)
