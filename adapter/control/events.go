@@ -454,15 +454,6 @@ func (l *EventLog) Changed() <-chan struct{} {
 	return l.changed
 }
 
-// Closed reports whether Close was called: a reader woken by Changed's
-// channel that finds nothing new and the log closed stops, rather than
-// wait on a channel that stays closed.
-func (l *EventLog) Closed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.closed
-}
-
 // Close closes the file and the Changed channel, so that waiters return.
 // It waits for an Append under way. Closing twice is not an error; the
 // kept events stay readable.
