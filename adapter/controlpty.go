@@ -143,6 +143,9 @@ type ptyInput struct {
 	crGen     uint64    // the screen's generation when the last was sent
 	firstCR   time.Time // the first return
 	tries     int
+	// giveUp: an input still queued then (its interrupt never brought the
+	// worker to idle) is given up, as the lane's ack said timeout.
+	giveUp time.Time
 }
 
 // runPTY serves --ui control --pty.
@@ -279,6 +282,11 @@ func (w *ptyWorker) Expire(now time.Time) {
 	if in := w.inj; in != nil && !in.crAt.IsZero() && !now.Before(in.crAt) {
 		w.submit(in, now)
 	}
+	for len(w.queue) > 0 && !now.Before(w.queue[0].giveUp) {
+		in := w.queue[0]
+		w.queue = w.queue[1:]
+		in.done(mctl.Timeout, "the program never became idle to take it")
+	}
 }
 
 // NextDeadline is the earliest of the looks and waits due.
@@ -286,6 +294,9 @@ func (w *ptyWorker) NextDeadline() time.Time {
 	d := earliest(w.sampleAt, w.stableAt)
 	if w.inj != nil {
 		d = earliest(d, w.inj.crAt)
+	}
+	if len(w.queue) > 0 {
+		d = earliest(d, w.queue[0].giveUp)
 	}
 	return d
 }
@@ -332,7 +343,7 @@ func (w *ptyWorker) ControlInject(text []byte, interrupt bool, done func(mctl.Re
 		done(mctl.Busy, "the program is working (its screen changes); ask with interrupt to interrupt it first")
 		return
 	}
-	in := &ptyInput{text: pasteSafe(text), done: done}
+	in := &ptyInput{text: pasteSafe(text), done: done, giveUp: w.loop.Now().Add(w.cfg.ControlTimeout)}
 	if w.state == WorkerRunning {
 		w.keys()
 		w.interrupts = append(w.interrupts, func(mctl.Result, string) {})

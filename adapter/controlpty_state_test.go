@@ -312,3 +312,33 @@ func TestPTYScreenLines(t *testing.T) {
 		t.Errorf("%d screen lines for one look, want 1", screens)
 	}
 }
+
+// An input queued behind an interrupt that never brings the worker to
+// idle (a program that ignores the keys) is given up at
+// --control-timeout, and the next input is not stuck behind it.
+func TestPTYQueuedInputGivenUp(t *testing.T) {
+	h := newPTYHarness(t)
+	h.idle()
+	h.draw("working")
+	h.at(ptySample)
+	h.state(WorkerRunning)
+	var r result
+	h.w.ControlInject([]byte("x"), true, r.done)
+	// The program keeps drawing: never stable, never idle.
+	for elapsed := time.Duration(0); elapsed < h.w.cfg.ControlTimeout-time.Second; elapsed += time.Second {
+		h.draw(".")
+		h.at(ptySample)
+		h.at(time.Second - ptySample)
+	}
+	if r.n != 0 {
+		t.Fatalf("answered before --control-timeout: %s", r.res)
+	}
+	h.draw(".")
+	h.at(time.Second)
+	if r.n != 1 || r.res != mctl.Timeout || len(h.w.queue) != 0 {
+		t.Fatalf("after --control-timeout: %d answers, %s, %d queued", r.n, r.res, len(h.w.queue))
+	}
+	if strings.Contains(h.in.String(), "\x1b[200~") {
+		t.Fatalf("the given-up input was pasted: %q", h.in.String())
+	}
+}
