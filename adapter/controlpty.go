@@ -111,10 +111,8 @@ type ptyWorker struct {
 	// interrupts wait for the worker to be idle after the interrupt keys.
 	interrupts []func(mctl.Result, string)
 
-	queueUI  [][]byte
-	handling bool
-	uiEnded  bool
-	out      [][]byte
+	ui  laneQueue
+	out [][]byte
 
 	// child is the program's terminal to write to, nil when none runs
 	// (the live child; tests give their own).
@@ -470,8 +468,7 @@ func (w *ptyWorker) UILine(line []byte) {
 		w.out = append(w.out, w.ScreenAnswer(gjson.GetBytes(line, "request_id").Str))
 		return
 	}
-	w.queueUI = append(w.queueUI, line)
-	w.nextUI()
+	w.ui.push(w.loop, line, w.take, w.endInput)
 }
 
 // ScreenAnswer is the control.screen answer to a control.screen.request:
@@ -486,38 +483,26 @@ func (w *ptyWorker) ScreenAnswer(requestID string) []byte {
 	return w.worker.AppendScreenAnswer(nil, requestID, string(w.state), all, col, row, w.pc.Cols, w.pc.Rows, w.loop.Now())
 }
 
-func (w *ptyWorker) nextUI() {
-	if w.handling {
-		return
-	}
-	if len(w.queueUI) == 0 {
-		if w.uiEnded {
-			// The controller is gone: the program is stopped as a closed
-			// terminal would stop it (end of input means nothing to a TUI),
-			// in stages, and ccbridge ends as asked.
-			w.uiEnded = false
-			if w.sup.Retire("the controller's input ended", ptyStopWithin, false) != nil {
-				w.loop.ExitWith(0)
-			}
-		}
-		return
-	}
-	line := w.queueUI[0]
-	w.queueUI = w.queueUI[1:]
-	w.handling = true
+// take returns a UI line's lane work: lane 000's, the others refused.
+func (w *ptyWorker) take(line []byte) func() {
 	lane := w.plane.lane
-	w.loop.Go(func(context.Context) func() {
+	return func() {
 		if k := mctl.Classify(line); k == mctl.Lane001 || k == mctl.Lane004 {
 			w.reply(mctl.AppendProblem(nil, &mctl.Problem{Ack: mctl.TypeError, Result: mctl.Rejected, Error: "unsupported",
 				Detail: "a pty worker takes lane 000 only (control.stdin.request, control.interrupt.request, control.screen.request)"}, time.Now()))
-		} else {
-			lane.Handle(line, w.reply)
+			return
 		}
-		return func() {
-			w.handling = false
-			w.nextUI()
-		}
-	})
+		lane.Handle(line, w.reply)
+	}
+}
+
+// endInput: the controller is gone. The program is stopped as a closed
+// terminal would stop it (end of input means nothing to a TUI), in
+// stages, and ccbridge ends as asked.
+func (w *ptyWorker) endInput() {
+	if w.sup.Retire("the controller's input ended", ptyStopWithin, false) != nil {
+		w.loop.ExitWith(0)
+	}
 }
 
 func (w *ptyWorker) reply(line []byte) { w.loop.Submit(func() { w.loop.Emit(line) }) }
@@ -528,10 +513,7 @@ func (w *ptyWorker) UITooLong(e *framing.LineTooLongError) {
 }
 
 // UIEnd: once the lane answered what it has, the program is stopped.
-func (w *ptyWorker) UIEnd() {
-	w.uiEnded = true
-	w.nextUI()
-}
+func (w *ptyWorker) UIEnd() { w.ui.close(w.loop, w.take, w.endInput) }
 
 // CLILine is not called: a pty child's output is bytes (CLIOutput).
 func (w *ptyWorker) CLILine(*Proc, string) {}

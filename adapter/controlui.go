@@ -63,13 +63,10 @@ type controlWorker struct {
 	sup    *Supervisor
 	plane  *controlPlane
 	worker mctl.Worker
-	// queue holds the UI lines the lane has yet to answer, in order; one
-	// at a time is handled off the loop (handling). uiEnded: no more come.
-	queue    [][]byte
-	handling bool
-	uiEnded  bool
-	state    WorkerState
-	out      [][]byte
+	// ui carries the UI's lines to the lanes (laneQueue).
+	ui    laneQueue
+	state WorkerState
+	out   [][]byte
 
 	// prompts are the prompts written to the live child without a result
 	// yet, oldest first.
@@ -159,32 +156,12 @@ func (w *controlWorker) setState(s WorkerState, detail string) {
 
 func (w *controlWorker) emit() { w.out = w.loop.EmitAll(w.out) }
 
-// UILine queues the line for the lane. The lane's requests are carried
-// out one after another, in order, off the loop (the store and
-// content_ref files are file work; the lane waits for the loop).
-func (w *controlWorker) UILine(line []byte) {
-	w.queue = append(w.queue, line)
-	w.next()
-}
+// UILine queues the line for the lanes (laneQueue).
+func (w *controlWorker) UILine(line []byte) { w.ui.push(w.loop, line, w.take, w.endInput) }
 
-// next starts handling the oldest queued line unless one is being handled;
-// with none left after the UI's end, the CLI's input closes.
-func (w *controlWorker) next() {
-	if w.handling {
-		return
-	}
-	if len(w.queue) == 0 {
-		if w.uiEnded {
-			w.uiEnded = false // once
-			if p := w.sup.Live(); p != nil {
-				p.CloseStdin()
-			}
-		}
-		return
-	}
-	line := w.queue[0]
-	w.queue = w.queue[1:]
-	w.handling = true
+// take starts one UI line on the loop (lane 004's stream begins with a
+// peer's first lane-004 line) and returns its lane's work.
+func (w *controlWorker) take(line []byte) func() {
 	lane, lane001 := w.plane.lane, w.plane.lane001
 	kind := mctl.Classify(line)
 	if kind == mctl.Lane004 && w.follow == nil && w.plane.log004 != nil {
@@ -196,7 +173,7 @@ func (w *controlWorker) next() {
 		})
 	}
 	follow := w.follow
-	w.loop.Go(func(context.Context) func() {
+	return func() {
 		switch kind {
 		case mctl.Lane001:
 			lane001.Handle(line, stdioPeer{w})
@@ -211,9 +188,60 @@ func (w *controlWorker) next() {
 		default:
 			lane.Handle(line, w.reply)
 		}
+	}
+}
+
+// endInput: the lanes answered every line and no more come; the CLI's
+// input closes, so it finishes what runs and exits.
+func (w *controlWorker) endInput() {
+	if p := w.sup.Live(); p != nil {
+		p.CloseStdin()
+	}
+}
+
+// laneQueue carries a control dialect's UI lines to its lanes one at a
+// time, in order, each handled off the loop (the lanes do file work and
+// wait for the loop); once the UI's input has ended and no line is left,
+// end runs, once. Owned by the loop.
+type laneQueue struct {
+	lines    [][]byte
+	handling bool
+	ended    bool
+}
+
+// push queues line and starts the oldest unless one is being handled:
+// take runs on the loop and returns the line's work for off the loop.
+func (q *laneQueue) push(l *Loop, line []byte, take func([]byte) func(), end func()) {
+	q.lines = append(q.lines, line)
+	q.next(l, take, end)
+}
+
+// close says no more lines come.
+func (q *laneQueue) close(l *Loop, take func([]byte) func(), end func()) {
+	q.ended = true
+	q.next(l, take, end)
+}
+
+func (q *laneQueue) next(l *Loop, take func([]byte) func(), end func()) {
+	if q.handling {
+		return
+	}
+	if len(q.lines) == 0 {
+		if q.ended {
+			q.ended = false // once
+			end()
+		}
+		return
+	}
+	line := q.lines[0]
+	q.lines = q.lines[1:]
+	q.handling = true
+	work := take(line)
+	l.Go(func(context.Context) func() {
+		work()
 		return func() {
-			w.handling = false
-			w.next()
+			q.handling = false
+			q.next(l, take, end)
 		}
 	})
 }
@@ -225,10 +253,7 @@ func (w *controlWorker) UITooLong(e *framing.LineTooLongError) {
 
 // UIEnd: no more requests. Once the lane has answered those it has, the
 // CLI's input closes; it finishes what runs and exits.
-func (w *controlWorker) UIEnd() {
-	w.uiEnded = true
-	w.next()
-}
+func (w *controlWorker) UIEnd() { w.ui.close(w.loop, w.take, w.endInput) }
 
 func (w *controlWorker) CLITooLong(p *Proc, e *framing.LineTooLongError) {
 	w.log.Warn("a CLI line over --max-cli-line was dropped", "size", e.Size, "max", e.Max)
