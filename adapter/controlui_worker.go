@@ -476,7 +476,8 @@ func (w *controlWorker) items004(ev *mapping.Event) {
 		if b.kind == "reasoning" {
 			method = "item/reasoning/textDelta"
 		}
-		w.event(method, mctl.NewObj(w.w4.buf[:0]).Str("threadId", thread).Str("turnId", turn).Str("itemId", b.id).Raw("delta", ev.TextRaw).End())
+		w.w4.buf = mctl.NewObj(w.w4.buf[:0]).Str("threadId", thread).Str("turnId", turn).Str("itemId", b.id).Raw("delta", ev.TextRaw).End()
+		w.event(method, w.w4.buf)
 	case mapping.KindContentBlockStop:
 		b := w.w4.blocks[ev.Index]
 		if b == nil {
@@ -533,7 +534,8 @@ func (w *controlWorker) itemParams(thread, turn, parent, item string) []byte {
 	if parent != "" {
 		o.Str("parentItemId", parent)
 	}
-	return o.Raw("item", item).End()
+	w.w4.buf = o.Raw("item", item).End()
+	return w.w4.buf
 }
 
 // closeItems forgets the items of a turn that ended (an interrupted
