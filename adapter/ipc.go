@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -30,6 +31,7 @@ func init() { Register("ipc", func() Dialect { return &IPC{} }) }
 // Flags adds the ipc dialect's own flags.
 func (s *IPC) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&s.ForwardUnknown, "forward-unknown", false, `forward CLI messages of unknown types as {"type":"unknown"}`)
+	fs.BoolVar(&s.EchoPrompts, "echo-prompts", false, `echo each user_message the session takes, in order with the other lines, with "echo":true`)
 }
 
 // IPC runs one session in the ipc dialect (docs/protocol/ipc.md): the UI
@@ -47,6 +49,12 @@ type IPC struct {
 
 	// ForwardUnknown forwards CLI lines of unknown types as "unknown".
 	ForwardUnknown bool
+
+	// EchoPrompts writes each user_message the session takes back to the
+	// UI (with "echo": true) where it falls among the other lines, so
+	// that a UI that replays the stream (the web UI, after a reload)
+	// shows the prompts too.
+	EchoPrompts bool
 }
 
 // ipcLoop is the ipc dialect's handler: the state of one ipc session,
@@ -146,6 +154,7 @@ func (l *ipcLoop) UILine(line []byte) {
 			// The session ended before a CLI could take the line: a
 			// prompt still gets its terminal message.
 			if gjson.GetBytes(line, "type").Str == "user_message" {
+				l.echo(line)
 				l.emitError("shutting_down", "ccbridge is shutting down; the prompt was not sent to the CLI", false)
 			}
 		})
@@ -161,7 +170,26 @@ func (l *ipcLoop) UILine(line []byte) {
 		}
 		return
 	}
+	if cmd.Kind == ipc.CmdUserMessage {
+		l.echo(line)
+	}
 	l.command(cmd)
+}
+
+// echo writes a prompt the session took back to the UI, with
+// --echo-prompts: the UI's line with "ipc_version": 2 and "echo": true.
+func (l *ipcLoop) echo(line []byte) {
+	if !l.cfg.EchoPrompts {
+		return
+	}
+	b, err := sjson.SetBytes(bytes.Clone(line), "ipc_version", 2)
+	if err == nil {
+		b, err = sjson.SetBytes(b, "echo", true)
+	}
+	if err != nil {
+		return // FromUI took the line: it is a JSON object
+	}
+	l.out = append(l.out, b)
 }
 
 // command carries out one valid UI command.

@@ -69,6 +69,12 @@ type serveConfig struct {
 	grace          time.Duration
 	termGrace      time.Duration
 	extra          []string
+
+	// The web UI (serve_web.go).
+	web         bool
+	dirs        []string // --dir, absolute with links resolved
+	webRetain   int
+	webSessions int
 }
 
 // The defaults of serve's flags.
@@ -139,6 +145,13 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.DurationVar(&cfg.controlIn, "control-timeout", 5*time.Second, "wait this long for the CLI's answer to a control request")
 	fs.DurationVar(&cfg.grace, "grace", 0, "shutdown: wait after closing a CLI's stdin before SIGTERM (default 10s)")
 	fs.DurationVar(&cfg.termGrace, "term-grace", 0, "shutdown: wait after SIGTERM before SIGKILL (default 5s)")
+	fs.BoolVar(&cfg.web, "web", true, "serve the web UI at / and its sessions under /api/web (docs/protocol/web.md)")
+	fs.Func("dir", "a folder a web session may run in, with the folders below it (repeatable; default: the current folder)", func(v string) error {
+		cfg.dirs = append(cfg.dirs, v)
+		return nil
+	})
+	fs.IntVar(&cfg.webRetain, "web-retain", webDefaultRetain, "how many lines of each web session's stream are kept for replay")
+	fs.IntVar(&cfg.webSessions, "max-web-sessions", webDefaultSessions, "web sessions open at once, at most")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			serveUsage(stderr, fs)
@@ -157,6 +170,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return cfg, errors.New("--request-wait must be positive")
 	case cfg.retain <= 0:
 		return cfg, errors.New("--retain-events must be positive")
+	case cfg.webRetain <= 0:
+		return cfg, errors.New("--web-retain must be positive")
+	case cfg.webSessions <= 0:
+		return cfg, errors.New("--max-web-sessions must be positive")
 	}
 	if cfg.workersFile != "" {
 		more, err := readWorkersFile(cfg.workersFile)
@@ -165,8 +182,17 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		}
 		cfg.workers = append(cfg.workers, more...)
 	}
-	if err := checkWorkers(cfg.workers); err != nil {
-		return cfg, err
+	if len(cfg.workers) > 0 || !cfg.web {
+		if err := checkWorkers(cfg.workers); err != nil {
+			return cfg, err
+		}
+	}
+	if cfg.web {
+		if cfg.dirs, err = webDirs(cfg.dirs); err != nil {
+			return cfg, err
+		}
+	} else if len(cfg.dirs) > 0 {
+		return cfg, errors.New("--dir is for the web UI, which --web=false turns off")
 	}
 	if cfg.tokenFile != "" {
 		ids := make(map[string]bool, len(cfg.workers))
@@ -267,6 +293,32 @@ func checkWorkers(ws []ServeWorkerSpec) error {
 		w.Dir = dir
 	}
 	return nil
+}
+
+// webDirs resolves --dir (default: the current folder): each an
+// existing folder, absolute, with its symbolic links resolved, as the CLI
+// names its working directory.
+func webDirs(dirs []string) ([]string, error) {
+	if len(dirs) == 0 {
+		dirs = []string{"."}
+	}
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--dir %s: %w", d, err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("--dir %s: not a folder", d)
+		}
+		if !slices.Contains(out, abs) {
+			out = append(out, abs)
+		}
+	}
+	return out, nil
 }
 
 // validWorkerID reports whether id is [A-Za-z0-9._-]{1,64}.
@@ -441,6 +493,15 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 	srv := newServeAPI(api, cfg.tokens, log)
 	srv.maxBody = cfg.maxBody
 	srv.requestWait = cfg.requestWait
+	if cfg.web {
+		web := base
+		web.Control = ControlConfig{}
+		web.Options.Extra = slices.Clone(cfg.extra)
+		srv.web = newWebHost(webConfig{
+			dirs: cfg.dirs, retain: cfg.webRetain, max: cfg.webSessions, base: web, child: child,
+			grace: cfg.grace, termGrace: cfg.termGrace, fakeModel: cfg.fakeModel != "",
+		}, srv, log)
+	}
 	hs := &http.Server{
 		Handler:           srv.handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -450,7 +511,7 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	log.Info("serving", "listen", ln.Addr().String(), "workers", len(api), "auth", cfg.tokens != nil)
+	log.Info("serving", "listen", ln.Addr().String(), "workers", len(api), "web", cfg.web, "auth", cfg.tokens != nil)
 
 	code := 0
 	var serveErr error
@@ -462,6 +523,9 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 		log.Error("serving ended", "err", err)
 	}
 	srv.shutdown()
+	if srv.web != nil {
+		srv.web.stopStreams()
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.requestWait+5*time.Second)
 	if err := hs.Shutdown(sctx); err != nil {
 		log.Warn("HTTP shutdown: closing the connections left", "err", err)
@@ -469,6 +533,9 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 	}
 	cancel()
 	stopAll()
+	if srv.web != nil {
+		srv.web.shutdown()
+	}
 	srv.wait()
 	for _, h := range hosted {
 		if h.err != nil {

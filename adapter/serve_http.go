@@ -13,6 +13,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,6 +65,8 @@ type serveAPI struct {
 	order   []string     // the workers' ids, as given
 	tokens  *serveTokens // nil: no authentication (loopback only)
 	log     *slog.Logger
+	// web is the page and its sessions; nil: none (--web=false).
+	web *webHost
 
 	maxBody      int64
 	requestWait  time.Duration
@@ -108,7 +111,70 @@ func (s *serveAPI) handler() http.Handler {
 	mux.HandleFunc("GET "+serveWorkerPath+"/stream", s.stream)
 	mux.HandleFunc("GET "+serveWorkerPath, s.status)
 	mux.HandleFunc("GET "+serveWorkersPath, s.list)
-	return mux
+	if s.web != nil {
+		s.web.handle(mux)
+	}
+	return s.guard(mux)
+}
+
+// guard checks what every request must pass, before its handler:
+//   - without tokens, a Host that is not a loopback name is 403, so that a
+//     site whose name was rebound to 127.0.0.1 reaches nothing;
+//   - a request that changes something (not GET or HEAD) from a browser
+//     must come from serve's own origin: an Origin equal to its own, or
+//     none with Sec-Fetch-Site absent, same-origin or none;
+//
+// and sets the security headers of every response (the page's
+// Content-Security-Policy among them).
+func (s *serveAPI) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", webCSP)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		if s.tokens == nil && !loopbackHost(r.Host) {
+			webError(w, http.StatusForbidden, "forbidden_host", "Host "+strconv.Quote(r.Host)+" is not a loopback name: without --token-file, ccbridge serve answers 127.0.0.1, [::1] and localhost only")
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
+			webError(w, http.StatusForbidden, "forbidden_origin", "a request that changes something must come from this server's own page (Origin "+strconv.Quote(r.Header.Get("Origin"))+")")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header names loopback: localhost,
+// or a loopback IP address, with any port.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// sameOrigin reports whether a request comes from serve's own origin, or
+// from a client that is not a browser (no Origin, no Sec-Fetch-Site, or
+// Sec-Fetch-Site none: typed by the user).
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		site := r.Header.Get("Sec-Fetch-Site")
+		return site == "" || site == "same-origin" || site == "none"
+	}
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	return strings.EqualFold(origin, scheme+r.Host)
 }
 
 // shutdown ends the streams and answers the requests waiting for their
@@ -146,17 +212,8 @@ func (s *serveAPI) authenticate(w http.ResponseWriter, r *http.Request, workerID
 	var match *serveToken
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
 		msg = "a bearer token is required (Authorization: Bearer TOKEN)"
-	} else {
-		sum := sha256.Sum256([]byte(token))
-		// Every token is compared, in constant time.
-		for i := range s.tokens.list {
-			if subtle.ConstantTimeCompare(sum[:], s.tokens.list[i].sum[:]) == 1 {
-				match = &s.tokens.list[i]
-			}
-		}
-		if match == nil {
-			msg = "the bearer token is not valid"
-		}
+	} else if match = s.tokens.match(token); match == nil {
+		msg = "the bearer token is not valid"
 	}
 	if match == nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ccbridge"`)
@@ -164,6 +221,19 @@ func (s *serveAPI) authenticate(w http.ResponseWriter, r *http.Request, workerID
 		return nil, false
 	}
 	return match, true
+}
+
+// match returns the token's entry, nil for a token not in the file.
+// Every token is compared, in constant time.
+func (t *serveTokens) match(token string) *serveToken {
+	sum := sha256.Sum256([]byte(token))
+	var m *serveToken
+	for i := range t.list {
+		if subtle.ConstantTimeCompare(sum[:], t.list[i].sum[:]) == 1 {
+			m = &t.list[i]
+		}
+	}
+	return m
 }
 
 // worker authenticates the request and finds its worker: 401, then 403

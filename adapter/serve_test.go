@@ -452,7 +452,7 @@ func TestServeConfig(t *testing.T) {
 		{[]string{"--worker", "a=" + dir, "--listen", "0.0.0.0:8787", "--token-file", tokens}, ""},
 		{[]string{"--worker", "a=" + dir, "--listen", "0.0.0.0:8787", "--token-file", open}, "chmod 600"},
 		{[]string{"--worker", "a=" + dir, "--token-file", open}, "chmod 600"},
-		{nil, "no workers"},
+		{[]string{"--web=false"}, "no workers"},
 		{[]string{"--worker", "a/b=" + dir}, "worker id"},
 		{[]string{"--worker", strings.Repeat("x", 65) + "=" + dir}, "worker id"},
 		{[]string{"--worker", "a=" + dir, "--worker", "a=" + dir}, "twice"},

@@ -1,0 +1,737 @@
+package adapter
+
+// ccbridge serve's web UI: the page at / (adapter/webui) and its
+// transport under /api/web (docs/protocol/web.md). Each web session is an
+// ipc session core (IPC) with its own CLI child, run in process on a pipe
+// as the workers are. Its output lines go into an event log of its own,
+// which the page follows as server-sent events; the page's messages are
+// written to the session's input as they are, one line each.
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/adapter/control"
+	"github.com/ccbridge/ccbridge/adapter/webui"
+	"github.com/ccbridge/ccbridge/mapping/rpc"
+	"github.com/ccbridge/ccbridge/session"
+	"github.com/ccbridge/ccbridge/session/clifiles"
+)
+
+// The web transport's defaults and bounds.
+const (
+	webDefaultRetain   = 100000
+	webDefaultSessions = 32
+	// webMaxFiles bounds the session files GET /api/web/sessions lists.
+	webMaxFiles = 200
+	// webTitleRunes bounds a listed session's title.
+	webTitleRunes = 120
+	// webBatch bounds the lines one write of a stream carries.
+	webBatch = 512
+	// webCookie is the cookie POST /api/web/auth sets.
+	webCookie = "ccbridge_token"
+)
+
+// webCSP is the Content-Security-Policy of every response: the page's own
+// scripts and styles only, no inline code, no frames, no form posts, no
+// connection but to serve itself.
+const webCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+
+// webConfig is what the web host takes from serve's flags.
+type webConfig struct {
+	dirs   []string // the folders a session may run in: absolute, links resolved
+	retain int
+	max    int
+	// base is every session's Settings but for its Child and the session
+	// flags of its mode.
+	base      Settings
+	child     func(dir string) session.Config
+	grace     time.Duration
+	termGrace time.Duration
+	fakeModel bool
+}
+
+// webHost holds the web sessions. Its handlers run on net/http's
+// goroutines; mu guards the session table, each session guards its own.
+type webHost struct {
+	cfg  webConfig
+	log  *slog.Logger
+	auth *serveAPI // the token check, shared with the workers' API
+
+	mu       sync.Mutex
+	sessions map[string]*webSession
+	order    []*webSession
+	closing  bool
+	// cwds are the folders whose session files the list shows: every
+	// --dir, and each folder below one that a session ran in.
+	cwds []string
+
+	// done is closed at shutdown: streams end.
+	done     chan struct{}
+	doneOnce sync.Once
+}
+
+// webSession is one conversation of the page: an ipc session on a pipe.
+type webSession struct {
+	id      string
+	cwd     string
+	mode    string
+	created time.Time
+	events  *control.EventLog
+
+	// inMu serialises the page's messages: an echo and its line go in
+	// together, in the order the messages were taken.
+	inMu sync.Mutex
+	in   *io.PipeWriter
+
+	sid   atomic.Pointer[string] // the CLI session id, from session_init
+	title atomic.Pointer[string] // the latest prompt, for the list
+
+	ended chan struct{} // closed once Run returned and session_ended is in the log
+	code  int
+	err   error
+}
+
+func newWebHost(cfg webConfig, auth *serveAPI, log *slog.Logger) *webHost {
+	return &webHost{cfg: cfg, auth: auth, log: log, sessions: map[string]*webSession{}, cwds: slices.Clone(cfg.dirs), done: make(chan struct{})}
+}
+
+// handle adds the page and /api/web to mux.
+func (h *webHost) handle(mux *http.ServeMux) {
+	static, err := fs.Sub(webui.Static, "static")
+	if err != nil {
+		panic(err) // the embedded tree is part of the binary
+	}
+	files := http.FileServerFS(static)
+	mux.Handle("GET /", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	}))
+	mux.HandleFunc("GET /api/web/info", h.info)
+	mux.HandleFunc("POST /api/web/auth", h.authCookie)
+	mux.HandleFunc("GET /api/web/sessions", h.list)
+	mux.HandleFunc("POST /api/web/sessions", h.create)
+	mux.HandleFunc("GET /api/web/sessions/{id}/events", h.events)
+	mux.HandleFunc("POST /api/web/sessions/{id}/messages", h.message)
+	mux.HandleFunc("DELETE /api/web/sessions/{id}", h.end)
+}
+
+// webError writes {"error":{"code","message"}} with status.
+func webError(w http.ResponseWriter, status int, code, message string) {
+	b := append([]byte(nil), `{"error":{"code":`...)
+	b = strconv.AppendQuote(b, code)
+	b = append(b, `,"message":`...)
+	b, _ = appendJSONString(b, message)
+	writeJSON(w, status, append(b, "}}"...))
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) ([]byte, error) {
+	q, err := json.Marshal(s)
+	return append(b, q...), err
+}
+
+// authorized checks the token of an /api/web request: a bearer token or
+// the cookie, one that may drive every worker. With no --token-file
+// every request passes (the listener is loopback, the Host checked).
+func (h *webHost) authorized(w http.ResponseWriter, r *http.Request) bool {
+	t := h.auth.tokens
+	if t == nil {
+		return true
+	}
+	token := ""
+	if scheme, v, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		token = strings.TrimSpace(v)
+	} else if c, err := r.Cookie(webCookie); err == nil {
+		token = c.Value
+	}
+	if token == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ccbridge"`)
+		webError(w, http.StatusUnauthorized, "unauthorized", "a token is required (Authorization: Bearer TOKEN, or POST /api/web/auth)")
+		return false
+	}
+	if m := t.match(token); m == nil || m.ids != nil {
+		webError(w, http.StatusForbidden, "forbidden", "the token is not valid for the web UI (it needs a token for every worker)")
+		return false
+	}
+	return true
+}
+
+// authCookie is POST /api/web/auth: {"token"} sets the cookie that
+// EventSource sends.
+func (h *webHost) authCookie(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r, 4<<10)
+	if !ok {
+		return
+	}
+	token := gjson.GetBytes(body, "token").Str
+	if h.auth.tokens == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if m := h.auth.tokens.match(token); token == "" || m == nil || m.ids != nil {
+		webError(w, http.StatusForbidden, "forbidden", "the token is not valid for the web UI (it needs a token for every worker)")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: webCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// readBody reads a request body of at most max bytes: 413 beyond.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		webError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is over %d bytes (--max-body)", max))
+		return nil, false
+	case err != nil:
+		webError(w, http.StatusBadRequest, "invalid_request", "reading the body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+func (h *webHost) info(w http.ResponseWriter, r *http.Request) {
+	if !h.authorized(w, r) {
+		return
+	}
+	b := append([]byte(nil), `{"version":`...)
+	b = strconv.AppendQuote(b, Version)
+	b = append(b, `,"dirs":`...)
+	dirs, _ := json.Marshal(h.cfg.dirs)
+	b = append(b, dirs...)
+	b = append(b, `,"auth":`...)
+	b = strconv.AppendBool(b, h.auth.tokens != nil)
+	b = append(b, `,"fake_model":`...)
+	b = strconv.AppendBool(b, h.cfg.fakeModel)
+	writeJSON(w, http.StatusOK, append(b, '}'))
+}
+
+// webSessionJSON is a session as the list shows it.
+type webSessionJSON struct {
+	ID        string    `json:"id"`
+	Cwd       string    `json:"cwd"`
+	Mode      string    `json:"mode"`
+	SessionID string    `json:"session_id"`
+	Created   time.Time `json:"created"`
+	Ended     bool      `json:"ended"`
+	Title     string    `json:"title"`
+}
+
+func (s *webSession) json() webSessionJSON {
+	j := webSessionJSON{ID: s.id, Cwd: s.cwd, Mode: s.mode, Created: s.created, Ended: s.isEnded()}
+	if p := s.sid.Load(); p != nil {
+		j.SessionID = *p
+	}
+	if p := s.title.Load(); p != nil {
+		j.Title = *p
+	}
+	return j
+}
+
+func (s *webSession) isEnded() bool {
+	select {
+	case <-s.ended:
+		return true
+	default:
+		return false
+	}
+}
+
+// webFileJSON is a session file as the list shows it.
+type webFileJSON struct {
+	SessionID string    `json:"session_id"`
+	Cwd       string    `json:"cwd"`
+	Title     string    `json:"title"`
+	Created   string    `json:"created"`
+	Modified  time.Time `json:"modified"`
+}
+
+// list is GET /api/web/sessions: the open sessions and the session files
+// of every --dir, newest first.
+func (h *webHost) list(w http.ResponseWriter, r *http.Request) {
+	if !h.authorized(w, r) {
+		return
+	}
+	h.mu.Lock()
+	open := make([]webSessionJSON, 0, len(h.order))
+	for _, s := range h.order {
+		open = append(open, s.json())
+	}
+	h.mu.Unlock()
+	files := h.files(r.Context())
+	b, err := json.Marshal(struct {
+		Open  []webSessionJSON `json:"open"`
+		Files []webFileJSON    `json:"files"`
+	}{open, files})
+	if err != nil {
+		webError(w, http.StatusInternalServerError, "internal_error", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+// files lists the CLI's session files that hold a conversation, newest
+// first, at most webMaxFiles: those of every --dir and of the folders
+// below them that sessions ran in.
+func (h *webHost) files(ctx context.Context) []webFileJSON {
+	type found struct {
+		f   clifiles.Session
+		cwd string
+	}
+	var all []found
+	h.mu.Lock()
+	cwds := slices.Clone(h.cwds)
+	h.mu.Unlock()
+	for _, dir := range cwds {
+		fs, _ := clifiles.List(h.configDir(dir), dir)
+		for _, f := range fs {
+			if rpc.ValidSessionID(f.ID) {
+				all = append(all, found{f, dir})
+			}
+		}
+	}
+	slices.SortStableFunc(all, func(a, b found) int { return b.f.ModTime.Compare(a.f.ModTime) })
+	out := []webFileJSON{}
+	for _, a := range all {
+		if len(out) == webMaxFiles || ctx.Err() != nil {
+			break
+		}
+		var s rpc.SessionSummary
+		if eachLine(ctx, a.f.Path, s.Line) != nil || s.Messages == 0 {
+			continue
+		}
+		out = append(out, webFileJSON{SessionID: a.f.ID, Cwd: a.cwd, Title: clip(s.LastPrompt, webTitleRunes), Created: s.CreatedAt, Modified: a.f.ModTime.UTC()})
+	}
+	return out
+}
+
+// configDir is the CLI's configuration folder for a child in dir.
+func (h *webHost) configDir(dir string) string {
+	env := h.cfg.child(dir).Env
+	return clifiles.ConfigDir(func(k string) string { return clifiles.Getenv(env, os.Getenv, k) })
+}
+
+// clip cuts s to at most n runes, on one line.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// allowedDir resolves dir and reports whether it is one of --dir or below
+// one; it returns the resolved path.
+func (h *webHost) allowedDir(dir string) (string, bool) {
+	if dir == "" {
+		return h.cfg.dirs[0], true
+	}
+	if !filepath.IsAbs(dir) {
+		return "", false
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(dir))
+	if err != nil {
+		return "", false
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", false
+	}
+	for _, d := range h.cfg.dirs {
+		if rel, err := filepath.Rel(d, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return real, true
+		}
+	}
+	return "", false
+}
+
+// webStart is the body of POST /api/web/sessions.
+type webStart struct {
+	Mode           string `json:"mode"`
+	Cwd            string `json:"cwd"`
+	SessionID      string `json:"session_id"`
+	Model          string `json:"model"`
+	PermissionMode string `json:"permission_mode"`
+}
+
+// create is POST /api/web/sessions: a new web session.
+func (h *webHost) create(w http.ResponseWriter, r *http.Request) {
+	if !h.authorized(w, r) {
+		return
+	}
+	body, ok := readBody(w, r, 64<<10)
+	if !ok {
+		return
+	}
+	var req webStart
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&req); err != nil {
+		webError(w, http.StatusBadRequest, "invalid_request", "the body is not a session request: "+err.Error())
+		return
+	}
+	cwd, ok := h.allowedDir(req.Cwd)
+	if !ok {
+		webError(w, http.StatusForbidden, "dir_not_allowed", fmt.Sprintf("%q is not a folder this server lets sessions run in (--dir)", req.Cwd))
+		return
+	}
+	opts := h.cfg.base.Options
+	opts.Extra = slices.Clone(opts.Extra)
+	opts.Model = cmp.Or(req.Model, opts.Model)
+	opts.PermissionMode = cmp.Or(req.PermissionMode, opts.PermissionMode)
+	if req.PermissionMode == "bypassPermissions" {
+		webError(w, http.StatusBadRequest, "invalid_value", "permission_mode bypassPermissions is refused by the web UI: the CLI's prompts keep a session's file access to what its user allows")
+		return
+	}
+	configDir := h.configDir(cwd)
+	needFile := func() bool {
+		if !rpc.ValidSessionID(req.SessionID) {
+			webError(w, http.StatusBadRequest, "invalid_request", "session_id must be a session id (a UUID)")
+			return false
+		}
+		if p := clifiles.SessionFile(configDir, cwd, req.SessionID); p == "" || !clifiles.Resumable(p) {
+			webError(w, http.StatusNotFound, "session_not_found", "no conversation "+req.SessionID+" in "+cwd)
+			return false
+		}
+		return true
+	}
+	switch req.Mode {
+	case "new", "":
+		req.Mode = "new"
+		opts.SessionID = uuid.NewString()
+	case "resume":
+		if !needFile() {
+			return
+		}
+		opts.Resume = req.SessionID
+	case "fork":
+		if !needFile() {
+			return
+		}
+		opts.Resume, opts.ForkSession, opts.SessionID = req.SessionID, true, uuid.NewString()
+	case "continue":
+		if fs, _ := clifiles.List(configDir, cwd); !slices.ContainsFunc(fs, func(f clifiles.Session) bool { return clifiles.Resumable(f.Path) }) {
+			webError(w, http.StatusNotFound, "session_not_found", "no conversation to continue in "+cwd)
+			return
+		}
+		opts.Continue = true
+	default:
+		webError(w, http.StatusBadRequest, "invalid_request", "mode must be new, resume, continue or fork")
+		return
+	}
+	if err := opts.Validate(); err != nil {
+		webError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	s, status, code, msg := h.start(req.Mode, cwd, opts)
+	if s == nil {
+		webError(w, status, code, msg)
+		return
+	}
+	b, _ := json.Marshal(s.json())
+	writeJSON(w, http.StatusCreated, b)
+}
+
+// start runs a session's ipc core on a pipe. On failure it returns the
+// HTTP status and the error's code and message.
+func (h *webHost) start(mode, cwd string, opts session.Options) (*webSession, int, string, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closing {
+		return nil, http.StatusServiceUnavailable, "shutting_down", "the server is shutting down"
+	}
+	live := 0
+	for _, s := range h.order {
+		if !s.isEnded() {
+			live++
+		}
+	}
+	if live >= h.cfg.max {
+		return nil, http.StatusTooManyRequests, "too_many_sessions", fmt.Sprintf("%d sessions are open (--max-web-sessions); end one first", live)
+	}
+	events, err := control.OpenEventLog(control.EventLogConfig{Retain: h.cfg.retain, Logger: h.log})
+	if err != nil {
+		return nil, http.StatusInternalServerError, "internal_error", err.Error()
+	}
+	id := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	log := h.log.With("web_session", id)
+	set := h.cfg.base
+	set.Options = opts
+	set.Child = h.cfg.child(cwd)
+	if h.cfg.grace != 0 {
+		set.Child.Grace = h.cfg.grace
+	}
+	if h.cfg.termGrace != 0 {
+		set.Child.TermGrace = h.cfg.termGrace
+	}
+	set.Logger, set.Child.Logger = log, log
+	pr, pw := io.Pipe()
+	s := &webSession{id: id, cwd: cwd, mode: mode, created: time.Now().UTC().Truncate(time.Second), events: events, in: pw, ended: make(chan struct{})}
+	if opts.SessionID != "" && !opts.Continue {
+		s.sid.Store(&opts.SessionID)
+	} else if opts.Resume != "" {
+		s.sid.Store(&opts.Resume)
+	}
+	h.sessions[id] = s
+	h.order = append(h.order, s)
+	if !slices.Contains(h.cwds, cwd) {
+		h.cwds = append(h.cwds, cwd)
+	}
+	go func() {
+		d := &IPC{Settings: set, EchoPrompts: true}
+		out := &webOut{s: s}
+		s.code, s.err = d.Run(context.Background(), pr, out, nil)
+		pr.Close()
+		out.flush()
+		s.appendEnded()
+		events.Close()
+		close(s.ended)
+		log.Info("web session ended", "code", s.code, "err", s.err)
+	}()
+	log.Info("web session started", "mode", mode, "cwd", cwd, "model", opts.Model, "permission_mode", opts.PermissionMode)
+	return s, 0, "", ""
+}
+
+// appendEnded logs the session_ended line.
+func (s *webSession) appendEnded() {
+	b := append([]byte(nil), `{"type":"session_ended","ipc_version":2,"exit_code":`...)
+	b = strconv.AppendInt(b, int64(s.code), 10)
+	if s.err != nil {
+		b = append(b, `,"error":`...)
+		b, _ = appendJSONString(b, s.err.Error())
+	}
+	b = append(b, '}')
+	s.events.Append(func(uint64) []byte { return b })
+}
+
+// line logs one line of the session's output, noting the session id.
+func (s *webSession) line(b []byte) {
+	if gjson.GetBytes(b, "type").Str == "session_init" {
+		if sid := gjson.GetBytes(b, "session_id").Str; sid != "" {
+			s.sid.Store(&sid)
+		}
+	}
+	s.events.Append(func(uint64) []byte { return b })
+}
+
+// webOut cuts the session's output into lines for its log. The session's
+// UI writer is its only caller.
+type webOut struct {
+	s   *webSession
+	buf []byte
+}
+
+func (o *webOut) Write(p []byte) (int, error) {
+	o.buf = append(o.buf, p...)
+	start := 0
+	for {
+		i := bytes.IndexByte(o.buf[start:], '\n')
+		if i < 0 {
+			break
+		}
+		if i > 0 {
+			o.s.line(bytes.Clone(o.buf[start : start+i]))
+		}
+		start += i + 1
+	}
+	o.buf = o.buf[:copy(o.buf, o.buf[start:])]
+	return len(p), nil
+}
+
+// flush logs a last line that had no newline.
+func (o *webOut) flush() {
+	if len(bytes.TrimSpace(o.buf)) > 0 {
+		o.s.line(bytes.Clone(o.buf))
+	}
+	o.buf = nil
+}
+
+// session finds {id}: 404 when there is none.
+func (h *webHost) session(w http.ResponseWriter, r *http.Request) *webSession {
+	if !h.authorized(w, r) {
+		return nil
+	}
+	h.mu.Lock()
+	s := h.sessions[r.PathValue("id")]
+	h.mu.Unlock()
+	if s == nil {
+		webError(w, http.StatusNotFound, "not_found", "no web session "+strconv.Quote(r.PathValue("id")))
+	}
+	return s
+}
+
+// message is POST …/messages: one ipc inbound message for the session.
+func (h *webHost) message(w http.ResponseWriter, r *http.Request) {
+	s := h.session(w, r)
+	if s == nil {
+		return
+	}
+	body, ok := readBody(w, r, h.auth.maxBody)
+	if !ok {
+		return
+	}
+	var line bytes.Buffer
+	if err := json.Compact(&line, body); err != nil || !gjson.ParseBytes(body).IsObject() {
+		webError(w, http.StatusBadRequest, "invalid_json", "the body must be one JSON object (an ipc message, docs/protocol/ipc.md)")
+		return
+	}
+	msg := line.Bytes()
+	typ := gjson.GetBytes(msg, "type").Str
+	if typ == "permission_mode" && gjson.GetBytes(msg, "mode").Str == "bypassPermissions" {
+		webError(w, http.StatusBadRequest, "invalid_value", "permission_mode bypassPermissions is refused by the web UI: the CLI's prompts keep a session's file access to what its user allows")
+		return
+	}
+	if typ == "user_message" {
+		if t := gjson.GetBytes(msg, "text").Str; t != "" {
+			t = clip(t, webTitleRunes)
+			s.title.Store(&t)
+		}
+	}
+	s.inMu.Lock()
+	defer s.inMu.Unlock()
+	if s.isEnded() {
+		webError(w, http.StatusConflict, "session_ended", "the session has ended")
+		return
+	}
+	if _, err := s.in.Write(append(msg, '\n')); err != nil {
+		webError(w, http.StatusConflict, "session_ended", "the session has ended")
+		return
+	}
+	b := strconv.AppendUint([]byte(`{"seq":`), s.events.Latest(), 10)
+	writeJSON(w, http.StatusAccepted, append(b, '}'))
+}
+
+// end is DELETE /api/web/sessions/{id}: the session's input is closed.
+func (h *webHost) end(w http.ResponseWriter, r *http.Request) {
+	s := h.session(w, r)
+	if s == nil {
+		return
+	}
+	s.inMu.Lock()
+	s.in.Close()
+	s.inMu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// events is GET …/events: the session's lines after the cursor, then the
+// live ones, as server-sent events. Each write is bounded (a reader that
+// does not keep up has its stream ended and resumes from its
+// Last-Event-ID); the stream ends with the session.
+func (h *webHost) events(w http.ResponseWriter, r *http.Request) {
+	s := h.session(w, r)
+	if s == nil {
+		return
+	}
+	var cursor uint64
+	name, v := "Last-Event-ID", r.Header.Get("Last-Event-ID")
+	if v == "" {
+		name, v = "after", r.URL.Query().Get("after")
+	}
+	if v != "" {
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			webError(w, http.StatusBadRequest, "invalid_request", name+" "+strconv.Quote(v)+" is not a seq (an integer >= 0)")
+			return
+		}
+		cursor = n
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	out := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: h.auth.writeTimeout}
+	if out.flush() != nil {
+		return
+	}
+	defer out.deadline()
+
+	keep := time.NewTimer(h.auth.keepAlive)
+	defer keep.Stop()
+	var lines [][]byte
+	batch := make([]sseLine, 0, webBatch)
+	for {
+		changed := s.events.Changed()
+		var stale bool
+		var after uint64
+		lines, stale, after = s.events.After(cursor, webBatch, lines[:0])
+		batch = batch[:0]
+		if stale {
+			b := strconv.AppendUint([]byte(`{"type":"stream_stale","ipc_version":2,"resume_after":`), after, 10)
+			batch = append(batch, sseLine{0, append(b, '}')})
+		}
+		for i, l := range lines {
+			batch = append(batch, sseLine{after + 1 + uint64(i), l})
+		}
+		cursor = after + uint64(len(lines))
+		clear(lines)
+		if len(batch) > 0 {
+			if err := out.lines(batch); err != nil {
+				h.auth.streamEnded("web:"+s.id, err)
+				return
+			}
+			keep.Reset(h.auth.keepAlive)
+			if len(lines) == webBatch {
+				continue
+			}
+		}
+		if len(lines) == 0 && s.isEnded() && cursor >= s.events.Latest() {
+			return
+		}
+		select {
+		case <-changed:
+		case <-keep.C:
+			if err := out.comment("keep-alive"); err != nil {
+				h.auth.streamEnded("web:"+s.id, err)
+				return
+			}
+			keep.Reset(h.auth.keepAlive)
+		case <-s.ended:
+		case <-r.Context().Done():
+			return
+		case <-h.done:
+			return
+		}
+	}
+}
+
+// stopStreams ends the streams.
+func (h *webHost) stopStreams() { h.doneOnce.Do(func() { close(h.done) }) }
+
+// shutdown ends the streams and every session's input, and waits for the
+// sessions to end (their CLIs finish and exit).
+func (h *webHost) shutdown() {
+	h.stopStreams()
+	h.mu.Lock()
+	h.closing = true
+	all := slices.Clone(h.order)
+	h.mu.Unlock()
+	for _, s := range all {
+		s.inMu.Lock()
+		s.in.Close()
+		s.inMu.Unlock()
+	}
+	for _, s := range all {
+		<-s.ended
+	}
+}

@@ -1,0 +1,485 @@
+package adapter
+
+import (
+	"bufio"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/session"
+)
+
+// webTest is a serve API with web sessions on the fake CLI "session"
+// (prompts saved to the session files, under home).
+type webTest struct {
+	api  *serveAPI
+	ts   *httptest.Server
+	home string
+	dir  string // the one --dir
+	log  string // the fake CLI's log: argv and stdin
+}
+
+func newWebTest(t *testing.T, tokens *serveTokens, configure func(*webConfig)) *webTest {
+	t.Helper()
+	wt := &webTest{home: t.TempDir(), log: filepath.Join(t.TempDir(), "fake.log")}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.dir = dir
+	quiet := slog.New(slog.DiscardHandler)
+	cfg := webConfig{
+		dirs: []string{dir}, retain: 1000, max: 4,
+		base: Settings{Logger: quiet},
+		child: func(d string) session.Config {
+			c := fakeCLIConfig(t, "session", nil, "HOME="+wt.home, "FAKE_SAVE=1", "FAKE_LOG="+wt.log)
+			c.Dir = d
+			return c
+		},
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	wt.api = newServeAPI(nil, tokens, quiet)
+	wt.api.web = newWebHost(cfg, wt.api, quiet)
+	wt.ts = httptest.NewServer(wt.api.handler())
+	t.Cleanup(func() {
+		wt.api.shutdown()
+		wt.api.web.shutdown()
+		wt.ts.Close()
+	})
+	return wt
+}
+
+// do sends a request with the page's headers (same Origin), and more.
+func (wt *webTest) do(t *testing.T, method, path, body string, hdr ...string) serveResp {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(serveCtx(t), method, wt.ts.URL+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if method != "GET" {
+		req.Header.Set("Origin", wt.ts.URL)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := wt.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveResp{resp.StatusCode, resp.Header, b}
+}
+
+// wantWebError checks a web error body.
+func wantWebError(t *testing.T, r serveResp, status int, code string) {
+	t.Helper()
+	if r.status != status || gjson.GetBytes(r.body, "error.code").Str != code {
+		t.Fatalf("status %d %s, want %d with code %q", r.status, r.body, status, code)
+	}
+}
+
+// start opens a session: its id.
+func (wt *webTest) start(t *testing.T, body string) string {
+	t.Helper()
+	r := wt.do(t, "POST", "/api/web/sessions", body)
+	if r.status != http.StatusCreated {
+		t.Fatalf("start %s: %d %s", body, r.status, r.body)
+	}
+	return gjson.GetBytes(r.body, "id").Str
+}
+
+// post sends one ipc message to session id: 202.
+func (wt *webTest) post(t *testing.T, id, msg string) {
+	t.Helper()
+	if r := wt.do(t, "POST", "/api/web/sessions/"+id+"/messages", msg); r.status != http.StatusAccepted {
+		t.Fatalf("post %s: %d %s", msg, r.status, r.body)
+	}
+}
+
+// webStream is an open event stream.
+type webStream struct {
+	t    *testing.T
+	resp *http.Response
+	r    *bufio.Reader
+}
+
+func (wt *webTest) stream(t *testing.T, id, query string, hdr ...string) *webStream {
+	t.Helper()
+	req, err := http.NewRequestWithContext(serveCtx(t), "GET", wt.ts.URL+"/api/web/sessions/"+id+"/events"+query, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := wt.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("events: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	return &webStream{t: t, resp: resp, r: bufio.NewReader(resp.Body)}
+}
+
+// next is the next event, keep-alives skipped.
+func (s *webStream) next() sseEvent {
+	s.t.Helper()
+	for {
+		e, err := readSSE(s.r)
+		if err != nil {
+			s.t.Fatalf("events: %v", err)
+		}
+		if e.comment == "" {
+			return e
+		}
+	}
+}
+
+// until reads events up to the first of type typ and returns them all.
+func (s *webStream) until(typ string) []sseEvent {
+	s.t.Helper()
+	var got []sseEvent
+	for {
+		e := s.next()
+		got = append(got, e)
+		if gjson.Get(e.data, "type").Str == typ {
+			return got
+		}
+	}
+}
+
+func types(es []sseEvent) string {
+	var b []string
+	for _, e := range es {
+		b = append(b, gjson.Get(e.data, "type").Str)
+	}
+	return strings.Join(b, " ")
+}
+
+// TestWebSession: a session's lines come numbered from 1 with no gap, the
+// prompt echoed before its turn; a reconnection with Last-Event-ID or
+// ?after= gets exactly what follows; DELETE ends the session, its stream
+// ends after session_ended, and a message to it is 409.
+func TestWebSession(t *testing.T) {
+	wt := newWebTest(t, nil, nil)
+	id := wt.start(t, `{"mode":"new"}`)
+	s := wt.stream(t, id, "")
+	wt.post(t, id, `{"type":"user_message","text":"first"}`)
+	got := s.until("turn_complete")
+	if tp := types(got); !strings.HasPrefix(tp, "session_init user_message ") || !strings.HasSuffix(tp, " cost_update turn_complete") {
+		t.Fatalf("lines: %s", tp)
+	}
+	for i, e := range got {
+		if !e.hasID || e.id != uint64(i+1) {
+			t.Fatalf("line %d has id %d (%v)", i, e.id, e.hasID)
+		}
+		if gjson.Get(e.data, "ipc_version").Int() != 2 {
+			t.Errorf("line %d: %s", e.id, e.data)
+		}
+	}
+	if echo := got[1].data; !gjson.Get(echo, "echo").Bool() || gjson.Get(echo, "text").Str != "first" {
+		t.Errorf("echo %s", echo)
+	}
+	last := got[len(got)-1].id
+
+	// A second turn; two reconnections pick up after it.
+	wt.post(t, id, `{"type":"user_message","text":"second"}`)
+	second := s.until("turn_complete")
+	for _, q := range []struct{ query, hdr string }{{"", strconv.FormatUint(last, 10)}, {"?after=" + strconv.FormatUint(last, 10), ""}} {
+		var r *webStream
+		if q.hdr != "" {
+			r = wt.stream(t, id, "", "Last-Event-ID", q.hdr)
+		} else {
+			r = wt.stream(t, id, q.query)
+		}
+		again := r.until("turn_complete")
+		if len(again) != len(second) {
+			t.Fatalf("resumed after %d: %s, want %s", last, types(again), types(second))
+		}
+		for i := range again {
+			if again[i].id != second[i].id || again[i].data != second[i].data {
+				t.Fatalf("resumed line %d: %d %s, want %d %s", i, again[i].id, again[i].data, second[i].id, second[i].data)
+			}
+		}
+	}
+	// The whole stream again, from the start.
+	all := wt.stream(t, id, "").until("turn_complete")
+	if all[0].id != 1 || gjson.Get(all[1].data, "text").Str != "first" {
+		t.Fatalf("from the start: %s", types(all))
+	}
+
+	if r := wt.do(t, "DELETE", "/api/web/sessions/"+id, ""); r.status != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %s", r.status, r.body)
+	}
+	end := s.until("session_ended")
+	if code := gjson.Get(end[len(end)-1].data, "exit_code"); code.Int() != 0 || !code.Exists() {
+		t.Errorf("session_ended %s", end[len(end)-1].data)
+	}
+	if _, err := readSSE(s.r); err != io.EOF {
+		t.Errorf("after session_ended: %v, want the stream's end", err)
+	}
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions/"+id+"/messages", `{"type":"interrupt"}`), http.StatusConflict, "session_ended")
+	list := wt.do(t, "GET", "/api/web/sessions", "")
+	if !gjson.GetBytes(list.body, `open.#(id=="`+id+`").ended`).Bool() || gjson.GetBytes(list.body, `open.#(id=="`+id+`").title`).Str != "second" {
+		t.Errorf("list %s", list.body)
+	}
+}
+
+// TestWebMessages: what the transport refuses itself, and what it leaves
+// to the session (which answers on the stream).
+func TestWebMessages(t *testing.T) {
+	wt := newWebTest(t, nil, func(c *webConfig) { c.base.Options.Extra = nil })
+	wt.api.maxBody = 1 << 10
+	id := wt.start(t, `{}`)
+	path := "/api/web/sessions/" + id + "/messages"
+	wantWebError(t, wt.do(t, "POST", path, `not json`), http.StatusBadRequest, "invalid_json")
+	wantWebError(t, wt.do(t, "POST", path, `[1]`), http.StatusBadRequest, "invalid_json")
+	wantWebError(t, wt.do(t, "POST", path, `{"type":"user_message"} {}`), http.StatusBadRequest, "invalid_json")
+	wantWebError(t, wt.do(t, "POST", path, `{"type":"user_message","text":"`+strings.Repeat("x", 2<<10)+`"}`), http.StatusRequestEntityTooLarge, "too_large")
+	wantWebError(t, wt.do(t, "POST", path, `{"type":"permission_mode","mode":"bypassPermissions"}`), http.StatusBadRequest, "invalid_value")
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions/nope/messages", `{}`), http.StatusNotFound, "not_found")
+
+	s := wt.stream(t, id, "")
+	// A message the session refuses is not echoed: its error comes on
+	// the stream. A pretty-printed body is sent as one line.
+	wt.post(t, id, `{"type":"user_message","attachments":[{"kind":"image","media_type":"image/png","content":"bm90IGEgcG5n"}]}`)
+	wt.post(t, id, `{"type":"tool_approval","request_id":"R9","decision":"allow"}`)
+	wt.post(t, id, "{\n  \"type\": \"user_message\",\n  \"text\": \"two\\nlines\"\n}")
+	got := s.until("turn_complete")
+	if tp := types(got); tp != "session_init error error user_message system_metadata cost_update turn_complete" {
+		t.Fatalf("lines: %s", tp)
+	}
+	if c := gjson.Get(got[1].data, "code").Str; c != "attachment_refused" {
+		t.Errorf("first error %s", got[1].data)
+	}
+	if c := gjson.Get(got[2].data, "code").Str; c != "unknown_request" {
+		t.Errorf("second error %s", got[2].data)
+	}
+	if gjson.Get(got[3].data, "text").Str != "two\nlines" {
+		t.Errorf("echo %s", got[3].data)
+	}
+	b, _ := os.ReadFile(wt.log)
+	if !strings.Contains(string(b), `"text":"two\nlines"`) {
+		t.Errorf("the CLI did not get the prompt:\n%s", b)
+	}
+}
+
+// TestWebSessionModes: resume, fork and continue of a session file, each
+// refused when there is no such conversation; folders outside --dir,
+// also through a symbolic link, refused; the session list.
+func TestWebSessionModes(t *testing.T) {
+	wt := newWebTest(t, nil, nil)
+	sub := filepath.Join(wt.dir, "sub")
+	os.Mkdir(sub, 0o755)
+	outside := t.TempDir()
+	os.Symlink(outside, filepath.Join(wt.dir, "escape"))
+
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions", `{"mode":"new","cwd":`+strconv.Quote(outside)+`}`), http.StatusForbidden, "dir_not_allowed")
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions", `{"mode":"new","cwd":`+strconv.Quote(filepath.Join(wt.dir, "escape"))+`}`), http.StatusForbidden, "dir_not_allowed")
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions", `{"mode":"new","cwd":`+strconv.Quote(wt.dir+"/../"+filepath.Base(outside))+`}`), http.StatusForbidden, "dir_not_allowed")
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions", `{"mode":"new","cwd":"relative"}`), http.StatusForbidden, "dir_not_allowed")
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions", `{"mode":"resume","session_id":"00000000-0000-4000-8000-000000000000"}`), http.StatusNotFound, "session_not_found")
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions", `{"mode":"continue"}`), http.StatusNotFound, "session_not_found")
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions", `{"mode":"resume","session_id":"../x"}`), http.StatusBadRequest, "invalid_request")
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions", `{"mode":"later"}`), http.StatusBadRequest, "invalid_request")
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions", `{"mode":"new","extra":1}`), http.StatusBadRequest, "invalid_request")
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions", `{"mode":"new","permission_mode":"bypassPermissions"}`), http.StatusBadRequest, "invalid_value")
+
+	// A session in a folder below --dir, with one prompt saved.
+	id := wt.start(t, `{"mode":"new","cwd":`+strconv.Quote(sub)+`,"model":"m1"}`)
+	s := wt.stream(t, id, "")
+	sid := gjson.Get(s.next().data, "session_id").Str
+	wt.post(t, id, `{"type":"user_message","text":"remember me"}`)
+	s.until("turn_complete")
+	list := wt.do(t, "GET", "/api/web/sessions", "")
+	if f := gjson.GetBytes(list.body, "files.0"); f.Get("session_id").Str != sid || f.Get("cwd").Str != sub || f.Get("title").Str != "remember me" {
+		t.Fatalf("files: %s", list.body)
+	}
+
+	for _, c := range []struct{ body, want string }{
+		{`{"mode":"resume","cwd":` + strconv.Quote(sub) + `,"session_id":"` + sid + `"}`, "--resume=" + sid + "\n"},
+		{`{"mode":"fork","cwd":` + strconv.Quote(sub) + `,"session_id":"` + sid + `"}`, "--resume=" + sid + " --fork-session --session-id="},
+		{`{"mode":"continue","cwd":` + strconv.Quote(sub) + `}`, "--continue\n"},
+	} {
+		before, _ := os.ReadFile(wt.log)
+		id := wt.start(t, c.body)
+		wt.stream(t, id, "") // the CLI has started once the stream has a line…
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b, _ := os.ReadFile(wt.log)
+			if strings.Contains(string(b[len(before):]), c.want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no CLI started with %q:\n%s", c.body, c.want, b[len(before):])
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		wt.do(t, "DELETE", "/api/web/sessions/"+id, "")
+	}
+	if b, _ := os.ReadFile(wt.log); !strings.Contains(string(b), "--model=m1") {
+		t.Errorf("the model was not passed:\n%s", b)
+	}
+}
+
+// TestWebLimits: --max-web-sessions, and a stream whose start is no
+// longer kept.
+func TestWebLimits(t *testing.T) {
+	wt := newWebTest(t, nil, func(c *webConfig) { c.max, c.retain = 1, 3 })
+	id := wt.start(t, `{}`)
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions", `{}`), http.StatusTooManyRequests, "too_many_sessions")
+	s := wt.stream(t, id, "")
+	wt.post(t, id, `{"type":"user_message","text":"a"}`)
+	done := s.until("turn_complete")
+	last := done[len(done)-1].id
+	r := wt.stream(t, id, "")
+	stale := r.next()
+	if stale.hasID || gjson.Get(stale.data, "type").Str != "stream_stale" || gjson.Get(stale.data, "resume_after").Uint() != last-3 {
+		t.Fatalf("first line %+v, want stream_stale resuming after %d", stale, last-3)
+	}
+	for seq := last - 2; seq <= last; seq++ {
+		if e := r.next(); e.id != seq {
+			t.Fatalf("line %d, want %d", e.id, seq)
+		}
+	}
+	// Once it has ended, another may start.
+	wt.do(t, "DELETE", "/api/web/sessions/"+id, "")
+	s.until("session_ended")
+	wt.start(t, `{}`)
+}
+
+// TestWebGuard: the Host, the Origin and the headers of every response.
+func TestWebGuard(t *testing.T) {
+	wt := newWebTest(t, nil, nil)
+	page := wt.do(t, "GET", "/", "")
+	if page.status != http.StatusOK || !strings.HasPrefix(page.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("/: %d %s", page.status, page.header)
+	}
+	for _, r := range []serveResp{page, wt.do(t, "GET", "/api/web/info", ""), wt.do(t, "GET", "/api/web/sessions/x/events", "")} {
+		if r.header.Get("Content-Security-Policy") != webCSP || r.header.Get("X-Content-Type-Options") != "nosniff" || r.header.Get("X-Frame-Options") != "DENY" {
+			t.Errorf("headers %v", r.header)
+		}
+	}
+	if !strings.Contains(webCSP, "script-src 'self';") || strings.Contains(webCSP, "unsafe") {
+		t.Errorf("CSP %q", webCSP)
+	}
+	// A name rebound to 127.0.0.1 reaches nothing, the page included.
+	wantWebError(t, wt.do(t, "GET", "/", "", "Host", "evil.example:80"), http.StatusForbidden, "forbidden_host")
+	wantWebError(t, wt.do(t, "GET", "/api/web/sessions", "", "Host", "127.0.0.1.evil.example"), http.StatusForbidden, "forbidden_host")
+	for _, h := range []string{"localhost:1", "[::1]:8", "127.0.0.2"} {
+		if r := wt.do(t, "GET", "/api/web/info", "", "Host", h); r.status != http.StatusOK {
+			t.Errorf("Host %s: %d", h, r.status)
+		}
+	}
+	// A mutating request from another origin, or a cross-site one with no
+	// Origin, is refused before anything happens.
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions", `{}`, "Origin", "http://evil.example"), http.StatusForbidden, "forbidden_origin")
+	wantWebError(t, wt.do(t, "POST", "/api/web/sessions", `{}`, "Origin", "null"), http.StatusForbidden, "forbidden_origin")
+	req, _ := http.NewRequest("POST", wt.ts.URL+"/api/web/sessions", strings.NewReader(`{}`))
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	if resp, err := wt.ts.Client().Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-site without Origin: %v %v", resp, err)
+	}
+	req, _ = http.NewRequest("DELETE", wt.ts.URL+"/api/web/sessions/x", nil)
+	req.Header.Set("Origin", "http://localhost:1")
+	if resp, err := wt.ts.Client().Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("DELETE from another origin: %v %v", resp, err)
+	}
+	if r := wt.do(t, "GET", "/api/web/sessions", ""); gjson.GetBytes(r.body, "open.#").Int() != 0 {
+		t.Errorf("a refused request started a session: %s", r.body)
+	}
+	// A client that is not a browser sends no Origin.
+	req, _ = http.NewRequest("POST", wt.ts.URL+"/api/web/sessions", strings.NewReader(`{}`))
+	if resp, err := wt.ts.Client().Do(req); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Errorf("no Origin: %v %v", resp, err)
+	}
+}
+
+// TestWebAuth: with --token-file, a token for every worker, as a bearer
+// token or the cookie; none is 401, another 403.
+func TestWebAuth(t *testing.T) {
+	tokens, err := loadTokens(writeTokenFile(t, 0o600, "all\nsome w1\n"), map[string]bool{"w1": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := newWebTest(t, tokens, nil)
+	wantWebError(t, wt.do(t, "GET", "/api/web/info", ""), http.StatusUnauthorized, "unauthorized")
+	wantWebError(t, wt.do(t, "GET", "/api/web/info", "", "Authorization", "Bearer wrong"), http.StatusForbidden, "forbidden")
+	wantWebError(t, wt.do(t, "GET", "/api/web/info", "", "Authorization", "Bearer some"), http.StatusForbidden, "forbidden")
+	if r := wt.do(t, "GET", "/api/web/info", "", "Authorization", "Bearer all"); r.status != http.StatusOK || !gjson.GetBytes(r.body, "auth").Bool() {
+		t.Errorf("bearer: %d %s", r.status, r.body)
+	}
+	// With a token, any Host may be used.
+	if r := wt.do(t, "GET", "/", "", "Host", "box.example:8787"); r.status != http.StatusOK {
+		t.Errorf("page on a token server: %d", r.status)
+	}
+	wantWebError(t, wt.do(t, "POST", "/api/web/auth", `{"token":"some"}`), http.StatusForbidden, "forbidden")
+	r := wt.do(t, "POST", "/api/web/auth", `{"token":"all"}`)
+	c := r.header.Get("Set-Cookie")
+	if r.status != http.StatusNoContent || !strings.Contains(c, webCookie+"=all") || !strings.Contains(c, "HttpOnly") || !strings.Contains(c, "SameSite=Strict") {
+		t.Fatalf("auth: %d %q", r.status, c)
+	}
+	if r := wt.do(t, "POST", "/api/web/sessions", `{}`, "Cookie", webCookie+"=all"); r.status != http.StatusCreated {
+		t.Fatalf("start with the cookie: %d %s", r.status, r.body)
+	} else {
+		wt.stream(t, gjson.GetBytes(r.body, "id").Str, "", "Cookie", webCookie+"=all").next()
+	}
+	wantWebError(t, wt.do(t, "GET", "/api/web/sessions", "", "Cookie", webCookie+"=some"), http.StatusForbidden, "forbidden")
+}
+
+// TestWebConfig: serve's web flags.
+func TestWebConfig(t *testing.T) {
+	dir := t.TempDir()
+	getenv := func(string) string { return "" }
+	cfg, err := parseServe([]string{"--dir", dir, "--dir", dir}, getenv, io.Discard)
+	real, _ := filepath.EvalSymlinks(dir)
+	if err != nil || len(cfg.dirs) != 1 || cfg.dirs[0] != real || !cfg.web || len(cfg.workers) != 0 {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+	cfg, err = parseServe(nil, getenv, io.Discard)
+	wd, _ := os.Getwd()
+	wd, _ = filepath.EvalSymlinks(wd)
+	if err != nil || len(cfg.dirs) != 1 || cfg.dirs[0] != wd {
+		t.Fatalf("default --dir: %+v %v", cfg.dirs, err)
+	}
+	for _, c := range []struct {
+		args []string
+		bad  string
+	}{
+		{[]string{"--web=false"}, "no workers"},
+		{[]string{"--web=false", "--worker", "a=" + dir, "--dir", dir}, "--dir"},
+		{[]string{"--dir", filepath.Join(dir, "missing")}, "missing"},
+		{[]string{"--web-retain", "0"}, "--web-retain"},
+		{[]string{"--max-web-sessions", "0"}, "--max-web-sessions"},
+	} {
+		if _, err := parseServe(c.args, getenv, io.Discard); err == nil || !strings.Contains(err.Error(), c.bad) {
+			t.Errorf("%q: err %v, want one naming %q", c.args, err, c.bad)
+		}
+	}
+}
