@@ -29,9 +29,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/adapter/webui"
+	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/ipc"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
@@ -404,12 +407,14 @@ func (h *webHost) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	configDir := h.configDir(cwd)
+	history := "" // the session file whose conversation the page is shown first
 	needFile := func() bool {
 		if !rpc.ValidSessionID(req.SessionID) {
 			webError(w, http.StatusBadRequest, "invalid_request", "session_id must be a session id (a UUID)")
 			return false
 		}
-		if p := clifiles.SessionFile(configDir, cwd, req.SessionID); p == "" || !clifiles.Resumable(p) {
+		history = clifiles.SessionFile(configDir, cwd, req.SessionID)
+		if history == "" || !clifiles.Resumable(history) {
 			webError(w, http.StatusNotFound, "session_not_found", "no conversation "+req.SessionID+" in "+cwd)
 			return false
 		}
@@ -430,7 +435,11 @@ func (h *webHost) create(w http.ResponseWriter, r *http.Request) {
 		}
 		opts.Resume, opts.ForkSession, opts.SessionID = req.SessionID, true, uuid.NewString()
 	case "continue":
-		if fs, _ := clifiles.List(configDir, cwd); !slices.ContainsFunc(fs, func(f clifiles.Session) bool { return clifiles.Resumable(f.Path) }) {
+		// The CLI continues the newest session of the folder.
+		fs, _ := clifiles.List(configDir, cwd)
+		if i := slices.IndexFunc(fs, func(f clifiles.Session) bool { return clifiles.Resumable(f.Path) }); i >= 0 {
+			history = fs[i].Path
+		} else {
 			webError(w, http.StatusNotFound, "session_not_found", "no conversation to continue in "+cwd)
 			return
 		}
@@ -443,7 +452,7 @@ func (h *webHost) create(w http.ResponseWriter, r *http.Request) {
 		webError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
-	s, status, code, msg := h.start(req.Mode, cwd, opts)
+	s, status, code, msg := h.start(req.Mode, cwd, opts, history)
 	if s == nil {
 		webError(w, status, code, msg)
 		return
@@ -452,9 +461,10 @@ func (h *webHost) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, b)
 }
 
-// start runs a session's ipc core on a pipe. On failure it returns the
-// HTTP status and the error's code and message.
-func (h *webHost) start(mode, cwd string, opts session.Options) (*webSession, int, string, string) {
+// start runs a session's ipc core on a pipe, after the conversation of
+// the session file history (if any) has been put into its log. On failure
+// it returns the HTTP status and the error's code and message.
+func (h *webHost) start(mode, cwd string, opts session.Options, history string) (*webSession, int, string, string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closing {
@@ -498,6 +508,11 @@ func (h *webHost) start(mode, cwd string, opts session.Options) (*webSession, in
 		h.cwds = append(h.cwds, cwd)
 	}
 	go func() {
+		if history != "" {
+			if n, err := webHistory(context.Background(), history, events); err != nil {
+				log.Warn("reading the session's history", "file", history, "lines", n, "err", err)
+			}
+		}
 		d := &IPC{Settings: set, EchoPrompts: true}
 		out := &webOut{s: s}
 		s.code, s.err = d.Run(context.Background(), pr, out, nil)
@@ -734,4 +749,47 @@ func (h *webHost) shutdown() {
 	for _, s := range all {
 		<-s.ended
 	}
+}
+
+// webHistory puts the conversation of the session file at path into a
+// session's log before its CLI starts, so that a resumed, continued or
+// forked session shows what came before: each prompt as a user_message
+// echo, each assistant entry and tool result through the ipc translator,
+// as the live session would have shown them, every line with
+// "history": true. Subagents' entries, meta entries and compaction
+// summaries are left out. It returns how many lines it added.
+func webHistory(ctx context.Context, path string, events *control.EventLog) (int, error) {
+	tr := ipc.New(ipc.Options{})
+	var out [][]byte
+	n := 0
+	err := eachLine(ctx, path, func(line []byte) {
+		e := gjson.ParseBytes(line)
+		if e.Get("isSidechain").Bool() || e.Get("isMeta").Bool() || e.Get("isCompactSummary").Bool() || e.Get("isVisibleInTranscriptOnly").Bool() {
+			return
+		}
+		out = out[:0]
+		switch e.Get("type").Str {
+		case "user":
+			content := e.Get("message.content")
+			if text, ok := rpc.PromptText(content); ok {
+				b := append([]byte(nil), `{"type":"user_message","ipc_version":2,"echo":true,"history":true,"text":`...)
+				b, _ = appendJSONString(b, text)
+				out = append(out, append(b, '}'))
+				break
+			}
+			ev := mapping.Route(line)
+			out = tr.FromCLI(ev, out)
+		case "assistant":
+			ev := mapping.Route(line)
+			out = tr.FromCLI(ev, out)
+		}
+		for _, l := range out {
+			if !gjson.GetBytes(l, "history").Exists() {
+				l, _ = sjson.SetBytes(l, "history", true)
+			}
+			events.Append(func(uint64) []byte { return l })
+			n++
+		}
+	})
+	return n, err
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -480,6 +481,47 @@ func TestWebConfig(t *testing.T) {
 	} {
 		if _, err := parseServe(c.args, getenv, io.Discard); err == nil || !strings.Contains(err.Error(), c.bad) {
 			t.Errorf("%q: err %v, want one naming %q", c.args, err, c.bad)
+		}
+	}
+}
+
+// TestWebHistory: a session file's conversation, as the page is shown it
+// before a resumed session's live lines: the prompts as echoes, the
+// answers and tools as the ipc translator gives them, all marked history.
+func TestWebHistory(t *testing.T) {
+	events, err := control.OpenEventLog(control.EventLogConfig{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := webHistory(serveCtx(t), filepath.Join("..", "testdata", "rpc", "session_sample.jsonl"), events)
+	if err != nil || n == 0 || uint64(n) != events.Latest() {
+		t.Fatalf("%d lines, latest %d: %v", n, events.Latest(), err)
+	}
+	lines, _, _ := events.After(0, 0, nil)
+	var prompts []string
+	kinds := map[string]int{}
+	for _, l := range lines {
+		if !gjson.ValidBytes(l) || !gjson.GetBytes(l, "history").Bool() || gjson.GetBytes(l, "ipc_version").Int() != 2 {
+			t.Fatalf("line %s", l)
+		}
+		typ := gjson.GetBytes(l, "type").Str
+		kinds[typ]++
+		if typ == "user_message" {
+			prompts = append(prompts, gjson.GetBytes(l, "text").Str)
+		}
+	}
+	// The file's prompts (a slash command as typed), its tool calls with
+	// their results, its thinking and answers; nothing of the turns' ends
+	// (the file has no results), no session_init.
+	if strings.Join(prompts, "|") != "hello|please WRITEFILE|ASKUSER now|READMISSING now|SUBAGENT now|SLOW now|/compact|APIERR400 now" {
+		t.Errorf("prompts %q", prompts)
+	}
+	if kinds["tool_use"] != 4 || kinds["tool_result"] != 4 || kinds["thinking_text"] != 1 || kinds["assistant_text"] == 0 {
+		t.Errorf("kinds %v", kinds)
+	}
+	for _, k := range []string{"turn_complete", "turn_cancelled", "session_init", "cost_update"} {
+		if kinds[k] != 0 {
+			t.Errorf("%d %s lines", kinds[k], k)
 		}
 	}
 }

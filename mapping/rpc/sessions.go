@@ -85,6 +85,15 @@ const (
 	userToolResult                  // tool_result blocks
 )
 
+// PromptText returns the prompt a user entry's content holds: the text
+// the user wrote (the CLI's wrappers left out), or a slash command with its
+// arguments. ok is false for anything else: tool results, command output,
+// interrupt markers, wrappers only.
+func PromptText(content gjson.Result) (text string, ok bool) {
+	text, kind := userText(content)
+	return text, kind == userPrompt || kind == userCommand
+}
+
 // userText classifies a user entry's content and returns its text.
 func userText(content gjson.Result) (string, userKind) {
 	var texts []string
