@@ -323,8 +323,8 @@ Dialect mode:
   ccbridge --ui DIALECT [flags] [-- extra CLI arguments]
   ccbridge --demo [flags]
 
-Serve mode (lane-004 workers over HTTP; ccbridge serve --help for its flags):
-  ccbridge serve --worker ID=DIR [flags]
+Serve mode (a web UI and lane-004 workers over HTTP; ccbridge serve --help for its flags):
+  ccbridge serve [--dir DIR] [--worker ID=DIR] [flags]
 
 `, adapter.Version)
 	if fs == nil {

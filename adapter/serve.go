@@ -218,12 +218,15 @@ func parseLogLevel(s string) (slog.Level, error) {
 }
 
 func serveUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, `ccbridge %s serve: an HTTP server hosting lane-004 workers (docs/protocol/worker.md),
-each a --ui control session with its own Claude Code CLI.
+	fmt.Fprintf(w, `ccbridge %s serve: an HTTP server with a web UI for Claude Code sessions
+(docs/protocol/web.md), each an ipc session with its own Claude Code CLI, and
+lane-004 workers (docs/protocol/worker.md), each a --ui control session with its own CLI.
 
-  ccbridge serve --worker ID=DIR [--worker ID=DIR …] [flags] [-- extra CLI arguments]
+  ccbridge serve [--dir DIR …] [--worker ID=DIR …] [flags] [-- extra CLI arguments]
 
-Endpoints (with --token-file: Authorization: Bearer TOKEN):
+The web UI: open http://127.0.0.1:8787/ (the page, and /api/web/… for its sessions).
+
+Worker endpoints (with --token-file: Authorization: Bearer TOKEN):
   POST /api/runtime/codex/workers/{workerId}/requests   a request; its receipt (or 202 after --request-wait)
   GET  /api/runtime/codex/workers/{workerId}/stream     the worker's events (server-sent events;
                                                         Last-Event-ID, or ?after=N, else live)
