@@ -770,7 +770,7 @@ func TestServeStreamSlowReader(t *testing.T) {
 		s.shutdown()
 		ts.Close()
 	})
-	fmt.Fprintf(conn, "GET /api/runtime/codex/workers/a/stream?after=0 HTTP/1.1\r\nHost: test\r\n\r\n")
+	fmt.Fprintf(conn, "GET /api/runtime/codex/workers/a/stream?after=0 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 	// The worker goes on while the reader stalls.
 	lines = append(lines, a.appendEvents(n-n/2, pad)...)
 	select {
