@@ -10,13 +10,17 @@ package adapter
 import (
 	"bytes"
 	"cmp"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -120,15 +124,12 @@ func newWebHost(cfg webConfig, auth *serveAPI, log *slog.Logger) *webHost {
 
 // handle adds the page and /api/web to mux.
 func (h *webHost) handle(mux *http.ServeMux) {
-	static, err := fs.Sub(webui.Static, "static")
+	assets, err := loadWebAssets(webui.Static, "static")
 	if err != nil {
 		panic(err) // the embedded tree is part of the binary
 	}
-	files := http.FileServerFS(static)
-	mux.Handle("GET /", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-cache")
-		files.ServeHTTP(w, r)
-	}))
+	mux.Handle("GET /{$}", assets.handler("index.html"))
+	mux.Handle("GET /{file}", assets.handler(""))
 	mux.HandleFunc("GET /api/web/info", h.info)
 	mux.HandleFunc("POST /api/web/auth", h.authCookie)
 	mux.HandleFunc("GET /api/web/sessions", h.list)
@@ -136,6 +137,91 @@ func (h *webHost) handle(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/web/sessions/{id}/events", h.events)
 	mux.HandleFunc("POST /api/web/sessions/{id}/messages", h.message)
 	mux.HandleFunc("DELETE /api/web/sessions/{id}", h.end)
+}
+
+// webAsset is one file of the page, with its gzip form when that is
+// smaller.
+type webAsset struct {
+	body, gz    []byte
+	contentType string
+	etag        string
+}
+
+// webAssets are the page's files by name, read once from the binary.
+type webAssets map[string]*webAsset
+
+// loadWebAssets reads the files of dir in fsys (one level: the page has no
+// folders) and compresses each once.
+func loadWebAssets(fsys fs.FS, dir string) (webAssets, error) {
+	ents, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	a := webAssets{}
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		body, err := fs.ReadFile(fsys, dir+"/"+e.Name())
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(body)
+		f := &webAsset{body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`,
+			contentType: cmp.Or(mime.TypeByExtension(filepath.Ext(e.Name())), "application/octet-stream")}
+		var gz bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+		zw.Write(body)
+		zw.Close()
+		if gz.Len() < len(body) {
+			f.gz = gz.Bytes()
+		}
+		a[e.Name()] = f
+	}
+	return a, nil
+}
+
+// handler serves the file name, or the one {file} names when name is "":
+// gzip to a client that takes it, 304 for an ETag it has.
+func (a webAssets) handler(name string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := a[cmp.Or(name, r.PathValue("file"))]
+		if f == nil {
+			webError(w, http.StatusNotFound, "not_found", "no such file")
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", f.contentType)
+		h.Set("Cache-Control", "no-cache")
+		h.Set("ETag", f.etag)
+		h.Add("Vary", "Accept-Encoding")
+		if r.Header.Get("If-None-Match") == f.etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		body := f.body
+		if f.gz != nil && acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			body = f.gz
+			h.Set("Content-Encoding", "gzip")
+		}
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		if r.Method != http.MethodHead {
+			w.Write(body) // a peer gone is no error of ours
+		}
+	})
+}
+
+// acceptsGzip reports whether an Accept-Encoding takes gzip (and does not
+// refuse it with q=0).
+func acceptsGzip(ae string) bool {
+	for _, part := range strings.Split(ae, ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(enc), "gzip") {
+			q := strings.ReplaceAll(params, " ", "")
+			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		}
+	}
+	return false
 }
 
 // webError writes {"error":{"code","message"}} with status.

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"bufio"
+	"compress/gzip"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/adapter/control"
+	"github.com/ccbridge/ccbridge/adapter/webui"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -522,6 +524,74 @@ func TestWebHistory(t *testing.T) {
 	for _, k := range []string{"turn_complete", "turn_cancelled", "session_init", "cost_update"} {
 		if kinds[k] != 0 {
 			t.Errorf("%d %s lines", kinds[k], k)
+		}
+	}
+}
+
+// TestWebAssets: every file of the page, gzipped for a client that takes
+// it and as it is for one that does not, with its type; its ETag gives
+// 304; another name is 404; a worker path's other methods stay 405.
+func TestWebAssets(t *testing.T) {
+	wt := newWebTest(t, nil, nil)
+	ents, err := webui.Static.ReadDir("static")
+	if err != nil || len(ents) == 0 {
+		t.Fatal(ents, err)
+	}
+	for _, e := range ents {
+		want, _ := webui.Static.ReadFile("static/" + e.Name())
+		path := "/" + e.Name()
+		if e.Name() == "index.html" {
+			path = "/"
+		}
+		plain := wt.do(t, "GET", path, "", "Accept-Encoding", "identity")
+		if plain.status != http.StatusOK || string(plain.body) != string(want) || plain.header.Get("Content-Encoding") != "" {
+			t.Fatalf("%s: %d %q", path, plain.status, plain.header.Get("Content-Encoding"))
+		}
+		ct := plain.header.Get("Content-Type")
+		switch filepath.Ext(e.Name()) {
+		case ".js":
+			if !strings.HasPrefix(ct, "text/javascript") {
+				t.Errorf("%s: Content-Type %q", path, ct)
+			}
+		case ".css":
+			if !strings.HasPrefix(ct, "text/css") {
+				t.Errorf("%s: Content-Type %q", path, ct)
+			}
+		}
+		req, _ := http.NewRequest("GET", wt.ts.URL+path, nil)
+		req.Header.Set("Accept-Encoding", "gzip, br")
+		tr := &http.Transport{DisableCompression: true}
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(zr)
+			if err != nil || string(got) != string(want) {
+				t.Errorf("%s gzipped: %v", path, err)
+			}
+		} else if len(want) > 1000 {
+			t.Errorf("%s (%d bytes) not gzipped", path, len(want))
+		}
+		resp.Body.Close()
+		if r := wt.do(t, "GET", path, "", "If-None-Match", plain.header.Get("ETag")); r.status != http.StatusNotModified {
+			t.Errorf("%s with its ETag: %d", path, r.status)
+		}
+	}
+	wantWebError(t, wt.do(t, "GET", "/nothing.js", ""), http.StatusNotFound, "not_found")
+	if r := wt.do(t, "GET", "/api/runtime/codex/workers/a/requests", ""); r.status != http.StatusMethodNotAllowed {
+		t.Errorf("GET of a worker's requests: %d", r.status)
+	}
+	for _, c := range []struct {
+		ae   string
+		want bool
+	}{{"gzip", true}, {"deflate, gzip;q=0.5", true}, {"gzip;q=0", false}, {"br", false}, {"", false}} {
+		if acceptsGzip(c.ae) != c.want {
+			t.Errorf("acceptsGzip(%q) = %v", c.ae, !c.want)
 		}
 	}
 }
