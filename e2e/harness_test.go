@@ -110,6 +110,7 @@ func runTests(m *testing.M) int {
 		fmt.Printf("e2e: go %s: %.1f s\n", strings.Join(args, " "), time.Since(start).Seconds())
 	}
 	code := m.Run()
+	stopBrowser() // browser_harness_test.go
 	if raceLogs != "" {
 		reports, _ := filepath.Glob(filepath.Join(raceLogs, "report.*"))
 		for _, r := range reports {

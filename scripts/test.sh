@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: format and vet checks, the unit tests and the end-to-end
 # tests (./e2e) against the real Claude Code CLI (installed into .tools/
-# when missing), all under the race detector, then each fuzz target for
-# FUZZTIME (default 4s: 21 targets stay near 2 minutes; FUZZTIME=5m
+# when missing) and, for the web UI, headless Chromium (installed by
+# scripts/install-browser.sh), all under the race detector, then each fuzz
+# target for FUZZTIME (default 4s: 21 targets stay near 2 minutes; FUZZTIME=5m
 # ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,14 @@ step() {
   step_start=$SECONDS
 }
 
+# The browser of the web UI's tests (Debian's chromium) installs in the
+# background meanwhile: its download overlaps the steps up to go test.
+browser_out=$(mktemp)
+browser_log=$(mktemp)
+trap 'rm -f "$browser_out" "$browser_log"' EXIT
+scripts/install-browser.sh >"$browser_out" 2>"$browser_log" &
+browser_pid=$!
+
 echo "== tools (.tools/)"
 CCBRIDGE_TEST_CLAUDE=$(scripts/install-tools.sh)
 export CCBRIDGE_TEST_CLAUDE
@@ -38,6 +47,17 @@ step
 
 echo "== go build"
 CGO_ENABLED=0 go build -o bin/ccbridge .
+step
+
+echo "== browser (scripts/install-browser.sh, started in the background)"
+if ! wait "$browser_pid"; then
+  cat "$browser_log" "$browser_out"
+  echo "scripts/install-browser.sh failed"
+  exit 1
+fi
+CCBRIDGE_TEST_CHROMIUM=$(tail -n 1 "$browser_out")
+export CCBRIDGE_TEST_CHROMIUM
+echo "   $CCBRIDGE_TEST_CHROMIUM"
 step
 
 echo "== go test -race (unit and end-to-end against the real CLI)"
