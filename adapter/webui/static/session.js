@@ -1,0 +1,292 @@
+// session.js: one web session: its event stream, its state and its
+// conversation.
+//
+// A Session reads /api/web/sessions/{id}/events with an EventSource and
+// applies each ipc line to its conversation (this.root, which the app
+// shows while the session is on screen). A line whose seq is not above
+// the last one applied is skipped, so a reconnect shows nothing twice.
+// The app hears of every change through notify(session, what).
+
+import { api } from './api.js';
+import { el } from './util.js';
+import * as R from './render.js';
+
+/** tokens adds up a usage's input, cache and output tokens. */
+export function tokens(u) {
+  return ['input_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens', 'output_tokens']
+    .reduce((sum, k) => sum + (Number(u?.[k]) || 0), 0);
+}
+
+export class Session {
+  /**
+   * @param {object} info the session's object from GET /api/web/sessions
+   * @param {(s: Session, what: string) => void} notify
+   */
+  constructor(info, notify) {
+    this.id = info.id;
+    this.info = info;
+    this.notify = notify;
+    this.root = el('div', { class: 'conv' });
+    this.lastSeq = 0;
+    this.prompts = 0; // user_message echoes (not those of a session file)
+    this.terminals = 0; // terminal messages: one per prompt
+    this.sessionId = info.session_id || null;
+    this.meta = null; // the last system_metadata
+    this.cost = null; // the last cost_update
+    this.usage = null; // the last cost_update that used tokens (not /cost)
+    this.turnCost = null; // the cost_update not yet shown on a turn's end
+    this.requests = new Map(); // open control_request_forward by request_id
+    this.dismissed = null; // request_id of a prompt closed with Escape
+    this.blocks = new Map(); // text blocks by kind, msg_id and block_index
+    this.tools = new Map(); // tool elements by tool_use_id
+    this.status = '';
+    this.ended = !!info.ended;
+    this.done = false; // session_ended applied: the stream has nothing more
+    this.shownAt = 0; // when the app last showed the session
+    this.gone = false; // the server no longer has the session
+    this.conn = 'connecting'; // body[data-conn] while shown
+    this.es = null;
+    this.retries = 0;
+    this.dirty = new Set(); // blocks streamed into since the last frame
+    this.frame = 0;
+    this.inHistory = false; // applying the lines of a session file
+  }
+
+  /** running: a prompt was echoed and its turn has not ended. */
+  get running() {
+    return this.prompts > this.terminals;
+  }
+
+  /** connect opens the event stream: from the start, or after the last seq applied. */
+  connect() {
+    if (this.es || this.gone || this.done) return;
+    const url = `/api/web/sessions/${encodeURIComponent(this.id)}/events`;
+    const es = (this.es = new EventSource(this.lastSeq ? `${url}?after=${this.lastSeq}` : url));
+    this.setConn(this.lastSeq ? 'reconnecting' : 'connecting');
+    es.onopen = () => {
+      this.retries = 0;
+      this.setConn('live');
+    };
+    es.onmessage = (ev) => this.receive(ev);
+    es.onerror = () => {
+      this.setConn('reconnecting');
+      if (es.readyState !== EventSource.CLOSED) return; // it retries with Last-Event-ID
+      // The server refused the stream (401, 404…): find out why, then retry.
+      this.close();
+      setTimeout(() => this.probe(), Math.min(1000 * 2 ** this.retries++, 15000));
+    };
+  }
+
+  // probe asks for the session list (which brings up the token form on
+  // 401) and reconnects while the session is still there.
+  async probe() {
+    const list = await api('GET', '/api/web/sessions').catch(() => null);
+    if (list && !list.open?.some((o) => o.id === this.id)) {
+      this.gone = true;
+      this.notify(this, 'gone');
+      return;
+    }
+    this.connect();
+  }
+
+  close() {
+    this.es?.close();
+    this.es = null;
+  }
+
+  setConn(conn) {
+    if (this.conn === conn) return;
+    this.conn = conn;
+    this.notify(this, 'conn');
+  }
+
+  // receive applies one event unless its seq was applied before. A
+  // stream_stale has no seq (the event keeps the last id), so it always is.
+  receive(ev) {
+    let msg;
+    try {
+      msg = JSON.parse(ev.data);
+    } catch {
+      return;
+    }
+    if (!msg || typeof msg !== 'object') return;
+    const seq = Number(ev.lastEventId);
+    if (seq && msg.type !== 'stream_stale') {
+      if (seq <= this.lastSeq) return;
+      this.lastSeq = seq;
+    }
+    this.apply(msg);
+    this.notify(this, 'seq');
+  }
+
+  /** post sends an inbound ipc message to the session. */
+  post(body) {
+    return api('POST', `/api/web/sessions/${encodeURIComponent(this.id)}/messages`, body);
+  }
+
+  /** answer sends body for the open request id, which leaves the queue (and comes back if not sent). */
+  async answer(id, body) {
+    const req = this.requests.get(id);
+    this.requests.delete(id);
+    this.notify(this, 'requests');
+    try {
+      await this.post({ ...body, request_id: id });
+    } catch (err) {
+      if (req && err.status === 0) {
+        this.requests.set(id, req);
+        this.notify(this, 'requests');
+      }
+      throw err;
+    }
+  }
+
+  // add appends node to the conversation, or inside the .tool-children of
+  // the Agent call parentId when that call is known.
+  add(node, parentId) {
+    const parent = parentId && this.tools.get(parentId);
+    (parent ? R.slot(parent, 'tool-children') : this.root).appendChild(node);
+    return node;
+  }
+
+  // tool returns the element of a tool call, creating it when it was not announced.
+  tool(id, name, parentId) {
+    let t = this.tools.get(id);
+    if (!t) {
+      this.tools.set(id, (t = this.add(R.toolElement(id, name), parentId)));
+      R.setToolInput(t, name, {});
+    }
+    return t;
+  }
+
+  /** apply renders one ipc line. Unknown types are ignored. */
+  apply(msg) {
+    if (!!msg.history !== this.inHistory) {
+      // A resumed session's stream begins with its file's conversation.
+      this.inHistory = !!msg.history;
+      this.add(R.note(this.inHistory ? 'Earlier conversation, from the session file' : 'This session starts here', 'divider'));
+    }
+    const tool = this.tools.get(msg.tool_use_id);
+    switch (msg.type) {
+      case 'session_init':
+      case 'system_metadata':
+        if (msg.type === 'system_metadata') this.meta = msg;
+        this.sessionId = msg.session_id || this.sessionId;
+        this.notify(this, 'meta');
+        break;
+      case 'user_message':
+        if (!msg.history) this.prompts++; // a prompt of the file has no turn end
+        this.add(R.userMessage(msg));
+        this.notify(this, 'turn');
+        break;
+      case 'assistant_text':
+      case 'thinking_text':
+        this.text(msg);
+        break;
+      case 'tool_use': {
+        const t = this.tool(msg.tool_use_id, msg.tool_name, msg.parent_tool_use_id);
+        R.setToolInput(t, msg.tool_name, msg.input);
+        t.classList.toggle('partial', !!msg.is_partial && (!tool || t.classList.contains('partial')));
+        break;
+      }
+      case 'tool_result':
+        R.toolResult(this.tool(msg.tool_use_id, msg.tool_name, msg.parent_tool_use_id), msg);
+        break;
+      case 'tool_use_structured': {
+        const d = R.diff(msg.structured_result);
+        if (d) R.slot(this.tool(msg.tool_use_id, msg.tool_name, msg.parent_tool_use_id), 'diff').replaceWith(d);
+        break;
+      }
+      case 'control_request_forward':
+        this.requests.set(msg.request_id, msg);
+        if (tool) R.setToolState(tool, 'awaiting approval', 'awaiting');
+        this.notify(this, 'requests');
+        break;
+      case 'control_request_cancelled': {
+        const req = this.requests.get(msg.request_id);
+        if (!req) break;
+        this.requests.delete(msg.request_id);
+        const t = this.tools.get(req.tool_use_id);
+        if (t?.classList.contains('awaiting')) R.setToolState(t, `prompt withdrawn (${msg.reason})`);
+        this.notify(this, 'requests');
+        break;
+      }
+      case 'cost_update':
+        this.cost = this.turnCost = msg;
+        if (tokens(msg.usage) > 0) this.usage = msg;
+        this.notify(this, 'cost');
+        break;
+      case 'turn_complete':
+      case 'turn_cancelled':
+        if (!msg.parent_tool_use_id) this.terminal(msg); // (a subagent's is no prompt's)
+        break;
+      case 'error':
+        this.add(R.errorLine(msg));
+        if (msg.recoverable === false) this.terminal(msg);
+        break;
+      case 'status':
+        this.status = msg.state === 'compacted' ? '' : R.statusText(msg);
+        if (tool && msg.state === 'tool_running') R.setToolState(tool, `running ${msg.elapsed_time_seconds} s`);
+        this.notify(this, 'status');
+        break;
+      case 'task_update':
+        if (tool) R.slot(tool, 'tool-task').textContent = R.taskText(msg);
+        break;
+      case 'compact_boundary':
+        this.add(R.note(`Conversation compacted (${msg.trigger}` +
+          (msg.pre_tokens !== undefined ? `, ${msg.pre_tokens} → ${msg.post_tokens ?? '?'} tokens)` : ')'), 'divider'));
+        break;
+      case 'session_ended':
+        this.ended = this.done = true;
+        this.close();
+        this.setConn('live');
+        this.requests.clear();
+        this.add(R.note(`Session ended (exit code ${msg.exit_code})` + (msg.error ? ': ' + msg.error : ''), 'ended'));
+        this.notify(this, 'ended');
+        break;
+      case 'stream_stale':
+        this.add(R.note(`Older lines are no longer kept: the conversation goes on after line ${msg.resume_after}.`, 'stale'));
+        break;
+    }
+  }
+
+  // text applies assistant_text or thinking_text: a partial line appends
+  // its delta to the block (rendered at the next animation frame), the
+  // complete line replaces the block's text (rendered at once).
+  text(msg) {
+    const kind = msg.type === 'thinking_text' ? 'thinking' : 'assistant';
+    const key = `${kind}\n${msg.msg_id}\n${msg.block_index ?? msg.source}`;
+    let b = this.blocks.get(key);
+    if (!b) {
+      this.blocks.set(key, (b = { ...R.textBlock(kind, msg), text: '', mono: msg.source === 'slash_command' }));
+      this.add(b.el, msg.parent_tool_use_id);
+    }
+    b.el.classList.toggle('error', !!msg.is_error);
+    b.el.classList.toggle('aborted', msg.status === 'aborted');
+    if (msg.is_partial) {
+      b.text += msg.text ?? '';
+      this.dirty.add(b);
+      this.frame ||= requestAnimationFrame(() => this.flush());
+      return;
+    }
+    b.text = msg.text ?? '';
+    this.dirty.delete(b);
+    R.renderText(b);
+  }
+
+  // flush renders the blocks streamed into since the last frame.
+  flush() {
+    this.frame = 0;
+    this.dirty.forEach(R.renderText);
+    this.dirty.clear();
+    this.notify(this, 'render');
+  }
+
+  // terminal applies a prompt's one terminal message.
+  terminal(msg) {
+    this.terminals++;
+    this.add(R.turnEnd(msg, this.turnCost));
+    this.turnCost = null;
+    if (!this.running) this.status = '';
+    this.notify(this, 'turn');
+  }
+}
