@@ -122,14 +122,7 @@ func (wt *webTest) post(t *testing.T, id, msg string) {
 	}
 }
 
-// webStream is an open event stream.
-type webStream struct {
-	t    *testing.T
-	resp *http.Response
-	r    *bufio.Reader
-}
-
-func (wt *webTest) stream(t *testing.T, id, query string, hdr ...string) *webStream {
+func (wt *webTest) stream(t *testing.T, id, query string, hdr ...string) *sseStream {
 	t.Helper()
 	req, err := http.NewRequestWithContext(serveCtx(t), "GET", wt.ts.URL+"/api/web/sessions/"+id+"/events"+query, nil)
 	if err != nil {
@@ -147,25 +140,11 @@ func (wt *webTest) stream(t *testing.T, id, query string, hdr ...string) *webStr
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("events: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
-	return &webStream{t: t, resp: resp, r: bufio.NewReader(resp.Body)}
-}
-
-// next is the next event, keep-alives skipped.
-func (s *webStream) next() sseEvent {
-	s.t.Helper()
-	for {
-		e, err := readSSE(s.r)
-		if err != nil {
-			s.t.Fatalf("events: %v", err)
-		}
-		if e.comment == "" {
-			return e
-		}
-	}
+	return &sseStream{t: t, resp: resp, r: bufio.NewReader(resp.Body)}
 }
 
 // until reads events up to the first of type typ and returns them all.
-func (s *webStream) until(typ string) []sseEvent {
+func (s *sseStream) until(typ string) []sseEvent {
 	s.t.Helper()
 	var got []sseEvent
 	for {
@@ -215,7 +194,7 @@ func TestWebSession(t *testing.T) {
 	wt.post(t, id, `{"type":"user_message","text":"second"}`)
 	second := s.until("turn_complete")
 	for _, q := range []struct{ query, hdr string }{{"", strconv.FormatUint(last, 10)}, {"?after=" + strconv.FormatUint(last, 10), ""}} {
-		var r *webStream
+		var r *sseStream
 		if q.hdr != "" {
 			r = wt.stream(t, id, "", "Last-Event-ID", q.hdr)
 		} else {
