@@ -75,8 +75,12 @@ export class Dialogs {
     this.update();
   }
 
-  deny(req, message) {
-    this.send(req, { type: 'tool_approval', decision: 'deny', message: message || 'User denied this tool call' });
+  // deny refuses the request; stop also ends the turn (the page is inert
+  // behind a modal dialog, so the dialog offers its own way to stop).
+  deny(req, message, stop = false) {
+    const body = { type: 'tool_approval', decision: 'deny', message: message || 'User denied this tool call' };
+    if (stop) body.interrupt = true;
+    this.send(req, body);
   }
 
   // permissionForm builds dialog#permission: what the tool would do, and
@@ -107,7 +111,8 @@ export class Dialogs {
       el('div', { class: 'actions' },
         el('button', { type: 'button', class: 'primary', 'data-action': 'allow', autofocus: true, text: plan !== null ? 'Approve' : 'Allow once', onclick: allow() }),
         rules.length > 0 && el('button', { type: 'button', 'data-action': 'allow-always', title: alwaysText(rules), text: 'Allow always: ' + alwaysText(rules), onclick: allow({ updatedPermissions: rules }) }),
-        el('button', { type: 'button', class: 'danger', 'data-action': 'deny', text: 'Deny', onclick: () => this.deny(req, reason.value.trim()) })),
+        el('button', { type: 'button', class: 'danger', 'data-action': 'deny', text: 'Deny', onclick: () => this.deny(req, reason.value.trim()) }),
+        el('button', { type: 'button', class: 'danger', 'data-action': 'deny-stop', title: 'Deny and end the turn', text: 'Deny and stop', onclick: () => this.deny(req, reason.value.trim(), true) })),
     ];
   }
 
@@ -139,7 +144,8 @@ export class Dialogs {
       sets,
       el('div', { class: 'actions' },
         el('button', { type: 'button', id: 'question-submit', class: 'primary', text: 'Answer', onclick: submit }),
-        el('button', { type: 'button', id: 'question-decline', text: 'Decline', onclick: () => this.deny(req, 'User declined to answer the question') })),
+        el('button', { type: 'button', id: 'question-decline', text: 'Decline', onclick: () => this.deny(req, 'User declined to answer the question') }),
+        el('button', { type: 'button', id: 'question-stop', class: 'danger', title: 'Decline and end the turn', text: 'Stop', onclick: () => this.deny(req, 'User declined to answer the question', true) })),
     ];
   }
 }

@@ -1,0 +1,409 @@
+package e2e
+
+// More of the web UI in a browser (docs/protocol/web.md), in the manner of
+// browser_test.go: a permission prompt withdrawn by an interrupt, the
+// header's and the composer's controls (permission mode, model, costs and
+// context use, image attachments, slash completion), and a session file
+// resumed and forked from the list.
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/tidwall/gjson"
+)
+
+// webPNG is a valid 1x1 PNG.
+const webPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+
+// jsv is v as a JavaScript value.
+func jsv(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// shownID is the id of the web session the page shows (location.hash is
+// #s=ID), "" for none.
+func (w *webTab) shownID() string {
+	w.t.Helper()
+	return webEval[string](w, `decodeURIComponent((/^#s=(.+)$/.exec(location.hash) || [])[1] || '')`)
+}
+
+// webList returns GET /api/web/sessions.
+func webList(t *testing.T, s *svServer) gjson.Result {
+	t.Helper()
+	origin := strings.TrimSuffix(s.base, svPath)
+	code, _, b, err := svDo(s.client, http.MethodGet, origin+"/api/web/sessions", "", nil)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("GET /api/web/sessions: HTTP %d, %v: %.500s", code, err, b)
+	}
+	return gjson.ParseBytes(b)
+}
+
+// webOpen returns web session id's object in GET /api/web/sessions.
+func webOpen(t *testing.T, s *svServer, id string) gjson.Result {
+	t.Helper()
+	for _, o := range webList(t, s).Get("open").Array() {
+		if o.Get("id").Str == id {
+			return o
+		}
+	}
+	t.Fatalf("web session %s is not in GET /api/web/sessions", id)
+	return gjson.Result{}
+}
+
+// webStreamWait reads web session id's stream from its first line until a
+// line matches, and returns that line.
+func webStreamWait(t *testing.T, s *svServer, id, what string, match func(gjson.Result) bool) gjson.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), webWait)
+	defer cancel()
+	origin := strings.TrimSuffix(s.base, svPath)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, origin+"/api/web/sessions/"+id+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.sse.Do(req)
+	if err != nil {
+		t.Fatalf("GET the events of %s: %v", id, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET the events of %s: HTTP %d", id, resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if line := gjson.Parse(data); match(line) {
+				return line
+			}
+		}
+	}
+	t.Fatalf("no line in the stream of %s for %s within %v (%v)", id, what, webWait, sc.Err())
+	return gjson.Result{}
+}
+
+// webPost posts an inbound ipc message to web session id, as another
+// client of the session would.
+func webPost(t *testing.T, s *svServer, id string, msg any) {
+	t.Helper()
+	origin := strings.TrimSuffix(s.base, svPath)
+	code, _, b, err := svDo(s.client, http.MethodPost, origin+"/api/web/sessions/"+id+"/messages", "", strings.NewReader(jsv(msg)))
+	if err != nil || code != http.StatusAccepted {
+		t.Fatalf("POST a message to %s: HTTP %d, %v: %.300s", id, code, err, b)
+	}
+}
+
+// TestWebWithdrawnPrompt: WRITEFILE's permission prompt withdrawn by an
+// interrupt, twice: once set aside with Escape (the chip #pending shows
+// it: the modal dialog keeps #interrupt out of reach) and interrupted
+// with #interrupt, once interrupted by another client while its dialog is
+// open; then denied with the dialog's Deny and stop. Each time the dialog
+// closes with no pending chip left, the turn ends cancelled and no file is
+// written; the next prompt completes.
+func TestWebWithdrawnPrompt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	w := webSession(t, dir, svOpts{}, false)
+	id := w.shownID()
+	noChip := `document.querySelector('#pending').hidden`
+	withdrawn := func(n int) {
+		t.Helper()
+		w.waitFor("the permission dialog to close", `!document.querySelector('dialog#permission[open]')`)
+		w.waitTurnEnd(n, "cancelled", false)
+		w.waitFor("no pending chip", noChip)
+		if _, err := os.Stat(filepath.Join(dir, "written.txt")); !os.IsNotExist(err) {
+			t.Errorf("written.txt exists after the prompt was withdrawn (%v)", err)
+		}
+	}
+
+	w.send("WRITEFILE")
+	w.waitFor("the permission dialog", `!!document.querySelector('dialog#permission[open]')`)
+	w.shot("withdrawn-dialog")
+	// The dialog is modal: the rest of the page, #interrupt with it, is
+	// inert until it closes.
+	t.Logf("at the centre of #interrupt while the dialog is open: %s", webEval[string](w, `(() => {
+		const r = document.querySelector('#interrupt').getBoundingClientRect();
+		const e = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+		return e ? e.tagName + (e.id ? '#' + e.id : '') : 'nothing';
+	})()`))
+	w.do("pressing Escape", webWait, chromedp.KeyEvent(kb.Escape))
+	w.waitFor("the dialog set aside, its chip shown", `!document.querySelector('dialog#permission[open]') && !`+noChip)
+	w.shot("withdrawn-chip")
+	w.click("#interrupt")
+	withdrawn(1)
+	w.shot("withdrawn-cancelled")
+	// The next prompt completes. (The CLI sends it in one message with
+	// the withdrawn Write's result, so the fake model answers it as the
+	// WRITEFILE prompt's next step, "Done.", not with its fallback.)
+	w.send("Say hello after the withdrawal")
+	w.waitTurnEnd(2, "complete", false)
+
+	w.send("WRITEFILE")
+	w.waitFor("the permission dialog", `!!document.querySelector('dialog#permission[open]')`)
+	webPost(t, w.s, id, map[string]string{"type": "interrupt"})
+	withdrawn(3)
+	w.send("Say hello after the second withdrawal")
+	w.waitTurnEnd(4, "complete", false)
+
+	// The dialog's own way to stop: Deny and stop ends the turn.
+	w.send("WRITEFILE")
+	w.waitFor("the permission dialog", `!!document.querySelector('dialog#permission[open]')`)
+	w.click(`dialog#permission[open] button[data-action=deny-stop]`)
+	withdrawn(5)
+	w.send("Say hello after the stop")
+	w.waitTurnEnd(6, "complete", false)
+	if ends := w.turnEnds(); !slices.Equal(ends, []string{"cancelled", "complete", "cancelled", "complete", "cancelled", "complete"}) {
+		t.Errorf("turn ends shown: %v, want [cancelled complete] three times", ends)
+	}
+	w.shot("withdrawn-after")
+}
+
+// setSelect sets the select sel to value as a user's choice does (input
+// and change events) and returns the value it took.
+func (w *webTab) setSelect(sel, value string) string {
+	w.t.Helper()
+	w.do("waiting for "+sel+" to be enabled", webWait, chromedp.WaitEnabled(chromedp.CSS(sel)))
+	return webEval[string](w, `(() => {
+		const el = document.querySelector(`+jsq(sel)+`);
+		el.value = `+jsq(value)+`;
+		el.dispatchEvent(new Event('input', {bubbles: true}));
+		el.dispatchEvent(new Event('change', {bubbles: true}));
+		return el.value;
+	})()`)
+}
+
+// TestWebControls: in one session, with this test's own fake model: the
+// costs and the context use after a turn; slash completion from "/co";
+// #model set to claude-sonnet-4-5 (what the model then gets); the
+// permission mode acceptEdits (WRITEFILE writes with no prompt); an image
+// attached through #attach (the model gets one image block).
+func TestWebControls(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	w := webSession(t, dir, svOpts{external: true}, false)
+	id := w.shownID()
+	turns := 0
+
+	// Slash completion before the first turn (the page's own list):
+	// "/co" offers the commands starting with it, Tab completes the one
+	// marked.
+	slash := func(what string, want ...string) []string {
+		t.Helper()
+		w.do("typing /co", webWait, chromedp.SendKeys(chromedp.CSS("#prompt"), "/co"))
+		w.waitFor("the slash menu", `!document.querySelector('#slash-menu').hidden && document.querySelectorAll('#slash-menu .slash-item').length > 0`)
+		items := webEval[[]string](w, `[...document.querySelectorAll('#slash-menu .slash-item')].map(e => e.textContent)`)
+		for _, it := range items {
+			if !strings.HasPrefix(it, "/co") {
+				t.Errorf("%s: the slash menu offers %q for /co", what, it)
+			}
+		}
+		for _, c := range want {
+			if !slices.Contains(items, c) {
+				t.Errorf("%s: the slash menu for /co lacks %s: %q", what, c, items)
+			}
+		}
+		return items
+	}
+	clearPrompt := func() {
+		t.Helper()
+		webEval[bool](w, `(p => { p.value = ''; p.dispatchEvent(new Event('input', {bubbles: true})); return true; })(document.querySelector('#prompt'))`)
+		w.waitFor("the slash menu to close", `document.querySelector('#slash-menu').hidden`)
+	}
+	slash("before the first turn", "/compact", "/context", "/cost")
+	active := w.textOf("#slash-menu .slash-item.active")
+	w.shot("controls-slash-menu")
+	w.do("pressing Tab", webWait, chromedp.SendKeys(chromedp.CSS("#prompt"), kb.Tab))
+	w.waitFor("the completed command in the prompt", `document.querySelector('#prompt').value === `+jsq(active+" ")+
+		` && document.querySelector('#slash-menu').hidden`)
+	clearPrompt()
+
+	// Costs and context use, after a completed turn.
+	w.send("Say hello")
+	turns++
+	w.waitTurnEnd(turns, "complete", false)
+	w.waitFor("the costs and the context use in the header", `/^\$\d+\.\d+$/.test(document.querySelector('#cost-total').textContent) &&
+		/^\$\d+\.\d+$/.test(document.querySelector('#cost-turn').textContent) &&
+		/\d+.* tokens/.test(document.querySelector('#context-use').textContent)`)
+	meters := webEval[string](w, `['#cost-turn', '#cost-total', '#context-use'].map(s => document.querySelector(s).textContent).join(' | ')`)
+	if m := regexp.MustCompile(`(\d+)( / \d+)? tokens`).FindStringSubmatch(w.textOf("#context-use")); m == nil || m[1] == "0" {
+		t.Errorf("#context-use shows %q, want a number of tokens above 0", w.textOf("#context-use"))
+	}
+	t.Logf("the header's meters: %s", meters)
+	w.shot("controls-costs")
+
+	// Slash completion from the CLI's list, once it has sent it; a click
+	// completes.
+	items := slash("after the first turn", "/compact", "/context")
+	t.Logf("the slash menu for /co after the first turn: %q", items)
+	if i := slices.Index(items, "/context"); i >= 0 {
+		w.click(`#slash-menu .slash-item:nth-child(` + strconv.Itoa(i+1) + `)`)
+		w.waitFor("/context completed in the prompt", `document.querySelector('#prompt').value === '/context ' && document.querySelector('#slash-menu').hidden`)
+	}
+	clearPrompt()
+
+	// The model, typed into #model and taken on Enter.
+	const model = "claude-sonnet-4-5"
+	w.do("focusing #model", webWait, chromedp.WaitEnabled(chromedp.CSS("#model")), chromedp.Focus(chromedp.CSS("#model")))
+	// (while #model has the focus the page leaves its value alone)
+	webEval[bool](w, `(document.querySelector('#model').value = '') === ''`)
+	w.do("typing the model and Enter", webWait, chromedp.KeyEvent(model), chromedp.KeyEvent(kb.Enter))
+	w.waitFor("the model change acknowledged", `[...document.querySelectorAll('#conversation .msg.assistant')].some(m => m.textContent.includes('Set model to') && m.textContent.includes(`+jsq(model)+`))`)
+	prompt := "which model " + token("model")
+	w.send(prompt)
+	turns++
+	w.waitTurnEnd(turns, "complete", false)
+	var models []string
+	for _, r := range fakeAPI(t).Requests() {
+		if strings.Contains(r.Prompt, prompt) {
+			models = append(models, r.Model)
+		}
+	}
+	if len(models) == 0 || slices.ContainsFunc(models, func(m string) bool { return !strings.Contains(m, model) }) {
+		t.Errorf("the models of the requests for %q: %q, want %s", prompt, models, model)
+	}
+	if got := webEval[string](w, `document.querySelector('#model').value`); !strings.Contains(got, model) {
+		t.Errorf("#model shows %q after the change, want %s", got, model)
+	}
+	w.shot("controls-model")
+
+	// The permission mode acceptEdits: WRITEFILE writes, no prompt.
+	if got := w.setSelect("#permission-mode", "acceptEdits"); got != "acceptEdits" {
+		w.fatalf("#permission-mode does not take acceptEdits (it has %q)", got)
+	}
+	webStreamWait(t, w.s, id, "the permission mode acceptEdits", func(l gjson.Result) bool {
+		return l.Get("type").Str == "system_metadata" && l.Get("permissionMode").Str == "acceptEdits"
+	})
+	webEval[bool](w, `(() => {
+		const d = document.querySelector('dialog#permission');
+		window.__e2ePermissionOpened = d.open;
+		new MutationObserver(() => { if (d.open) window.__e2ePermissionOpened = true; }).observe(d, {attributes: true});
+		return true;
+	})()`)
+	w.send("WRITEFILE")
+	turns++
+	w.waitTurnEnd(turns, "complete", false)
+	if webEval[bool](w, `window.__e2ePermissionOpened`) {
+		t.Errorf("a permission dialog opened in the mode acceptEdits")
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "written.txt")); err != nil || string(data) != "hello world\n" {
+		t.Errorf("written.txt: %q, %v; want %q", data, err, "hello world\n")
+	}
+	if got := webEval[string](w, `document.querySelector('#permission-mode').value`); got != "acceptEdits" {
+		t.Errorf("#permission-mode shows %q after the turn, want acceptEdits", got)
+	}
+	w.shot("controls-accept-edits")
+
+	// An image attached through #attach.
+	png, err := base64.StdEncoding.DecodeString(webPNG)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(t.TempDir(), "dot.png")
+	if err := os.WriteFile(img, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.do("attaching the image", webWait, chromedp.SetUploadFiles(chromedp.CSS("#attach"), []string{img}))
+	w.waitFor("the attachment chip", `document.querySelectorAll('#attachments .attachment').length === 1`)
+	w.shot("controls-attachment")
+	w.send("IMAGECHECK what is this")
+	turns++
+	w.waitTurnEnd(turns, "complete", false)
+	if got := w.lastAssistant(); !strings.Contains(got, "I received 1 image block(s)") {
+		t.Errorf("the answer to IMAGECHECK is %q, want it to say it received 1 image block", got)
+	}
+	if n := w.count(".attachment"); n != 0 {
+		t.Errorf("%d attachment chips left after the prompt was sent", n)
+	}
+	w.shot("controls-image")
+}
+
+// TestWebResumeHistory: a session ended with the page's End button; after
+// a reload its file is in the list; Resume shows a session whose
+// conversation begins with the file's prompt and answer, idle, and takes
+// a new prompt; Fork shows one under another session id, with the same
+// history.
+func TestWebResumeHistory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	w := webSession(t, dir, svOpts{}, false)
+	first := w.shownID()
+	const remember = "remember HISTORYWORD"
+	w.send(remember)
+	w.waitTurnEnd(1, "complete", false)
+	sid := webOpen(t, w.s, first).Get("session_id").Str
+	if sid == "" {
+		t.Fatalf("web session %s has no session id", first)
+	}
+	w.click("#end-session")
+	w.waitFor("the session to end", `document.querySelector('#end-session').disabled && document.querySelector('#prompt').disabled`)
+	if !webOpen(t, w.s, first).Get("ended").Bool() {
+		t.Errorf("web session %s is not ended after End", first)
+	}
+
+	w.do("reloading the page", webWait, chromedp.Reload())
+	w.waitLive()
+	file := fmt.Sprintf(`.file-item[data-session-id=%s]`, jsq(sid))
+	w.waitFor("the session file in the list", `!!document.querySelector(`+jsq(file)+`)`)
+	w.shot("resume-list")
+
+	// history checks that the shown session is not first nor any of not,
+	// live and idle, and shows the file's prompt and answer.
+	history := func(what string, not ...string) string {
+		t.Helper()
+		w.waitFor(what, fmt.Sprintf(`(() => {
+			const id = decodeURIComponent((/^#s=(.+)$/.exec(location.hash) || [])[1] || '');
+			return id && !%s.includes(id) && document.body.dataset.conn === 'live' &&
+				[...document.querySelectorAll('#conversation .msg.user')].some(m => m.textContent.includes(%s));
+		})()`, jsv(append([]string{first}, not...)), jsq(remember)))
+		w.waitFor(what+": the earlier answer", `[...document.querySelectorAll('#conversation .msg.assistant')].some(m => m.textContent.includes(`+jsq(webFallbackText)+`))`)
+		if turn := webEval[string](w, `document.querySelector('#conversation').dataset.turn`); turn != "idle" {
+			t.Errorf("%s: #conversation[data-turn] is %q, want idle", what, turn)
+		}
+		if ends := w.turnEnds(); len(ends) != 0 {
+			t.Errorf("%s: turn ends shown before any prompt: %v", what, ends)
+		}
+		return w.shownID()
+	}
+
+	w.click(file + " .resume")
+	resumed := history("the resumed session")
+	if got := webOpen(t, w.s, resumed).Get("session_id").Str; got != sid {
+		t.Errorf("the resumed session's id is %q, want %s", got, sid)
+	}
+	w.shot("resume-history")
+	again := "and now " + token("resumed")
+	w.send(again)
+	w.waitTurnEnd(1, "complete", false)
+	w.waitFor("the turn to be idle", `document.querySelector('#conversation').dataset.turn === 'idle'`)
+	answers := webEval[[]string](w, `[...document.querySelectorAll('#conversation .msg.assistant')].map(m => (m.querySelector('.md') || m).textContent)`)
+	if len(answers) != 2 || !strings.Contains(answers[1], webFallbackText) {
+		t.Errorf("the answers in the resumed session: %q, want the earlier one and %q", answers, webFallbackText)
+	}
+	w.shot("resume-answered")
+
+	w.waitFor("the session file in the list", `!!document.querySelector(`+jsq(file)+`)`)
+	w.click(file + " .fork")
+	forked := history("the forked session", resumed)
+	fsid := webOpen(t, w.s, forked).Get("session_id").Str
+	if fsid == "" || fsid == sid {
+		t.Errorf("the forked session's id is %q, want one other than %s", fsid, sid)
+	}
+	w.waitFor("the forked session's id on the page", `document.querySelector('#session-id').textContent.includes(`+jsq(fsid)+`)`)
+	w.shot("resume-fork")
+	t.Logf("session %s: resumed as web session %s, forked as %s (session %s)", sid, resumed, forked, fsid)
+}
