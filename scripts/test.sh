@@ -3,12 +3,12 @@
 # tests (./e2e) against the real Claude Code CLI (installed into .tools/
 # when missing) and, for the web UI, headless Chromium (installed by
 # scripts/install-browser.sh), all under the race detector, then each fuzz
-# target for FUZZTIME (default 4s: 21 targets stay near 2 minutes; FUZZTIME=5m
+# target for FUZZTIME (default 3s: 21 targets stay near 1.5 minutes; FUZZTIME=5m
 # ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FUZZTIME=${FUZZTIME:-4s}
+FUZZTIME=${FUZZTIME:-3s}
 
 # A program built with -race sleeps 1 s before it exits, so that a race
 # reported late is still printed (atexit_sleep_ms, default 1000). The
