@@ -133,7 +133,6 @@ func (s *serveAPI) guard(next http.Handler) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
 		if s.tokens == nil && !loopbackHost(r.Host) {
 			webError(w, http.StatusForbidden, "forbidden_host", "Host "+strconv.Quote(r.Host)+" is not a loopback name: without --token-file, ccbridge serve answers 127.0.0.1, [::1] and localhost only")

@@ -94,6 +94,9 @@ func sharedBrowser(t testing.TB) context.Context {
 			chromedp.Flag("disable-component-update", true),
 			chromedp.Flag("disable-sync", true),
 			chromedp.Flag("disable-extensions", true),
+			// A name that resolves to loopback, as an attacker's name
+			// rebound to 127.0.0.1 would (TestWebCrossSite).
+			chromedp.Flag("host-resolver-rules", "MAP "+webRebindHost+" 127.0.0.1"),
 			chromedp.UserDataDir(dir),
 			chromedp.WindowSize(webWidth, webHeight),
 		)
