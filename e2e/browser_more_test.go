@@ -330,6 +330,27 @@ func TestWebControls(t *testing.T) {
 		t.Errorf("%d attachment chips left after the prompt was sent", n)
 	}
 	w.shot("controls-image")
+
+	// Two images pasted into the prompt, as a clipboard holding image
+	// files delivers them.
+	webEval[bool](w, `(() => {
+		const bytes = Uint8Array.from(atob(`+jsq(webPNG)+`), (c) => c.charCodeAt(0));
+		const dt = new DataTransfer();
+		dt.items.add(new File([bytes], 'a.png', {type: 'image/png'}));
+		dt.items.add(new File([bytes], 'b.png', {type: 'image/png'}));
+		const p = document.querySelector('#prompt');
+		p.focus();
+		return p.dispatchEvent(new ClipboardEvent('paste', {clipboardData: dt, bubbles: true, cancelable: true}));
+	})()`)
+	w.waitFor("two attachment chips from the paste", `document.querySelectorAll('#attachments .attachment').length === 2`)
+	w.send("IMAGECHECK pasted")
+	turns++
+	w.waitTurnEnd(turns, "complete", false)
+	// The fake model counts every image of the request: the one picked
+	// before is in the conversation too.
+	if got := w.lastAssistant(); !strings.Contains(got, "I received 3 image block(s)") {
+		t.Errorf("the answer to the pasted images is %q, want it to say it received 3 image blocks (1 picked before, 2 pasted)", got)
+	}
 }
 
 // TestWebResumeHistory: a session ended with the page's End button; after

@@ -237,6 +237,17 @@ func TestWebQuestion(t *testing.T) {
 	if !strings.Contains(last, "Cheese") || !strings.Contains(last, "Olives") || strings.Contains(last, "Mushrooms") {
 		t.Errorf("the multiple-choice result is %q, want Cheese and Olives only", last)
 	}
+
+	// An answer of one's own, typed in Other.
+	w.send("ASKUSER again")
+	w.waitFor("the question form", `!!document.querySelector('dialog#question[open] input.other')`)
+	w.do("typing an answer of one's own", webWait, chromedp.SendKeys(chromedp.CSS(`dialog#question[open] input.other`), "Turquoise"))
+	w.click("#question-submit")
+	w.waitTurnEnd(3, "complete", false)
+	w.waitFor("the third result", result+`.length >= 3`)
+	if own := webEval[string](w, result+`.pop().textContent`); !strings.Contains(own, "Turquoise") || strings.Contains(own, "Blue") {
+		t.Errorf("the result of an answer typed in Other is %q, want Turquoise", own)
+	}
 }
 
 // TestWebInterrupt (e): #interrupt mid-stream ends the SLOW turn as
