@@ -565,6 +565,7 @@ func (h *webHost) start(mode, cwd string, opts session.Options, history string) 
 	if live >= h.cfg.max {
 		return nil, http.StatusTooManyRequests, "too_many_sessions", fmt.Sprintf("%d sessions are open (--max-web-sessions); end one first", live)
 	}
+	h.prune()
 	events, err := control.OpenEventLog(control.EventLogConfig{Retain: h.cfg.retain, Logger: h.log})
 	if err != nil {
 		return nil, http.StatusInternalServerError, "internal_error", err.Error()
@@ -611,6 +612,25 @@ func (h *webHost) start(mode, cwd string, opts session.Options, history string) 
 	}()
 	log.Info("web session started", "mode", mode, "cwd", cwd, "model", opts.Model, "permission_mode", opts.PermissionMode)
 	return s, 0, "", ""
+}
+
+// prune forgets the oldest ended sessions, their logs with them, so that
+// at most --max-web-sessions ended ones are kept. The caller holds mu.
+func (h *webHost) prune() {
+	ended := 0
+	for _, s := range h.order {
+		if s.isEnded() {
+			ended++
+		}
+	}
+	h.order = slices.DeleteFunc(h.order, func(s *webSession) bool {
+		if ended <= h.cfg.max || !s.isEnded() {
+			return false
+		}
+		ended--
+		delete(h.sessions, s.id)
+		return true
+	})
 }
 
 // appendEnded logs the session_ended line.

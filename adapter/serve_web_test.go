@@ -350,10 +350,22 @@ func TestWebLimits(t *testing.T) {
 			t.Fatalf("line %d, want %d", e.id, seq)
 		}
 	}
-	// Once it has ended, another may start.
+	// Once it has ended, another may start; the ended one is kept (one
+	// ended session, --max-web-sessions 1) until another has ended.
 	wt.do(t, "DELETE", "/api/web/sessions/"+id, "")
 	s.until("session_ended")
-	wt.start(t, `{}`)
+	second := wt.start(t, `{}`)
+	wt.stream(t, id, "").until("session_ended")
+	wt.do(t, "DELETE", "/api/web/sessions/"+second, "")
+	wt.stream(t, second, "").until("session_ended")
+	third := wt.start(t, `{}`)
+	if r := wt.do(t, "GET", "/api/web/sessions/"+id+"/events", ""); r.status != http.StatusNotFound {
+		t.Errorf("the oldest ended session is still kept: %d", r.status)
+	}
+	list := wt.do(t, "GET", "/api/web/sessions", "")
+	if ids := gjson.GetBytes(list.body, "open.#.id").String(); ids != `["`+second+`","`+third+`"]` {
+		t.Errorf("sessions kept: %s, want %s and %s", ids, second, third)
+	}
 }
 
 // TestWebGuard: the Host, the Origin and the headers of every response.
