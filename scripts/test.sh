@@ -50,14 +50,17 @@ CGO_ENABLED=0 go build -o bin/ccbridge .
 step
 
 echo "== browser (scripts/install-browser.sh, started in the background)"
-if ! wait "$browser_pid"; then
+if wait "$browser_pid"; then
+  CCBRIDGE_TEST_CHROMIUM=$(tail -n 1 "$browser_out")
+  export CCBRIDGE_TEST_CHROMIUM
+  echo "   $CCBRIDGE_TEST_CHROMIUM"
+else
   cat "$browser_log" "$browser_out"
   echo "scripts/install-browser.sh failed"
-  exit 1
+  # CI never skips a test; elsewhere the browser tests skip, saying why.
+  if [ "${CI:-}" = true ]; then exit 1; fi
+  echo "   (the browser tests will skip: no Chromium)"
 fi
-CCBRIDGE_TEST_CHROMIUM=$(tail -n 1 "$browser_out")
-export CCBRIDGE_TEST_CHROMIUM
-echo "   $CCBRIDGE_TEST_CHROMIUM"
 step
 
 echo "== go test -race (unit and end-to-end against the real CLI)"
