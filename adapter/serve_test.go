@@ -146,6 +146,12 @@ func serveDo(t *testing.T, ts *httptest.Server, method, path, token string, body
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	return serveRoundTrip(t, ts, req)
+}
+
+// serveRoundTrip sends req to ts and reads the whole answer.
+func serveRoundTrip(t *testing.T, ts *httptest.Server, req *http.Request) serveResp {
+	t.Helper()
 	resp, err := ts.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -84,16 +84,7 @@ func (wt *webTest) do(t *testing.T, method, path, body string, hdr ...string) se
 		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := wt.ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return serveResp{resp.StatusCode, resp.Header, b}
+	return serveRoundTrip(t, wt.ts, req)
 }
 
 // wantWebError checks a web error body.
