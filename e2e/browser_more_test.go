@@ -12,14 +12,17 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -427,4 +430,73 @@ func TestWebResumeHistory(t *testing.T) {
 	w.waitFor("the forked session's id on the page", `document.querySelector('#session-id').textContent.includes(`+jsq(fsid)+`)`)
 	w.shot("resume-fork")
 	t.Logf("session %s: resumed as web session %s, forked as %s (session %s)", sid, resumed, forked, fsid)
+}
+
+// TestWebDroppedConnection: the page's stream is cut mid-turn (every TCP
+// connection to serve's port reset with `ss -K`, as a network that drops
+// them would); the page reconnects on its own (EventSource, with
+// Last-Event-ID) and the turn ends with every line once: the prompt, the
+// whole answer, one turn end.
+func TestWebDroppedConnection(t *testing.T) {
+	t.Parallel()
+	ss, err := exec.LookPath("ss")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ss (iproute2) is needed to cut the page's connection")
+		}
+		t.Skip("no ss (iproute2) to cut the page's connection")
+	}
+	dir := t.TempDir()
+	w := webSession(t, dir, svOpts{}, false)
+	// The page reports the cut stream as an error of its own.
+	w.expect("ERR_")
+	webEval[bool](w, `(() => {
+		window.__e2eConns = [];
+		new MutationObserver(() => window.__e2eConns.push(document.body.dataset.conn))
+			.observe(document.body, {attributes: true, attributeFilter: ['data-conn']});
+		return true;
+	})()`)
+	w.send("SLOW")
+	w.waitFor("the SLOW answer, partial", partialJS(0))
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(w.origin, "http://"))
+	out, err := exec.Command(ss, "-K", "dst", "127.0.0.1", "dport", "=", port).CombinedOutput()
+	w.waitFor("the page to notice the cut and reconnect", `window.__e2eConns.includes('reconnecting') && document.body.dataset.conn === 'live'`)
+	if ends := w.turnEnds(); len(ends) != 0 {
+		t.Errorf("the SLOW turn had ended (%v) by the time the page was live again: the cut did not land mid-turn", ends)
+	}
+	t.Logf("ss -K: %v %s; data-conn went %v", err, strings.TrimSpace(string(out)), webEval[[]string](w, `window.__e2eConns`))
+	w.waitTurnEnd(1, "complete", false)
+	w.shot("dropped-after")
+	users := webEval[[]string](w, `[...document.querySelectorAll('#conversation .msg.user')].map(e => e.textContent)`)
+	if len(users) != 1 || !strings.Contains(users[0], "SLOW") {
+		t.Errorf("user messages after the cut: %q, want the prompt SLOW once", users)
+	}
+	answers := webEval[[]string](w, `[...document.querySelectorAll('#conversation .msg.assistant')].map(m => (m.querySelector('.md') || m).textContent)`)
+	if full := strings.TrimSpace(svSlow); len(answers) != 1 || strings.TrimSpace(answers[0]) != full {
+		t.Errorf("assistant messages after the cut: %q, want once %q", answers, full)
+	}
+	if ends := w.turnEnds(); len(ends) != 1 {
+		t.Errorf("turn ends after the cut: %v, want one", ends)
+	}
+	// The page applied every line of the stream: after its last seq the
+	// server has nothing more (read for a second).
+	seq := webEval[string](w, `document.querySelector('#conversation').dataset.seq`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, w.origin+"/api/web/sessions/"+w.shownID()+"/events?after="+seq, nil)
+	resp, err := w.s.sse.Do(req)
+	if err != nil {
+		t.Fatalf("GET the events after %s: %v", seq, err)
+	}
+	defer resp.Body.Close()
+	var more []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			more = append(more, data)
+		}
+	}
+	if resp.StatusCode != http.StatusOK || len(more) != 0 {
+		t.Errorf("after the page's last seq %s the server has %d more lines (HTTP %d): %.300q", seq, len(more), resp.StatusCode, more)
+	}
 }
