@@ -269,8 +269,29 @@ func TestOrphansShellExec(t *testing.T) {
 	if sessionOf(esc) == sessionOf(sh) {
 		t.Fatalf("setsid did not start a session: the test proves nothing")
 	}
+	// Every process below ccbridge (the guardians, the CLI) must be gone
+	// too, and before the test's folders are removed: a CLI still exiting
+	// writes into its HOME.
+	below := descendants(c.b.cmd.Process.Pid)
 	c.b.cmd.Process.Signal(syscall.SIGKILL)
 	c.b.wait()
 	waitNotRunning(t, sh, "the shell.exec command after kill -9 of ccbridge")
 	waitNotRunning(t, esc, "its setsid child after kill -9 of ccbridge")
+	for _, pid := range below {
+		waitNotRunning(t, pid, "a process below ccbridge after kill -9 of ccbridge")
+	}
+}
+
+// descendants returns the pids of every process below pid.
+func descendants(pid int) []int {
+	var all []int
+	for next := []int{pid}; len(next) > 0; {
+		var more []int
+		for _, p := range next {
+			more = append(more, children(p)...)
+		}
+		all = append(all, more...)
+		next = more
+	}
+	return all
 }
