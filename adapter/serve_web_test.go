@@ -577,3 +577,21 @@ func TestWebAssets(t *testing.T) {
 		}
 	}
 }
+
+// TestWebOff: with --web=false serve has no page and no /api/web; the
+// guard still stands.
+func TestWebOff(t *testing.T) {
+	api := newServeAPI(nil, nil, slog.New(slog.DiscardHandler))
+	ts := httptest.NewServer(api.handler())
+	defer ts.Close()
+	for _, path := range []string{"/", "/app.js", "/api/web/info", "/api/web/sessions"} {
+		if r := serveDo(t, ts, "GET", path, "", nil); r.status != http.StatusNotFound {
+			t.Errorf("GET %s with the web UI off: %d", path, r.status)
+		}
+	}
+	req, _ := http.NewRequest("POST", ts.URL+"/api/web/sessions", strings.NewReader(`{}`))
+	req.Header.Set("Origin", "http://evil.example")
+	if r := serveRoundTrip(t, ts, req); r.status != http.StatusForbidden {
+		t.Errorf("a POST from another origin: %d", r.status)
+	}
+}
