@@ -494,7 +494,8 @@ func (w *controlWorker) items004(ev *mapping.Event) {
 			if w.w4.tools == nil {
 				w.w4.tools = make(map[string]string)
 			}
-			w.w4.tools[id] = name
+			// Kept past this line, whose buffer the reader reuses.
+			w.w4.tools[strings.Clone(id)] = strings.Clone(name)
 			item := mctl.NewObj(nil).Str("type", "toolCall").Str("id", id).Str("tool", name).Raw("input", c.Get("input").Raw).Str("status", "inProgress").String()
 			w.event("item/started", w.itemParams(thread, turn, ev.ParentToolUseID, item))
 			return true
