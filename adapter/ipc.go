@@ -31,7 +31,7 @@ func init() { Register("ipc", func() Dialect { return &IPC{} }) }
 // Flags adds the ipc dialect's own flags.
 func (s *IPC) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&s.ForwardUnknown, "forward-unknown", false, `forward CLI messages of unknown types as {"type":"unknown"}`)
-	fs.BoolVar(&s.EchoPrompts, "echo-prompts", false, `echo each user_message the session takes, in order with the other lines, with "echo":true`)
+	fs.BoolVar(&s.EchoInput, "echo-input", false, `echo each user_message, tool_approval and question_answer the session takes, in order with the other lines, with "echo":true`)
 }
 
 // IPC runs one session in the ipc dialect (docs/protocol/ipc.md): the UI
@@ -50,11 +50,12 @@ type IPC struct {
 	// ForwardUnknown forwards CLI lines of unknown types as "unknown".
 	ForwardUnknown bool
 
-	// EchoPrompts writes each user_message the session takes back to the
-	// UI (with "echo": true) where it falls among the other lines, so
-	// that a UI that replays the stream (the web UI, after a reload)
-	// shows the prompts too.
-	EchoPrompts bool
+	// EchoInput writes each user_message, tool_approval and
+	// question_answer the session takes back to the UI (with "echo":
+	// true) where it falls among the other lines, so that a UI that
+	// replays the stream (the web UI, after a reload, or in a second tab)
+	// shows the prompts and knows which requests were answered.
+	EchoInput bool
 }
 
 // ipcLoop is the ipc dialect's handler: the state of one ipc session,
@@ -170,16 +171,17 @@ func (l *ipcLoop) UILine(line []byte) {
 		}
 		return
 	}
-	if cmd.Kind == ipc.CmdUserMessage {
+	switch cmd.Kind {
+	case ipc.CmdUserMessage, ipc.CmdToolApproval, ipc.CmdQuestionAnswer:
 		l.echo(line)
 	}
 	l.command(cmd)
 }
 
-// echo writes a prompt the session took back to the UI, with
-// --echo-prompts: the UI's line with "ipc_version": 2 and "echo": true.
+// echo writes a prompt or an answer the session took back to the UI,
+// with --echo-input: the UI's line with "ipc_version": 2 and "echo": true.
 func (l *ipcLoop) echo(line []byte) {
-	if !l.cfg.EchoPrompts {
+	if !l.cfg.EchoInput {
 		return
 	}
 	b, err := sjson.SetBytes(bytes.Clone(line), "ipc_version", 2)

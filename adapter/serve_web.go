@@ -600,7 +600,7 @@ func (h *webHost) start(mode, cwd string, opts session.Options, history string) 
 				log.Warn("reading the session's history", "file", history, "lines", n, "err", err)
 			}
 		}
-		d := &IPC{Settings: set, EchoPrompts: true}
+		d := &IPC{Settings: set, EchoInput: true}
 		out := &webOut{s: s}
 		s.code, s.err = d.Run(context.Background(), pr, out, nil)
 		pr.Close()

@@ -112,8 +112,9 @@ func TestWebTextStreams(t *testing.T) {
 }
 
 // TestWebPermissionAllow (b): WRITEFILE's permission prompt opens as
-// dialog#permission; Allow writes the file and the turn completes, with
-// the created file shown as a diff.
+// dialog#permission, on a second page of the session too; Allow on the
+// first closes both, writes the file and the turn completes, with the
+// created file shown as a diff; a reload does not ask again.
 func TestWebPermissionAllow(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -125,9 +126,22 @@ func TestWebPermissionAllow(t *testing.T) {
 		t.Errorf("the permission dialog does not name the tool Write: %q", text)
 	}
 	w.shot("permission-dialog")
+	// A second page on the same session shows the prompt too; the answer
+	// given on the first closes it there.
+	other := newTab(t, w.s, false)
+	other.open("/#s="+w.shownID(), true)
+	other.waitFor("the permission dialog on the second page", `!!document.querySelector('dialog#permission[open]')`)
 	w.click(`dialog#permission[open] button[data-action=allow]`)
 	w.waitFor("the permission dialog to close", `!document.querySelector('dialog#permission[open]')`)
+	other.waitFor("the second page's dialog to close", `!document.querySelector('dialog#permission[open]') && document.querySelector('#pending').hidden`)
 	w.waitTurnEnd(1, "complete", false)
+	// A reload replays the prompt and its answer: nothing is asked again.
+	w.do("reloading the page", webWait, chromedp.Reload())
+	w.waitLive()
+	w.waitTurnEnd(1, "complete", false)
+	if w.count(`dialog#permission[open]`) != 0 || !webEval[bool](w, `document.querySelector('#pending').hidden`) {
+		t.Errorf("after a reload the page asks again for a prompt answered before it")
+	}
 	if data, err := os.ReadFile(filepath.Join(dir, "written.txt")); err != nil || string(data) != "hello world\n" {
 		t.Errorf("written.txt: %q, %v; want %q", data, err, "hello world\n")
 	}

@@ -201,15 +201,13 @@ export class Session {
         if (tool) R.setToolState(tool, 'awaiting approval', 'awaiting');
         this.notify(this, 'requests');
         break;
-      case 'control_request_cancelled': {
-        const req = this.requests.get(msg.request_id);
-        if (!req) break;
-        this.requests.delete(msg.request_id);
-        const t = this.tools.get(req.tool_use_id);
-        if (t?.classList.contains('awaiting')) R.setToolState(t, `prompt withdrawn (${msg.reason})`);
-        this.notify(this, 'requests');
+      case 'control_request_cancelled':
+        this.settle(msg.request_id, `prompt withdrawn (${msg.reason})`);
         break;
-      }
+      case 'tool_approval': // an answer the session took (echoed): from
+      case 'question_answer': // this page before a reload, or another one
+        this.settle(msg.request_id, msg.decision === 'deny' ? 'denied' : 'answered');
+        break;
       case 'cost_update':
         this.cost = this.turnCost = msg;
         if (tokens(msg.usage) > 0) this.usage = msg;
@@ -282,6 +280,17 @@ export class Session {
   }
 
   // terminal applies a prompt's one terminal message.
+  // settle drops an open request (answered or withdrawn): its dialog
+  // closes, and its tool says why if it still waits.
+  settle(id, why) {
+    const req = this.requests.get(id);
+    if (!req) return;
+    this.requests.delete(id);
+    const t = this.tools.get(req.tool_use_id);
+    if (t?.classList.contains('awaiting')) R.setToolState(t, why);
+    this.notify(this, 'requests');
+  }
+
   terminal(msg) {
     this.terminals++;
     this.add(R.turnEnd(msg, this.turnCost));
