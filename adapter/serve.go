@@ -342,15 +342,8 @@ func validWorkerID(id string) bool {
 // IP address that is loopback, or "localhost". An empty host is every
 // interface.
 func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	_, _, err := net.SplitHostPort(addr)
+	return err == nil && loopbackHost(addr)
 }
 
 // serveTokens are --token-file's tokens, kept as their SHA-256 so that

@@ -287,15 +287,9 @@ func (s *serveAPI) request(w http.ResponseWriter, r *http.Request) {
 	if wk == nil {
 		return
 	}
-	if r.ContentLength > s.maxBody {
-		s.tooLarge(w, wk.id)
-		return
-	}
-	http.NewResponseController(w).SetReadDeadline(time.Now().Add(serveBodyTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
-	var tooBig *http.MaxBytesError
+	body, tooBig, err := readBody(w, r, s.maxBody)
 	switch {
-	case errors.As(err, &tooBig):
+	case tooBig:
 		s.tooLarge(w, wk.id)
 		return
 	case err != nil:
@@ -331,6 +325,21 @@ func (s *serveAPI) request(w http.ResponseWriter, r *http.Request) {
 		// The client is gone; the request goes on, its receipt on the
 		// stream and for a retry.
 	}
+}
+
+// readBody reads a request's body: at most max bytes (tooBig: more),
+// within serveBodyTimeout.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) (body []byte, tooBig bool, err error) {
+	if r.ContentLength > max {
+		return nil, true, nil
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(serveBodyTimeout))
+	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	var over *http.MaxBytesError
+	if errors.As(err, &over) {
+		return nil, true, nil
+	}
+	return body, false, err
 }
 
 // accepted answers 202: the request is being carried out; its receipt
@@ -393,22 +402,35 @@ func (s *serveAPI) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, append(b, "]}"...))
 }
 
-// cursor is the stream's cursor: Last-Event-ID, else ?after=N, else the
-// log's latest seq (live only).
-func (s *serveAPI) cursor(w http.ResponseWriter, r *http.Request, wk *serveWorker) (uint64, bool) {
+// streamCursor is a stream request's cursor: Last-Event-ID, else
+// ?after=N; given is false with neither. A bad one's error names it.
+func streamCursor(r *http.Request) (n uint64, given bool, err error) {
 	name, v := "Last-Event-ID", r.Header.Get("Last-Event-ID")
 	if v == "" {
 		name, v = "after", r.URL.Query().Get("after")
 	}
 	if v == "" {
-		return wk.w.Log.Latest(), true
+		return 0, false, nil
 	}
-	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-	if err != nil {
-		s.problem(w, http.StatusBadRequest, wk.id, mctl.Code004InvalidRequest, name+" "+strconv.Quote(v)+" is not a seq (an integer >= 0)")
-		return 0, false
+	if n, err = strconv.ParseUint(strings.TrimSpace(v), 10, 64); err != nil {
+		return 0, true, errors.New(name + " " + strconv.Quote(v) + " is not a seq (an integer >= 0)")
 	}
-	return n, true
+	return n, true, nil
+}
+
+// startStream answers 200 with an event stream and sends the headers; nil
+// when the peer is already gone. Every write is bounded by timeout.
+func startStream(w http.ResponseWriter, timeout time.Duration) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	out := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
+	if out.flush() != nil {
+		return nil
+	}
+	return out
 }
 
 // sseLine is one line of the stream: an event of the log (seq), or a
@@ -429,17 +451,17 @@ func (s *serveAPI) stream(w http.ResponseWriter, r *http.Request) {
 	if wk == nil {
 		return
 	}
-	cursor, ok := s.cursor(w, r, wk)
-	if !ok {
+	// Without a cursor: from now on (live only).
+	cursor, given, err := streamCursor(r)
+	if err != nil {
+		s.problem(w, http.StatusBadRequest, wk.id, mctl.Code004InvalidRequest, err.Error())
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: s.writeTimeout}
-	if out.flush() != nil {
+	if !given {
+		cursor = wk.w.Log.Latest()
+	}
+	out := startStream(w, s.writeTimeout)
+	if out == nil {
 		return
 	}
 	defer out.deadline() // the response's end is bounded too

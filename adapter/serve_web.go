@@ -15,7 +15,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -38,6 +37,7 @@ import (
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/adapter/webui"
 	"github.com/ccbridge/ccbridge/mapping"
+	mctl "github.com/ccbridge/ccbridge/mapping/control"
 	"github.com/ccbridge/ccbridge/mapping/ipc"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
@@ -226,17 +226,8 @@ func acceptsGzip(ae string) bool {
 
 // webError writes {"error":{"code","message"}} with status.
 func webError(w http.ResponseWriter, status int, code, message string) {
-	b := append([]byte(nil), `{"error":{"code":`...)
-	b = strconv.AppendQuote(b, code)
-	b = append(b, `,"message":`...)
-	b, _ = appendJSONString(b, message)
-	writeJSON(w, status, append(b, "}}"...))
-}
-
-// appendJSONString appends s as a JSON string.
-func appendJSONString(b []byte, s string) ([]byte, error) {
-	q, err := json.Marshal(s)
-	return append(b, q...), err
+	e := mctl.NewObj(nil).Str("code", code).Str("message", message).String()
+	writeJSON(w, status, mctl.NewObj(nil).Raw("error", e).End())
 }
 
 // authorized checks the token of an /api/web request: a bearer token or
@@ -268,7 +259,7 @@ func (h *webHost) authorized(w http.ResponseWriter, r *http.Request) bool {
 // authCookie is POST /api/web/auth: {"token"} sets the cookie that
 // EventSource sends.
 func (h *webHost) authCookie(w http.ResponseWriter, r *http.Request) {
-	body, ok := readBody(w, r, 4<<10)
+	body, ok := webBody(w, r, 4<<10)
 	if !ok {
 		return
 	}
@@ -285,12 +276,11 @@ func (h *webHost) authCookie(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// readBody reads a request body of at most max bytes: 413 beyond.
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-	var tooBig *http.MaxBytesError
+// webBody reads a request body of at most max bytes: 413 beyond.
+func webBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, bool) {
+	body, tooBig, err := readBody(w, r, max)
 	switch {
-	case errors.As(err, &tooBig):
+	case tooBig:
 		webError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is over %d bytes (--max-body)", max))
 		return nil, false
 	case err != nil:
@@ -304,16 +294,8 @@ func (h *webHost) info(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(w, r) {
 		return
 	}
-	b := append([]byte(nil), `{"version":`...)
-	b = strconv.AppendQuote(b, Version)
-	b = append(b, `,"dirs":`...)
-	dirs, _ := json.Marshal(h.cfg.dirs)
-	b = append(b, dirs...)
-	b = append(b, `,"auth":`...)
-	b = strconv.AppendBool(b, h.auth.tokens != nil)
-	b = append(b, `,"fake_model":`...)
-	b = strconv.AppendBool(b, h.cfg.fakeModel)
-	writeJSON(w, http.StatusOK, append(b, '}'))
+	writeJSON(w, http.StatusOK, mctl.NewObj(nil).Str("version", Version).Strings("dirs", h.cfg.dirs).
+		Bool("auth", h.auth.tokens != nil).Bool("fake_model", h.cfg.fakeModel).End())
 }
 
 // webSessionJSON is a session as the list shows it.
@@ -468,7 +450,7 @@ func (h *webHost) create(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(w, r) {
 		return
 	}
-	body, ok := readBody(w, r, 64<<10)
+	body, ok := webBody(w, r, 64<<10)
 	if !ok {
 		return
 	}
@@ -635,13 +617,11 @@ func (h *webHost) prune() {
 
 // appendEnded logs the session_ended line.
 func (s *webSession) appendEnded() {
-	b := append([]byte(nil), `{"type":"session_ended","ipc_version":2,"exit_code":`...)
-	b = strconv.AppendInt(b, int64(s.code), 10)
+	o := mctl.NewObj(nil).Str("type", "session_ended").Int("ipc_version", 2).Int("exit_code", int64(s.code))
 	if s.err != nil {
-		b = append(b, `,"error":`...)
-		b, _ = appendJSONString(b, s.err.Error())
+		o.Str("error", s.err.Error())
 	}
-	b = append(b, '}')
+	b := o.End()
 	s.events.Append(func(uint64) []byte { return b })
 }
 
@@ -707,7 +687,7 @@ func (h *webHost) message(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
-	body, ok := readBody(w, r, h.auth.maxBody)
+	body, ok := webBody(w, r, h.auth.maxBody)
 	if !ok {
 		return
 	}
@@ -738,8 +718,7 @@ func (h *webHost) message(w http.ResponseWriter, r *http.Request) {
 		webError(w, http.StatusConflict, "session_ended", "the session has ended")
 		return
 	}
-	b := strconv.AppendUint([]byte(`{"seq":`), s.events.Latest(), 10)
-	writeJSON(w, http.StatusAccepted, append(b, '}'))
+	writeJSON(w, http.StatusAccepted, mctl.NewObj(nil).Int("seq", int64(s.events.Latest())).End())
 }
 
 // end is DELETE /api/web/sessions/{id}: the session's input is closed.
@@ -763,26 +742,14 @@ func (h *webHost) events(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
-	var cursor uint64
-	name, v := "Last-Event-ID", r.Header.Get("Last-Event-ID")
-	if v == "" {
-		name, v = "after", r.URL.Query().Get("after")
+	// Without a cursor: every line kept, from the first.
+	cursor, _, err := streamCursor(r)
+	if err != nil {
+		webError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
 	}
-	if v != "" {
-		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-		if err != nil {
-			webError(w, http.StatusBadRequest, "invalid_request", name+" "+strconv.Quote(v)+" is not a seq (an integer >= 0)")
-			return
-		}
-		cursor = n
-	}
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: h.auth.writeTimeout}
-	if out.flush() != nil {
+	out := startStream(w, h.auth.writeTimeout)
+	if out == nil {
 		return
 	}
 	defer out.deadline()
@@ -798,8 +765,8 @@ func (h *webHost) events(w http.ResponseWriter, r *http.Request) {
 		lines, stale, after = s.events.After(cursor, webBatch, lines[:0])
 		batch = batch[:0]
 		if stale {
-			b := strconv.AppendUint([]byte(`{"type":"stream_stale","ipc_version":2,"resume_after":`), after, 10)
-			batch = append(batch, sseLine{0, append(b, '}')})
+			stale := mctl.NewObj(nil).Str("type", "stream_stale").Int("ipc_version", 2).Int("resume_after", int64(after)).End()
+			batch = append(batch, sseLine{0, stale})
 		}
 		for i, l := range lines {
 			batch = append(batch, sseLine{after + 1 + uint64(i), l})
@@ -868,33 +835,24 @@ func webHistory(ctx context.Context, path string, events *control.EventLog) (int
 	tr := ipc.New(ipc.Options{})
 	var out [][]byte
 	n := 0
+	add := func(l []byte) {
+		events.Append(func(uint64) []byte { return l })
+		n++
+	}
 	err := eachLine(ctx, path, func(line []byte) {
 		e := gjson.ParseBytes(line)
-		if e.Get("isSidechain").Bool() || e.Get("isMeta").Bool() || e.Get("isCompactSummary").Bool() || e.Get("isVisibleInTranscriptOnly").Bool() {
+		typ := e.Get("type").Str
+		if typ != "user" && typ != "assistant" || mapping.SideEntry(e) {
 			return
 		}
-		out = out[:0]
-		switch e.Get("type").Str {
-		case "user":
-			content := e.Get("message.content")
-			if text, ok := rpc.PromptText(content); ok {
-				b := append([]byte(nil), `{"type":"user_message","ipc_version":2,"echo":true,"history":true,"text":`...)
-				b, _ = appendJSONString(b, text)
-				out = append(out, append(b, '}'))
-				break
-			}
-			ev := mapping.Route(line)
-			out = tr.FromCLI(ev, out)
-		case "assistant":
-			ev := mapping.Route(line)
-			out = tr.FromCLI(ev, out)
+		if text, ok := rpc.PromptText(e.Get("message.content")); ok && typ == "user" {
+			add(mctl.NewObj(nil).Str("type", "user_message").Int("ipc_version", 2).Bool("echo", true).Bool("history", true).Str("text", text).End())
+			return
 		}
+		out = tr.FromCLI(mapping.Route(line), out[:0])
 		for _, l := range out {
-			if !gjson.GetBytes(l, "history").Exists() {
-				l, _ = sjson.SetBytes(l, "history", true)
-			}
-			events.Append(func(uint64) []byte { return l })
-			n++
+			l, _ = sjson.SetBytes(l, "history", true)
+			add(l)
 		}
 	})
 	return n, err

@@ -68,7 +68,7 @@ func SessionFileInfo(head, tail []byte) (cwd, title string) {
 				cwd = c.Str
 			}
 		}
-		if prompt == "" && gjson.GetBytes(l, "type").Str == "user" && !skipLine(l) {
+		if prompt == "" && gjson.GetBytes(l, "type").Str == "user" && !mapping.SideEntry(gjson.ParseBytes(l)) {
 			prompt = promptText(gjson.GetBytes(l, "message.content"))
 		}
 		scan(l)
@@ -107,13 +107,6 @@ func forLines(b []byte, fn func([]byte) bool) {
 	}
 }
 
-// skipLine reports session-file lines a replay leaves out: subagent
-// (sidechain) lines, meta lines the CLI adds, compaction summaries.
-func skipLine(l []byte) bool {
-	return gjson.GetBytes(l, "isSidechain").Bool() || gjson.GetBytes(l, "isMeta").Bool() ||
-		gjson.GetBytes(l, "isCompactSummary").Bool() || gjson.GetBytes(l, "isVisibleInTranscriptOnly").Bool()
-}
-
 // promptText is the user's text in a message content (a string or blocks),
 // without the CLI's wrappers.
 func promptText(content gjson.Result) string {
@@ -147,7 +140,7 @@ func (t *Translator) Replay(line []byte, out [][]byte) [][]byte {
 		return out
 	}
 	typ := gjson.GetBytes(line, "type").Str
-	if (typ != "user" && typ != "assistant") || skipLine(line) {
+	if (typ != "user" && typ != "assistant") || mapping.SideEntry(gjson.ParseBytes(line)) {
 		return out
 	}
 	msg := gjson.GetBytes(line, "message")

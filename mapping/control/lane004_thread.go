@@ -7,6 +7,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/ccbridge/ccbridge/mapping"
 )
 
 // Turns004 gathers a session file's turns for thread/read (includeTurns):
@@ -45,7 +47,7 @@ func (t *Turns004) Line(line []byte) {
 		return
 	}
 	e := gjson.ParseBytes(line)
-	if e.Get("isSidechain").Bool() || e.Get("isMeta").Bool() || e.Get("isCompactSummary").Bool() || e.Get("isVisibleInTranscriptOnly").Bool() {
+	if mapping.SideEntry(e) {
 		return
 	}
 	content := e.Get("message.content")

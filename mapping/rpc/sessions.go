@@ -34,7 +34,7 @@ func (s *SessionSummary) Line(line []byte) {
 			s.LastPrompt = p.Str
 		}
 	case "user":
-		if skipEntry(e) {
+		if mapping.SideEntry(e) {
 			return
 		}
 		if text, kind := userText(e.Get("message.content")); kind == userPrompt || kind == userCommand {
@@ -42,7 +42,7 @@ func (s *SessionSummary) Line(line []byte) {
 			s.LastPrompt = text
 		}
 	case "assistant":
-		if skipEntry(e) {
+		if mapping.SideEntry(e) {
 			return
 		}
 		// One entry per content block: count messages, not blocks.
@@ -65,12 +65,6 @@ func (s *SessionSummary) LastUserMessage() string {
 		n++
 	}
 	return p
-}
-
-// skipEntry: entries that are not part of the main conversation.
-func skipEntry(e gjson.Result) bool {
-	return e.Get("isSidechain").Bool() || e.Get("isMeta").Bool() ||
-		e.Get("isCompactSummary").Bool() || e.Get("isVisibleInTranscriptOnly").Bool()
 }
 
 type userKind uint8
@@ -206,7 +200,7 @@ func (h *History) Line(line []byte) {
 	now := parseMillis(e.Get("timestamp").Str)
 	switch e.Get("type").Str {
 	case "user":
-		if skipEntry(e) {
+		if mapping.SideEntry(e) {
 			return
 		}
 		content := e.Get("message.content")
@@ -239,7 +233,7 @@ func (h *History) Line(line []byte) {
 		}
 	case "assistant":
 		r := h.cur()
-		if r == nil || skipEntry(e) {
+		if r == nil || mapping.SideEntry(e) {
 			return
 		}
 		isErr := e.Get("isApiErrorMessage").Bool()
