@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/ccbridge/ccbridge/adapter"
+	"github.com/ccbridge/ccbridge/fakemodel"
 	"github.com/ccbridge/ccbridge/session"
-	"github.com/ccbridge/ccbridge/session/fakemodel"
 )
 
 func main() {

@@ -386,7 +386,7 @@ func (l *acpLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
 	l.out = append(l.out, appendACPError(nil, s.id, "line_too_long",
 		fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-cli-line); it was dropped", e.Size, e.Max)))
 	l.emit()
-	if line, ok := tooLongResult(e, true); ok {
+	if line, ok := mapping.TooLongResult(e.Head, e.Size, e.Max, true); ok {
 		l.log.Warn("the CLI's result line was over the limit; the turn ends", "session", s.id)
 		l.CLILine(p, line)
 	}

@@ -5,7 +5,7 @@ package adapter
 // --), driven by lane 000 the way a person at its terminal would: input
 // as one bracketed paste, then the carriage return as a separate write;
 // interrupts as keys. What the program draws runs through a terminal
-// emulator (session/screen), and the worker's state comes from the
+// emulator (screen), and the worker's state comes from the
 // screen's stability: starting until the first stable screen, then
 // running while it changes and idle once it has not changed for
 // --stable-after. docs/protocol/control.md, "pty workers".
@@ -25,8 +25,8 @@ import (
 
 	"github.com/ccbridge/ccbridge/framing"
 	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/screen"
 	"github.com/ccbridge/ccbridge/session"
-	"github.com/ccbridge/ccbridge/session/screen"
 )
 
 // PTYConfig is --pty's part of --ui control.

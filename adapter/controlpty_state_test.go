@@ -10,8 +10,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/screen"
 	"github.com/ccbridge/ccbridge/session"
-	"github.com/ccbridge/ccbridge/session/screen"
 )
 
 // The pty worker's state machine on a fake clock: the test is the loop

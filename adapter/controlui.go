@@ -257,7 +257,7 @@ func (w *controlWorker) UIEnd() { w.ui.close(w.loop, w.take, w.endInput) }
 
 func (w *controlWorker) CLITooLong(p *Proc, e *framing.LineTooLongError) {
 	w.log.Warn("a CLI line over --max-cli-line was dropped", "size", e.Size, "max", e.Max)
-	if line, ok := tooLongResult(e, false); ok {
+	if line, ok := mapping.TooLongResult(e.Head, e.Size, e.Max, false); ok {
 		w.CLILine(p, line)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/dropin"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -434,7 +435,7 @@ func (r *relay) copyUI(in io.Reader) {
 func (r *relay) pumpChild() {
 	defer close(r.childEOF)
 	fr := framing.NewReader(r.child.Stdout(), 0)
-	var sn sniffer
+	var sn mapping.Sniffer
 	for {
 		block, err := fr.ReadBlock()
 		switch {
@@ -547,13 +548,13 @@ func lineType(line []byte) []byte {
 
 // streamLine passes a line too large for one read in pieces, holding the
 // host writer for the whole line so that nothing interleaves with it.
-func (r *relay) streamLine(fr *framing.Reader, seg []byte, last bool, sn *sniffer) error {
-	sn.reset()
+func (r *relay) streamLine(fr *framing.Reader, seg []byte, last bool, sn *mapping.Sniffer) error {
+	sn.Reset()
 	var rerr error
 	werr := r.toUI.Stream(func(w io.Writer) error {
 		u := framing.UTF8Writer{W: w} // a rune may fall across two pieces
 		for {
-			sn.write(seg)
+			sn.Feed(seg)
 			if _, err := u.Write(seg); err != nil {
 				return err
 			}
@@ -568,12 +569,12 @@ func (r *relay) streamLine(fr *framing.Reader, seg []byte, last bool, sn *sniffe
 			}
 		}
 	})
-	switch string(sn.typ) {
+	switch string(sn.Type) {
 	case "result":
-		r.setSessionID(sn.sessionID)
+		r.setSessionID(sn.SessionID)
 		r.countResult()
 	case "system":
-		r.setSessionID(sn.sessionID)
+		r.setSessionID(sn.SessionID)
 	}
 	if werr != nil {
 		return werr

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/mapping"
 )
 
 // Lines of the shapes the CLI writes most, for the drop-in hot path.
@@ -86,18 +87,18 @@ func BenchmarkRelayPassLineBatched(b *testing.B) {
 // 64 KiB pieces ReadSegment hands out.
 func BenchmarkSniffer(b *testing.B) {
 	line := []byte(benchAssistant(1 << 20))
-	var s sniffer
+	var s mapping.Sniffer
 	b.SetBytes(int64(len(line)))
 	b.ReportAllocs()
 	for b.Loop() {
-		s.reset()
+		s.Reset()
 		for p := line; len(p) > 0; {
 			n := min(len(p), 64<<10)
-			s.write(p[:n])
+			s.Feed(p[:n])
 			p = p[n:]
 		}
-		if string(s.typ) != "assistant" {
-			b.Fatalf("sniffed type %q", s.typ)
+		if string(s.Type) != "assistant" {
+			b.Fatalf("sniffed type %q", s.Type)
 		}
 	}
 }
@@ -109,7 +110,7 @@ func BenchmarkRelayStreamLine(b *testing.B) {
 	input := []byte(strings.Repeat(line+"\n", 4))
 	r := benchRelay()
 	fr := framing.NewReader(&benchLoopReader{data: input, chunk: 64 << 10}, 0)
-	var sn sniffer
+	var sn mapping.Sniffer
 	b.SetBytes(int64(len(line) + 1))
 	b.ReportAllocs()
 	for b.Loop() {

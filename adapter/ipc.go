@@ -317,7 +317,7 @@ func (l *ipcLoop) retireAndRespawn(why string, opts session.Options, resumed boo
 func (l *ipcLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
 	l.emitError("line_too_long", fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-cli-line); it was dropped", e.Size, e.Max), true)
 	l.emit()
-	if line, ok := tooLongResult(e, false); ok {
+	if line, ok := mapping.TooLongResult(e.Head, e.Size, e.Max, false); ok {
 		l.log.Warn("the CLI's result line was over --max-cli-line; the turn ends with an error", "size", e.Size, "max", e.Max)
 		l.CLILine(p, line)
 	}

@@ -310,12 +310,12 @@ func (l *rpcLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
 	}
 	msg := fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-cli-line); it was dropped", e.Size, e.Max)
 	l.out.UI = append(l.out.UI, appendRuntimeError(run, l.tr.SessionID(), rpc.CodeRuntimeInternal, msg, "cli_line_too_long", e.Size, e.Max))
-	if line, ok := tooLongResult(e, false); ok {
+	if line, ok := mapping.TooLongResult(e.Head, e.Size, e.Max, false); ok {
 		l.log.Warn("the CLI's result line was over --max-cli-line; the run ends with an error", "size", e.Size, "max", e.Max)
 		l.CLILine(p, line)
 		return
 	}
-	if l.tr.Busy() && skippedType(e.Head) == "" {
+	if l.tr.Busy() && mapping.SkippedType(e.Head) == "" {
 		l.probeTurn(e.Max)
 	}
 }

@@ -27,7 +27,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/session/fakemodel"
+	"github.com/ccbridge/ccbridge/fakemodel"
 )
 
 // The worker's identity in every test: the flags --team, --agent-id and

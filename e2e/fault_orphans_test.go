@@ -17,8 +17,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/fakemodel"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
-	"github.com/ccbridge/ccbridge/session/fakemodel"
 )
 
 // Processes the CLI starts must not outlive ccbridge, whichever way it or

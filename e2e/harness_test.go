@@ -4,7 +4,7 @@ package e2e
 // temporary folder (with -race when this test binary has it, so that the
 // race detector covers ccbridge too); every test runs that binary in front
 // of the real Claude Code CLI, which talks to a fake Messages API
-// (session/fakemodel, scenario default) of the test's own. The tests need
+// (fakemodel, scenario default) of the test's own. The tests need
 // the real CLI: scripts/install-tools.sh puts it in the repository's
 // .tools/, or CCBRIDGE_TEST_CLAUDE names it; the Agent SDK and ACP tests
 // need node and the npm packages in .tools/ too. Without them the tests are
@@ -39,9 +39,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/fakemodel"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session/clifiles"
-	"github.com/ccbridge/ccbridge/session/fakemodel"
 )
 
 // defaultParallel is how many tests of this package run at once when

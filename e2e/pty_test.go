@@ -23,7 +23,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/session/fakemodel"
+	"github.com/ccbridge/ccbridge/fakemodel"
 )
 
 const (

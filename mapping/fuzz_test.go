@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccbridge/ccbridge/internal/golden"
 	"github.com/ccbridge/ccbridge/mapping"
-	"github.com/ccbridge/ccbridge/mapping/internal/golden"
 	"github.com/ccbridge/ccbridge/mapping/ipc"
 	"github.com/tidwall/gjson"
 )

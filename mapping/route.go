@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/mapping/internal/jscan"
+	"github.com/ccbridge/ccbridge/internal/jscan"
 )
 
 // Route classifies one line of the CLI's stdout. It copies the line once (so

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/mapping/internal/golden"
+	"github.com/ccbridge/ccbridge/internal/golden"
 )
 
 // sameEvent compares two Events field by field; Body by type and bytes.

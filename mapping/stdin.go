@@ -1,7 +1,7 @@
 package mapping
 
 import (
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 )
 
 // Builders for every line the host writes to the CLI's stdin (protocol

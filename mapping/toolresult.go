@@ -5,7 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/mapping/internal/jscan"
+	"github.com/ccbridge/ccbridge/internal/jscan"
 )
 
 // ToolResultText is a tool_result block's content as text: the string, or

@@ -8,9 +8,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/internal/golden"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
-	"github.com/ccbridge/ccbridge/mapping/internal/golden"
 )
 
 // FuzzACP feeds arbitrary CLI lines, session-file lines, prompts and

@@ -7,8 +7,8 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
 )
 
 // PendingKind says how a can_use_tool request is put to the client.

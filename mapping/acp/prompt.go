@@ -6,8 +6,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
 )
 
 // PromptBlocks turns a session/prompt "prompt" (ContentBlock[]) into the

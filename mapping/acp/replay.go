@@ -6,8 +6,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
 )
 
 // SessionInfo is one entry of session/list.

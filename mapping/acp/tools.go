@@ -5,7 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 )
 
 // ToolKind returns the ACP tool kind for a Claude Code tool name.

@@ -3,7 +3,7 @@ package control
 import (
 	"time"
 
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 )
 
 // timeLayout is RFC 3339 with milliseconds; times are written in UTC, so

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/ccbridge/ccbridge/mapping/internal/jscan"
+	"github.com/ccbridge/ccbridge/internal/jscan"
 	"github.com/tidwall/gjson"
 )
 

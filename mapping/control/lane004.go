@@ -17,9 +17,9 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/ccbridge/ccbridge/internal/jscan"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
-	"github.com/ccbridge/ccbridge/mapping/internal/jscan"
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
 	"github.com/tidwall/gjson"
 )
 

@@ -1,6 +1,6 @@
 package control
 
-import "github.com/ccbridge/ccbridge/mapping/internal/jsonw"
+import "github.com/ccbridge/ccbridge/internal/jsonw"
 
 // Obj writes one JSON object, member by member in the order given, onto a
 // buffer: lane 004's responses and event params, which the adapter fills

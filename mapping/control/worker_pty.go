@@ -3,7 +3,7 @@ package control
 import (
 	"time"
 
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 )
 
 // The lines of a pty worker (--ui control --pty): what its screen shows.

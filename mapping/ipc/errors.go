@@ -1,6 +1,6 @@
 package ipc
 
-import "github.com/ccbridge/ccbridge/mapping/internal/jsonw"
+import "github.com/ccbridge/ccbridge/internal/jsonw"
 
 // ErrorCode is the "code" of an ipc error message.
 type ErrorCode string

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ccbridge/ccbridge/internal/jscan"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
-	"github.com/ccbridge/ccbridge/mapping/internal/jscan"
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/ccbridge/ccbridge/internal/golden"
 	"github.com/ccbridge/ccbridge/mapping"
-	"github.com/ccbridge/ccbridge/mapping/internal/golden"
 	"github.com/ccbridge/ccbridge/mapping/ipc"
 	"github.com/tidwall/gjson"
 )

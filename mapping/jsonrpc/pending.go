@@ -9,7 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 )
 
 // IDState says what a Pending table knows of an id.

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"

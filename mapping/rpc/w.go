@@ -3,7 +3,7 @@ package rpc
 import (
 	"strconv"
 
-	"github.com/ccbridge/ccbridge/mapping/internal/jsonw"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/tidwall/gjson"
 )
 

@@ -1,4 +1,4 @@
-package adapter
+package mapping
 
 import (
 	"bytes"
@@ -20,19 +20,19 @@ func TestSniffer(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, split := range []int{1, 2, 3, 7, len(c.in)} {
-			var s sniffer
-			s.reset()
+			var s Sniffer
+			s.Reset()
 			for i := 0; i < len(c.in); i += split {
-				s.write([]byte(c.in[i:min(i+split, len(c.in))]))
+				s.Feed([]byte(c.in[i:min(i+split, len(c.in))]))
 			}
-			if string(s.typ) != c.typ || string(s.sessionID) != c.sid {
-				t.Errorf("%s (pieces of %d): type %q session %q, want %q %q", c.in, split, s.typ, s.sessionID, c.typ, c.sid)
+			if string(s.Type) != c.typ || string(s.SessionID) != c.sid {
+				t.Errorf("%s (pieces of %d): type %q session %q, want %q %q", c.in, split, s.Type, s.SessionID, c.typ, c.sid)
 			}
 		}
 	}
 }
 
-// FuzzSniffer checks the sniffer against gjson on valid JSON objects whose
+// FuzzSniffer checks the Sniffer against gjson on valid JSON objects whose
 // type and session_id are plain strings.
 func FuzzSniffer(f *testing.F) {
 	f.Add([]byte(`{"type":"result","session_id":"s1"}`), 3)
@@ -41,20 +41,20 @@ func FuzzSniffer(f *testing.F) {
 		if split <= 0 || split > len(in) {
 			split = len(in) + 1
 		}
-		var s sniffer
+		var s Sniffer
 		for i := 0; i < len(in); i += split {
-			s.write(in[i:min(i+split, len(in))])
+			s.Feed(in[i:min(i+split, len(in))])
 		}
 		if !gjson.ValidBytes(in) || !gjson.ParseBytes(in).IsObject() || bytes.IndexByte(in, '\\') >= 0 {
-			return // escapes are compared raw by the sniffer, decoded by gjson
+			return // escapes are compared raw by the Sniffer, decoded by gjson
 		}
-		for key, got := range map[string][]byte{"type": s.typ, "session_id": s.sessionID} {
+		for key, got := range map[string][]byte{"type": s.Type, "session_id": s.SessionID} {
 			want := gjson.GetBytes(in, key)
 			if want.Type != gjson.String || len(want.Raw) > maxSniffValue || want.Raw[1:len(want.Raw)-1] != want.Str {
 				continue // absent, not a string, long, or escaped: not compared
 			}
 			if n := countKey(in, key); n != 1 {
-				continue // duplicate keys: gjson takes the first, the sniffer the last
+				continue // duplicate keys: gjson takes the first, the Sniffer the last
 			}
 			if string(got) != want.Str {
 				t.Fatalf("%s: sniffed %s %q, gjson %q", in, key, got, want.Str)

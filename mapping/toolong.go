@@ -1,4 +1,4 @@
-package adapter
+package mapping
 
 // CLI lines over the line cap (--max-cli-line). The framing reader drops
 // such a line without holding it and hands over its first bytes
@@ -11,15 +11,13 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
-
-	"github.com/ccbridge/ccbridge/framing"
 )
 
-// skippedType returns the top-level "type" of a line known only by its
+// SkippedType returns the top-level "type" of a line known only by its
 // head, or "" when the head does not tell. Most CLI lines begin with
 // their type; a result line writes it after its text ("result"), which is
 // what makes it long, but begins with fields that only a result has.
-func skippedType(head []byte) string {
+func SkippedType(head []byte) string {
 	if t := headField(head, "type"); t.Type == gjson.String {
 		return t.Str
 	}
@@ -42,7 +40,8 @@ func headField(head []byte, key string) gjson.Result {
 	return v
 }
 
-// tooLongResult reports whether the CLI line e dropped was a turn's
+// TooLongResult reports whether a CLI line dropped for its length (size
+// bytes over the limit max; head is its first bytes) was a turn's
 // result and, if so, returns a result line that stands in for it: the
 // fields the head still holds (session, cost, usage, stop reason), an
 // error text saying what was lost as its "errors" (the "result" text is
@@ -52,20 +51,20 @@ func headField(head []byte, key string) gjson.Result {
 // completed), for a dialect whose answer does not carry the result text;
 // otherwise the turn failed (error_during_execution, is_error), unless
 // the head shows it was interrupted, which stays so.
-func tooLongResult(e *framing.LineTooLongError, keepOutcome bool) (string, bool) {
-	if skippedType(e.Head) != "result" {
+func TooLongResult(head []byte, size, max int64, keepOutcome bool) (string, bool) {
+	if SkippedType(head) != "result" {
 		return "", false
 	}
-	msg := fmt.Sprintf("the CLI's result line of %d bytes is over the %d-byte limit (--max-cli-line); it was dropped", e.Size, e.Max)
+	msg := fmt.Sprintf("the CLI's result line of %d bytes is over the %d-byte limit (--max-cli-line); it was dropped", size, max)
 	line := `{"type":"result","subtype":"error_during_execution","is_error":true}`
 	keys := []string{"session_id", "total_cost_usd", "num_turns", "duration_api_ms", "usage", "modelUsage", "stop_reason"}
 	if keepOutcome {
 		keys = append(keys, "subtype", "is_error", "terminal_reason", "api_error_status")
-	} else if tr := headField(e.Head, "terminal_reason").Str; tr == "aborted_streaming" || tr == "aborted_tools" {
+	} else if tr := headField(head, "terminal_reason").Str; tr == "aborted_streaming" || tr == "aborted_tools" {
 		keys = append(keys, "terminal_reason")
 	}
 	for _, k := range keys {
-		if v := headField(e.Head, k); v.Exists() {
+		if v := headField(head, k); v.Exists() {
 			line, _ = sjson.SetRaw(line, k, v.Raw)
 		}
 	}

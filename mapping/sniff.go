@@ -1,8 +1,8 @@
-package adapter
+package mapping
 
 import "bytes"
 
-// sniffer reads the top-level "type" and "session_id" string values of a
+// Sniffer reads the top-level "type" and "session_id" string values of a
 // JSON object that arrives in pieces, without holding the object. Drop-in
 // mode uses it for lines too large to keep whole: key order in CLI frames is
 // not stable, so a prefix match would be wrong, and a full parse would need
@@ -11,7 +11,7 @@ import "bytes"
 // It tracks only nesting depth and string state, so it costs a few
 // instructions a byte and never allocates after its first use. Values longer
 // than maxSniffValue are cut; a type or id is far shorter.
-type sniffer struct {
+type Sniffer struct {
 	depth   int
 	inStr   bool
 	esc     bool
@@ -20,20 +20,23 @@ type sniffer struct {
 	buf     []byte
 	key     []byte
 
-	typ       []byte
-	sessionID []byte
+	// Type and SessionID are the values read so far; they are the
+	// Sniffer's until the next Reset.
+	Type      []byte
+	SessionID []byte
 }
 
 const maxSniffValue = 256
 
-func (s *sniffer) reset() {
+// Reset makes the Sniffer ready for a new object.
+func (s *Sniffer) Reset() {
 	s.depth, s.inStr, s.esc, s.wantKey, s.role = 0, false, false, false, 0
 	s.buf, s.key = s.buf[:0], s.key[:0]
-	s.typ, s.sessionID = s.typ[:0], s.sessionID[:0]
+	s.Type, s.SessionID = s.Type[:0], s.SessionID[:0]
 }
 
-// write feeds the next piece of the line.
-func (s *sniffer) write(p []byte) {
+// Feed feeds the next piece of the line.
+func (s *Sniffer) Feed(p []byte) {
 	for i := 0; i < len(p); i++ {
 		c := p[i]
 		if s.inStr {
@@ -102,16 +105,16 @@ func (s *sniffer) write(p []byte) {
 	}
 }
 
-func (s *sniffer) endString() {
+func (s *Sniffer) endString() {
 	switch s.role {
 	case 'k':
 		s.key = append(s.key[:0], s.buf...)
 	case 'v':
 		switch string(s.key) {
 		case "type":
-			s.typ = append(s.typ[:0], s.buf...)
+			s.Type = append(s.Type[:0], s.buf...)
 		case "session_id":
-			s.sessionID = append(s.sessionID[:0], s.buf...)
+			s.SessionID = append(s.SessionID[:0], s.buf...)
 		}
 	}
 	s.role = 0

@@ -1,4 +1,4 @@
-package adapter
+package mapping
 
 import (
 	"bufio"
@@ -10,7 +10,6 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/ccbridge/ccbridge/framing"
-	"github.com/ccbridge/ccbridge/mapping"
 )
 
 // TestSkippedType: the kind of a dropped line is told from its head, for
@@ -42,7 +41,7 @@ func TestSkippedType(t *testing.T) {
 		if len(line) <= framing.MaxHead {
 			continue // not long enough to be cut; the whole line tells
 		}
-		if got := skippedType([]byte(line[:framing.MaxHead])); got != typ {
+		if got := SkippedType([]byte(line[:framing.MaxHead])); got != typ {
 			t.Errorf("type %q told as %q: %.120s", typ, got, line)
 		}
 		seen[typ]++
@@ -51,7 +50,7 @@ func TestSkippedType(t *testing.T) {
 		t.Fatalf("no long result or assistant line was made: %v", seen)
 	}
 	for _, h := range []string{``, `{`, `{"type":"res`, `not json`, `{"result":"` + long[:100]} {
-		if got := skippedType([]byte(h)); got != "" {
+		if got := SkippedType([]byte(h)); got != "" {
 			t.Errorf("head %q told as %q", h, got)
 		}
 	}
@@ -64,19 +63,19 @@ func TestTooLongResult(t *testing.T) {
 		`"terminal_reason":"completed","is_error":false,"num_turns":2,"subtype":"success","result":"` + strings.Repeat("x", 200)
 	e := &framing.LineTooLongError{Size: 300000, Max: 65536, Head: []byte(head)}
 	for _, keep := range []bool{false, true} {
-		line, ok := tooLongResult(e, keep)
+		line, ok := TooLongResult(e.Head, e.Size, e.Max, keep)
 		if !ok || !gjson.Valid(line) {
 			t.Fatalf("keep %v: %q, %v", keep, line, ok)
 		}
-		ev := mapping.RouteString(line)
-		if ev.Kind != mapping.KindResult || ev.SessionID != "s-1" || ev.Get("total_cost_usd").Num != 0.5 ||
+		ev := RouteString(line)
+		if ev.Kind != KindResult || ev.SessionID != "s-1" || ev.Get("total_cost_usd").Num != 0.5 ||
 			ev.Get("stop_reason").Str != "max_tokens" || ev.Get("result").Exists() ||
 			!strings.Contains(ev.Get("errors.0").Str, "result line of 300000 bytes is over the 65536-byte limit (--max-cli-line)") {
 			t.Errorf("keep %v: %s", keep, line)
 		}
-		want := mapping.ResultError
+		want := ResultError
 		if keep {
-			want = mapping.ResultSuccess
+			want = ResultSuccess
 		}
 		if ev.Result != want {
 			t.Errorf("keep %v: result class %v, want %v", keep, ev.Result, want)
@@ -84,12 +83,12 @@ func TestTooLongResult(t *testing.T) {
 	}
 	// An interrupted turn stays interrupted.
 	e.Head = []byte(`{"duration_api_ms":1,"terminal_reason":"aborted_streaming","is_error":false,"subtype":"success","result":"xx`)
-	if line, _ := tooLongResult(e, false); mapping.RouteString(line).Result != mapping.ResultInterrupted {
+	if line, _ := TooLongResult(e.Head, e.Size, e.Max, false); RouteString(line).Result != ResultInterrupted {
 		t.Errorf("interrupted: %s", line)
 	}
 	// Not a result.
 	e.Head = []byte(`{"type":"assistant","message":{"content":"xx`)
-	if _, ok := tooLongResult(e, false); ok {
+	if _, ok := TooLongResult(e.Head, e.Size, e.Max, false); ok {
 		t.Error("an assistant line was taken for a result")
 	}
 }
