@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
@@ -31,7 +32,7 @@ func init() {
 	//             (with CLAUDE_CODE_SDK_READS_SESSION_STATE=1) idle
 	//   TOOLONG   a delta and a 4 KiB result with its keys in the real
 	//             CLI's order ("type" last), and no idle after it
-	registerFake("acp", func() {
+	adaptertest.Register("acp", func() {
 		logf, _ := os.OpenFile(os.Getenv("FAKE_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		fmt.Fprintf(logf, "argv %s\n", strings.Join(os.Args[1:], " "))
 		out := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
@@ -121,7 +122,7 @@ func init() {
 
 // acpHost is an ACP client driving an ACP loop in memory.
 type acpHost struct {
-	*host
+	*adaptertest.Host
 	log     func() string
 	dir     string // the sessions' cwd
 	claude  string // the ClaudeDir
@@ -140,31 +141,31 @@ func startACPWith(t *testing.T, set func(*ACP), env ...string) *acpHost {
 	logFile := filepath.Join(t.TempDir(), "log")
 	a := &ACP{
 		Settings: Settings{
-			Child:            fakeCLIConfig(t, "acp", nil, append([]string{"FAKE_LOG=" + logFile}, env...)...),
+			Child:            adaptertest.Config(t, "acp", nil, append([]string{"FAKE_LOG=" + logFile}, env...)...),
 			InterruptTimeout: 300 * time.Millisecond,
 		},
 		ClaudeDir: t.TempDir(),
 	}
 	set(a)
-	h := &acpHost{host: startRunner(t, a.Run), dir: t.TempDir(), claude: a.ClaudeDir,
+	h := &acpHost{Host: adaptertest.StartRunner(t, a.Run), dir: t.TempDir(), claude: a.ClaudeDir,
 		log: func() string { b, _ := os.ReadFile(logFile); return string(b) }}
 	return h
 }
 
 // call sends a request and returns its id.
 func (h *acpHost) call(method, params string) string {
-	h.t.Helper()
+	h.T.Helper()
 	h.nextID++
 	id := fmt.Sprint(h.nextID)
-	h.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":` + params + `}`)
+	h.Send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":` + params + `}`)
 	return id
 }
 
 // until reads lines until pred holds, and returns that line.
 func (h *acpHost) until(pred func(l gjson.Result) bool) gjson.Result {
-	h.t.Helper()
+	h.T.Helper()
 	for {
-		l := gjson.ParseBytes(h.next())
+		l := gjson.ParseBytes(h.Next())
 		if pred(l) {
 			return l
 		}
@@ -174,7 +175,7 @@ func (h *acpHost) until(pred func(l gjson.Result) bool) gjson.Result {
 
 // answer reads until the answer to request id.
 func (h *acpHost) answer(id string) gjson.Result {
-	h.t.Helper()
+	h.T.Helper()
 	return h.until(func(l gjson.Result) bool { return l.Get("id").Raw == id && !l.Get("method").Exists() })
 }
 
@@ -184,14 +185,14 @@ func isMethod(m string) func(gjson.Result) bool {
 
 // newSession initializes (once) and opens a session.
 func (h *acpHost) newSession() string {
-	h.t.Helper()
+	h.T.Helper()
 	if h.nextID == 0 {
 		h.answer(h.call("initialize", `{"protocolVersion":1}`))
 	}
 	r := h.answer(h.call("session/new", `{"cwd":"`+h.dir+`","mcpServers":[]}`))
 	sid := r.Get("result.sessionId").Str
 	if sid == "" {
-		h.t.Fatalf("session/new: %s", r.Raw)
+		h.T.Fatalf("session/new: %s", r.Raw)
 	}
 	return sid
 }
@@ -221,7 +222,7 @@ func TestACPInterruptTimeoutKillsAndResumes(t *testing.T) {
 	h.until(func(l gjson.Result) bool { return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" })
 	queued := h.prompt(sid, "after the hang")
 	start := time.Now()
-	h.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + sid + `"}}`)
+	h.Send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + sid + `"}}`)
 	if r := h.answer(queued); r.Get("result.stopReason").Str != "cancelled" {
 		t.Errorf("queued prompt: %s", r.Raw)
 	}
@@ -256,7 +257,7 @@ func TestACPWithdrawnPermission(t *testing.T) {
 		t.Errorf("prompt: %s", r.Raw)
 	}
 	// The late answer never reaches the CLI.
-	h.send(`{"jsonrpc":"2.0","id":` + req.Get("id").Raw + `,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`)
+	h.Send(`{"jsonrpc":"2.0","id":` + req.Get("id").Raw + `,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`)
 	if r := h.answer(h.prompt(sid, "hello")); r.Get("result.stopReason").Str != "end_turn" {
 		t.Fatalf("next prompt: %s", r.Raw)
 	}
@@ -285,8 +286,8 @@ func TestACPPermissionAnswered(t *testing.T) {
 	id := h.prompt(sid, "PERM")
 	req := h.until(isMethod("session/request_permission"))
 	// An answer to an id never used is ignored; the real one goes through.
-	h.send(`{"jsonrpc":"2.0","id":4242,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`)
-	h.send(`{"jsonrpc":"2.0","id":` + req.Get("id").Raw + `,"result":{"outcome":{"outcome":"selected","optionId":"allow_always"}}}`)
+	h.Send(`{"jsonrpc":"2.0","id":4242,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`)
+	h.Send(`{"jsonrpc":"2.0","id":` + req.Get("id").Raw + `,"result":{"outcome":{"outcome":"selected","optionId":"allow_always"}}}`)
 	if r := h.answer(id); r.Get("result.stopReason").Str != "end_turn" {
 		t.Fatalf("prompt: %s", r.Raw)
 	}
@@ -345,13 +346,13 @@ func TestACPSIGINTCancelsAndEOFEnds(t *testing.T) {
 	sid := h.newSession()
 	id := h.prompt(sid, "HANG")
 	h.until(func(l gjson.Result) bool { return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" })
-	h.sigs <- syscall.SIGINT
+	h.Sigs <- syscall.SIGINT
 	if r := h.answer(id); r.Get("result.stopReason").Str != "cancelled" {
 		t.Fatalf("prompt after SIGINT: %s", r.Raw)
 	}
-	h.in.Close()
-	h.rest()
-	if code := h.wait(); code != 0 {
+	h.In.Close()
+	h.Rest()
+	if code := h.Wait(); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
 }
@@ -415,13 +416,13 @@ func TestACPLongCwd(t *testing.T) {
 
 // writeSessionFile writes the session file of sid for h.dir, with lines.
 func (h *acpHost) writeSessionFile(sid string, lines []string) {
-	h.t.Helper()
+	h.T.Helper()
 	dir := filepath.Join(h.claude, "projects", clifiles.ProjectDirName(h.dir))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, sid+".jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		h.t.Fatal(err)
+		h.T.Fatal(err)
 	}
 }
 
@@ -443,11 +444,11 @@ func TestACPLoadReplaysInBatches(t *testing.T) {
 	}
 	h.writeSessionFile(sid, lines)
 	load := h.call("session/load", `{"sessionId":"`+sid+`","cwd":"`+h.dir+`","mcpServers":[]}`)
-	h.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + live + `"}}`)
+	h.Send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + live + `"}}`)
 	got, cancelledAt := 0, -1
 	hangDone := false
 	for {
-		l := gjson.ParseBytes(h.next())
+		l := gjson.ParseBytes(h.Next())
 		switch {
 		case l.Get("id").Raw == hang:
 			// Killed after the interrupt timeout, maybe during the replay.

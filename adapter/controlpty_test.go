@@ -29,6 +29,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
 	mctl "github.com/ccbridge/ccbridge/mapping/control"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -48,7 +49,7 @@ const (
 // controller: every line it wrote so far, and the agent's log.
 type ptwRun struct {
 	t          *testing.T
-	h          *host
+	h          *adaptertest.Host
 	logPath    string
 	sid        string
 	cols, rows int
@@ -82,7 +83,7 @@ func startPTW(t *testing.T, cfg ptwConfig) *ptwRun {
 	env := append([]string{"PTYAGENT_LOG=" + logPath, "PTYAGENT_START_DELAY=50ms", "PTYAGENT_CHAR_DELAY=5ms"}, cfg.env...)
 	c := &ControlUI{
 		Settings: Settings{
-			Child:          fakeCLIConfig(t, "ptyagent", nil, env...),
+			Child:          adaptertest.Config(t, "ptyagent", nil, env...),
 			Options:        session.Options{Extra: []string{os.Args[0]}}, // the command after --
 			ControlTimeout: cfg.timeout,
 			Control:        ControlConfig{Team: ptwTeam, AgentID: ptwAgent, Senders: []string{ptwSender}, Socket: cfg.socket},
@@ -91,7 +92,7 @@ func startPTW(t *testing.T, cfg ptwConfig) *ptwRun {
 		PTY: PTYConfig{On: true, Cols: cfg.cols, Rows: cfg.rows, StableAfter: ptwStable},
 	}
 	r := &ptwRun{t: t, logPath: logPath, cols: cfg.cols, rows: cfg.rows, changed: make(chan struct{})}
-	r.h = startRunner(t, c.Run)
+	r.h = adaptertest.StartRunner(t, c.Run)
 	go r.read()
 	_, caps := r.wait(0, "the capabilities", func(l gjson.Result) bool { return true })
 	if caps.Get("type").Str != mctl.TypeCapabilities || caps.Get("session_id").Str == "" {
@@ -102,7 +103,7 @@ func startPTW(t *testing.T, cfg ptwConfig) *ptwRun {
 }
 
 func (r *ptwRun) read() {
-	for l := range r.h.lines {
+	for l := range r.h.Lines {
 		r.mu.Lock()
 		r.lines = append(r.lines, gjson.ParseBytes(l))
 		close(r.changed)
@@ -213,7 +214,7 @@ func (r *ptwRun) stdinLine(id, content string, interrupt bool) string {
 func (r *ptwRun) request(line, typ, id string) gjson.Result {
 	r.t.Helper()
 	from := r.mark()
-	r.h.send(line)
+	r.h.Send(line)
 	i, ack := r.wait(from, "the "+typ+" of "+id, func(l gjson.Result) bool {
 		return l.Get("type").Str == typ && l.Get("request_id").Str == id
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
 	mctl "github.com/ccbridge/ccbridge/mapping/control"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 )
@@ -34,7 +35,7 @@ func init() {
 	// control requests get a success (initialize's says session_state
 	// idle). With FAKE_LINGER=1 it stays a second after the end of its
 	// input before it exits.
-	registerFake("ctl", func() {
+	adaptertest.Register("ctl", func() {
 		logf, _ := os.OpenFile(os.Getenv("FAKE_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		fmt.Fprintf(logf, "argv %s\n", strings.Join(os.Args[1:], " "))
 		sid := "ctl-session"
@@ -271,7 +272,7 @@ func ctlSettings(t *testing.T, c *ctlHook, env ...string) Settings {
 	logFile := filepath.Join(t.TempDir(), "log")
 	c.log = func() string { b, _ := os.ReadFile(logFile); return string(b) }
 	return Settings{
-		Child:            fakeCLIConfig(t, "ctl", nil, append([]string{"FAKE_LOG=" + logFile, "HOME=" + t.TempDir(), "CLAUDE_CONFIG_DIR="}, env...)...),
+		Child:            adaptertest.Config(t, "ctl", nil, append([]string{"FAKE_LOG=" + logFile, "HOME=" + t.TempDir(), "CLAUDE_CONFIG_DIR="}, env...)...),
 		InterruptTimeout: 5 * time.Second,
 		ControlTimeout:   5 * time.Second,
 		Logger:           testLogger(t),
@@ -284,8 +285,8 @@ func ctlSettings(t *testing.T, c *ctlHook, env ...string) Settings {
 func TestControlIPC(t *testing.T) {
 	c := newCtlHook(t)
 	s := &IPC{Settings: ctlSettings(t, c)}
-	h := startRunner(t, s.Run)
-	sid := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str
+	h := adaptertest.StartRunner(t, s.Run)
+	sid := gjson.GetBytes(h.NextOf("session_init"), "session_id").Str
 	if got := c.sessionID(); got != sid || sid == "" {
 		t.Errorf("ControlSessionID %q, want the session's %q", got, sid)
 	}
@@ -301,7 +302,7 @@ func TestControlIPC(t *testing.T) {
 	if got := c.inject(multiline, false); got != "ok: sent" {
 		t.Fatalf("inject while idle: %q", got)
 	}
-	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+	if l := h.NextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
 		t.Fatalf("the injected turn: %s", l)
 	}
 	if us := c.users(); len(us) != 1 || us[0] != multiline {
@@ -309,39 +310,39 @@ func TestControlIPC(t *testing.T) {
 	}
 
 	// During a turn: queued (the CLI runs it after the running one).
-	h.send(`{"type":"user_message","text":"WAIT"}`)
-	h.nextOf("assistant_text")
+	h.Send(`{"type":"user_message","text":"WAIT"}`)
+	h.NextOf("assistant_text")
 	if st := c.state(); st != WorkerRunning {
 		t.Errorf("state during a turn %q, want running", st)
 	}
 	if got := c.inject("after the wait", false); got != "ok: queued" {
 		t.Fatalf("inject during a turn: %q", got)
 	}
-	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "waited" {
+	if l := h.NextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "waited" {
 		t.Fatalf("the running turn: %s", l)
 	}
-	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+	if l := h.NextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
 		t.Fatalf("the queued injected turn: %s", l)
 	}
 	c.waitState(WorkerIdle)
 
 	// With interrupt: the interrupt first, then the prompt.
-	h.send(`{"type":"user_message","text":"WAIT again"}`)
-	h.nextOf("assistant_text")
+	h.Send(`{"type":"user_message","text":"WAIT again"}`)
+	h.NextOf("assistant_text")
 	if got := c.inject("instead", true); got != "ok: sent" {
 		t.Fatalf("inject with interrupt: %q", got)
 	}
 	c.waitStdin("user:WAIT again", "interrupt", "user:instead")
-	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "subtype").Str != "error_during_execution" {
+	if l := h.NextOf("turn_complete"); gjson.GetBytes(l, "subtype").Str != "error_during_execution" {
 		t.Fatalf("the interrupted turn: %s", l)
 	}
-	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+	if l := h.NextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
 		t.Fatalf("the injected turn after the interrupt: %s", l)
 	}
 
 	// Interrupt a running turn.
-	h.send(`{"type":"user_message","text":"WAIT a third time"}`)
-	h.nextOf("assistant_text")
+	h.Send(`{"type":"user_message","text":"WAIT a third time"}`)
+	h.NextOf("assistant_text")
 	if got := c.interrupt(); got != "ok: interrupt sent" {
 		t.Fatalf("interrupt while running: %q", got)
 	}
@@ -357,7 +358,7 @@ func TestControlIPC(t *testing.T) {
 	if got != "not_live: "+detailShuttingDown {
 		t.Errorf("inject while shutting down: %q", got)
 	}
-	h.wait()
+	h.Wait()
 	if c.submit(func() { t.Error("work ran after the session ended") }) {
 		t.Error("Submit returned true after the session ended")
 	}
@@ -372,8 +373,8 @@ func TestControlIPC(t *testing.T) {
 func TestControlIPCStartingAndRespawn(t *testing.T) {
 	c := newCtlHook(t)
 	s := &IPC{Settings: ctlSettings(t, c)}
-	h := startRunner(t, s.Run)
-	h.nextOf("session_init")
+	h := adaptertest.StartRunner(t, s.Run)
+	h.NextOf("session_init")
 	var st WorkerState
 	var got string
 	c.on(func(ct ControlTarget) {
@@ -385,7 +386,7 @@ func TestControlIPCStartingAndRespawn(t *testing.T) {
 	if st != WorkerStarting || got != "ok: queued" {
 		t.Fatalf("while the child is replaced: state %q, inject %q; want starting and queued", st, got)
 	}
-	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+	if l := h.NextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
 		t.Fatalf("the injected turn on the new child: %s", l)
 	}
 	if n := strings.Count(c.log(), "argv"); n != 2 {
@@ -397,14 +398,14 @@ func TestControlIPCStartingAndRespawn(t *testing.T) {
 	// An injected prompt is tracked like the UI's: when the child dies,
 	// the running turn and the queued injected one each get a terminal
 	// message.
-	h.send(`{"type":"user_message","text":"WAIT STUCK"}`)
-	h.nextOf("assistant_text")
+	h.Send(`{"type":"user_message","text":"WAIT STUCK"}`)
+	h.NextOf("assistant_text")
 	if got := c.inject("queued behind", false); got != "ok: queued" {
 		t.Fatalf("inject during a turn: %q", got)
 	}
 	c.waitStdin("user:WAIT STUCK", "user:queued behind")
 	c.on(func(ct ControlTarget) { ct.(*ipcLoop).sup.Live().child.Kill() })
-	if got := h.terminalsOf(2); got != "error/child_exited error/child_exited" {
+	if got := terminalsOf(h, 2); got != "error/child_exited error/child_exited" {
 		t.Fatalf("terminal messages after the child died: %q", got)
 	}
 	c.waitState(WorkerIdle)
@@ -414,12 +415,12 @@ func TestControlIPCStartingAndRespawn(t *testing.T) {
 	if got := c.inject("revive", false); got != "ok: sent" {
 		t.Fatalf("inject after the child died: %q", got)
 	}
-	h.nextOf("turn_complete")
+	h.NextOf("turn_complete")
 	if n := strings.Count(c.log(), "argv"); n != 3 {
 		t.Errorf("%d children started, want 3", n)
 	}
-	h.in.Close()
-	h.wait()
+	h.In.Close()
+	h.Wait()
 }
 
 // --- rpc ---
@@ -427,7 +428,7 @@ func TestControlIPCStartingAndRespawn(t *testing.T) {
 func TestControlRPC(t *testing.T) {
 	c := newCtlHook(t)
 	s := &RPC{Settings: ctlSettings(t, c, "FAKE_HOLDINIT=1")}
-	h := startRunner(t, s.Run)
+	h := adaptertest.StartRunner(t, s.Run)
 	// The CLI has not answered initialize: starting.
 	if st := c.state(); st != WorkerStarting {
 		t.Errorf("state before the CLI's initialize answer %q, want starting", st)
@@ -446,14 +447,14 @@ func TestControlRPC(t *testing.T) {
 	if got := c.inject(multiline, false); got != "ok: sent" {
 		t.Fatalf("inject while idle: %q", got)
 	}
-	h.until(status("run-1", "completed"))
+	h.Until(status("run-1", "completed"))
 	if us := c.users(); len(us) != 1 || us[0] != multiline {
 		t.Fatalf("the CLI read prompts %q, want exactly the injected text", us)
 	}
 
 	// During a run: busy, and nothing reaches the CLI.
-	run := h.runStart("r2", "WAIT")
-	h.until(func(l []byte) bool { return gjson.GetBytes(l, "method").Str == rpc.MethodAgentEvent })
+	run := runStart(h, "r2", "WAIT")
+	h.Until(func(l []byte) bool { return gjson.GetBytes(l, "method").Str == rpc.MethodAgentEvent })
 	if st := c.state(); st != WorkerRunning {
 		t.Errorf("state during a run %q, want running", st)
 	}
@@ -465,17 +466,17 @@ func TestControlRPC(t *testing.T) {
 	if got := c.inject("instead", true); got != "ok: queued" {
 		t.Fatalf("inject with interrupt: %q", got)
 	}
-	h.until(status(run, "cancelled"))
-	h.until(status("run-3", "completed"))
+	h.Until(status(run, "cancelled"))
+	h.Until(status("run-3", "completed"))
 	c.waitStdin("user:WAIT", "interrupt", "user:instead")
 
 	// Interrupt a running run.
-	run = h.runStart("r4", "WAIT more")
-	h.until(func(l []byte) bool { return gjson.GetBytes(l, "method").Str == rpc.MethodAgentEvent })
+	run = runStart(h, "r4", "WAIT more")
+	h.Until(func(l []byte) bool { return gjson.GetBytes(l, "method").Str == rpc.MethodAgentEvent })
 	if got := c.interrupt(); got != "ok: interrupt sent" {
 		t.Fatalf("interrupt while running: %q", got)
 	}
-	h.until(status(run, "cancelled"))
+	h.Until(status(run, "cancelled"))
 	c.waitStdin("user:WAIT more", "interrupt")
 	c.waitState(WorkerIdle)
 
@@ -487,7 +488,7 @@ func TestControlRPC(t *testing.T) {
 	if got != "not_live: "+detailShuttingDown {
 		t.Errorf("inject while shutting down: %q", got)
 	}
-	h.wait()
+	h.Wait()
 	if c.submit(func() {}) {
 		t.Error("Submit returned true after the session ended")
 	}
@@ -503,12 +504,12 @@ func TestControlACP(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "log")
 	c.log = func() string { b, _ := os.ReadFile(logFile); return string(b) }
 	a := &ACP{Settings: Settings{
-		Child:            fakeCLIConfig(t, "ctl", nil, "FAKE_LOG="+logFile, "FAKE_HOLDINIT=1"),
+		Child:            adaptertest.Config(t, "ctl", nil, "FAKE_LOG="+logFile, "FAKE_HOLDINIT=1"),
 		InterruptTimeout: 5 * time.Second,
 		Logger:           testLogger(t),
 		ControlHook:      c.hook,
 	}, ClaudeDir: t.TempDir()}
-	h := &acpHost{host: startRunner(t, a.Run), dir: t.TempDir(), claude: a.ClaudeDir, log: c.log}
+	h := &acpHost{Host: adaptertest.StartRunner(t, a.Run), dir: t.TempDir(), claude: a.ClaudeDir, log: c.log}
 
 	// No session yet.
 	if st := c.state(); st != WorkerStarting {
@@ -628,8 +629,8 @@ func TestControlACP(t *testing.T) {
 	if got := c.sessionID(); got != ids[1] {
 		t.Errorf("ControlSessionID after the first closed: %q, want %s", got, ids[1])
 	}
-	h.sigs <- syscall.SIGTERM
-	h.wait()
+	h.Sigs <- syscall.SIGTERM
+	h.Wait()
 	if c.submit(func() {}) {
 		t.Error("Submit returned true after the session ended")
 	}
@@ -642,7 +643,7 @@ func TestControlDropIn(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "log")
 	c.log = func() string { b, _ := os.ReadFile(logFile); return string(b) }
 	d := &DropIn{
-		Child:       fakeCLIConfig(t, "ctl", append(streamJSONArgs, "--session-id", "dropin-sid"), "FAKE_LOG="+logFile, "FAKE_LINGER=1"),
+		Child:       adaptertest.Config(t, "ctl", append(adaptertest.StreamJSONArgs, "--session-id", "dropin-sid"), "FAKE_LOG="+logFile, "FAKE_LINGER=1"),
 		Logger:      testLogger(t),
 		ControlHook: c.hook,
 	}
@@ -659,10 +660,10 @@ func TestControlDropIn(t *testing.T) {
 	if got := c.inject(multiline, false); got != "ok: sent" {
 		t.Fatalf("inject while idle: %q", got)
 	}
-	if l := h.next(); gjson.GetBytes(l, "type").Str != "system" {
+	if l := h.Next(); gjson.GetBytes(l, "type").Str != "system" {
 		t.Fatalf("the host sees the injected turn: %s", l)
 	}
-	if l := h.next(); gjson.GetBytes(l, "result").Str != "ok" {
+	if l := h.Next(); gjson.GetBytes(l, "result").Str != "ok" {
 		t.Fatalf("the injected turn's result: %s", l)
 	}
 	if us := c.users(); len(us) != 1 || us[0] != multiline {
@@ -671,9 +672,9 @@ func TestControlDropIn(t *testing.T) {
 	c.waitState(WorkerIdle)
 
 	// During a turn: written behind it (the CLI queues it).
-	h.send(`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"WAIT"}]}}`)
-	h.next() // init
-	h.next() // delta
+	h.Send(`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"WAIT"}]}}`)
+	h.Next() // init
+	h.Next() // delta
 	if st := c.state(); st != WorkerRunning {
 		t.Errorf("state during a turn %q", st)
 	}
@@ -682,7 +683,7 @@ func TestControlDropIn(t *testing.T) {
 	}
 	for _, want := range []string{"waited", "ok"} {
 		for {
-			l := h.next()
+			l := h.Next()
 			if gjson.GetBytes(l, "type").Str == "result" {
 				if r := gjson.GetBytes(l, "result").Str; r != want {
 					t.Fatalf("result %q, want %q", r, want)
@@ -694,15 +695,15 @@ func TestControlDropIn(t *testing.T) {
 	c.waitState(WorkerIdle)
 
 	// With interrupt.
-	h.send(`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"WAIT again"}]}}`)
-	h.next()
-	h.next()
+	h.Send(`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"WAIT again"}]}}`)
+	h.Next()
+	h.Next()
 	if got := c.inject("instead", true); got != "ok: sent" {
 		t.Fatalf("inject with interrupt: %q", got)
 	}
 	c.waitStdin("user:WAIT again", "interrupt", "user:instead")
 	for n := 0; n < 2; {
-		l := h.next()
+		l := h.Next()
 		if gjson.GetBytes(l, "type").Str == "control_response" {
 			t.Fatalf("the host saw the answer to ccbridge's interrupt: %s", l)
 		}
@@ -716,7 +717,7 @@ func TestControlDropIn(t *testing.T) {
 	// CLI whole.
 	go func() {
 		for i := range 200 {
-			h.send(fmt.Sprintf(`{"type":"control_request","request_id":"host-%d","request":{"subtype":"noop","pad":%q}}`, i, strings.Repeat("p", 3000)))
+			h.Send(fmt.Sprintf(`{"type":"control_request","request_id":"host-%d","request":{"subtype":"noop","pad":%q}}`, i, strings.Repeat("p", 3000)))
 		}
 	}()
 	for range 20 {
@@ -747,7 +748,7 @@ func TestControlDropIn(t *testing.T) {
 
 	// The host's input ends: nothing can be written any more (the child
 	// lingers a second after the end of its input).
-	h.in.Close()
+	h.In.Close()
 	c.waitState(WorkerExited)
 	if got := c.inject("too late", false); got != "not_live: the CLI's input is closed" {
 		t.Errorf("inject after the host's input ended: %q", got)
@@ -755,8 +756,8 @@ func TestControlDropIn(t *testing.T) {
 	if got := c.interrupt(); got != "not_live: the CLI's input is closed" {
 		t.Errorf("interrupt after the host's input ended: %q", got)
 	}
-	h.rest()
-	h.wait()
+	h.Rest()
+	h.Wait()
 	if d.Submit(func() {}) {
 		t.Error("Submit returned true after Run returned")
 	}
@@ -769,7 +770,7 @@ func TestControlDropIn(t *testing.T) {
 // injected prompt.
 func TestControlDropInRaw(t *testing.T) {
 	c := newCtlHook(t)
-	d := &DropIn{Child: fakeCLIConfig(t, "echo", []string{"-p", "hi"}), ControlHook: c.hook}
+	d := &DropIn{Child: adaptertest.Config(t, "echo", []string{"-p", "hi"}), ControlHook: c.hook}
 	h := startHost(t, d)
 	if got := c.inject("x", false); !strings.HasPrefix(got, "not_live: the CLI does not read stream-json") {
 		t.Errorf("inject into a raw CLI: %q", got)
@@ -777,7 +778,7 @@ func TestControlDropInRaw(t *testing.T) {
 	if got := c.interrupt(); !strings.HasPrefix(got, "not_live") {
 		t.Errorf("interrupt of a raw CLI: %q", got)
 	}
-	h.in.Close()
-	h.rest()
-	h.wait()
+	h.In.Close()
+	h.Rest()
+	h.Wait()
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -34,7 +35,7 @@ func init() {
 	// FAKE_SETMODEL=exit (the CLI exits with code 1 without answering);
 	// set_model's success names the model asked for. It exits at the end
 	// of its input.
-	registerFake("ctlrun", func() {
+	adaptertest.Register("ctlrun", func() {
 		logf, err := os.OpenFile(os.Getenv("FAKE_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
 			os.Exit(98)
@@ -100,7 +101,7 @@ const (
 // ctlRun drives a ControlUI whose CLI is the fake ctlrun.
 type ctlRun struct {
 	t     *testing.T
-	h     *host
+	h     *adaptertest.Host
 	say   *os.File // the FIFO the fake repeats on its stdout
 	log   string   // what the CLI read
 	seen  [][]byte // every UI line read so far
@@ -123,7 +124,7 @@ func startCtlRun(t *testing.T, env ...string) *ctlRun {
 	}
 	r := &ctlRun{t: t, say: say, log: filepath.Join(dir, "log")}
 	c := &ControlUI{Settings: Settings{
-		Child: fakeCLIConfig(t, "ctlrun", nil, append([]string{"FAKE_LOG=" + r.log, "FAKE_SAY=" + fifo,
+		Child: adaptertest.Config(t, "ctlrun", nil, append([]string{"FAKE_LOG=" + r.log, "FAKE_SAY=" + fifo,
 			"HOME=" + t.TempDir(), "CLAUDE_CONFIG_DIR="}, env...)...),
 		Options:          session.Options{Model: ctlRunModel},
 		Control:          ControlConfig{RunID: ctlRunID},
@@ -131,7 +132,7 @@ func startCtlRun(t *testing.T, env ...string) *ctlRun {
 		ControlTimeout:   5 * time.Second,
 		Logger:           testLogger(t),
 	}}
-	r.h = startRunner(t, c.Run)
+	r.h = adaptertest.StartRunner(t, c.Run)
 	// Registered after startRunner's cleanup, so run before it: the fake
 	// is gone by the time the FIFO closes either way.
 	t.Cleanup(func() { say.Close() })
@@ -141,7 +142,7 @@ func startCtlRun(t *testing.T, env ...string) *ctlRun {
 // next is the UI's next line, kept in seen.
 func (r *ctlRun) next() []byte {
 	r.t.Helper()
-	l := r.h.next()
+	l := r.h.Next()
 	r.seen = append(r.seen, l)
 	return l
 }
@@ -176,7 +177,7 @@ func (r *ctlRun) command(command string, payload map[string]any) gjson.Result {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.h.send(string(b))
+	r.h.Send(string(b))
 	return r.until("the RESULT of "+id, func(l gjson.Result) bool {
 		return l.Get("type").Str == "RESULT" && l.Get("request_id").Str == id
 	}).Get("payload")
@@ -270,11 +271,11 @@ func (r *ctlRun) hook(requestID, callbackID string) {
 // end closes the UI's input and waits for Run to return.
 func (r *ctlRun) end() {
 	r.t.Helper()
-	r.h.in.Close()
-	for l := range r.h.lines {
+	r.h.In.Close()
+	for l := range r.h.Lines {
 		r.seen = append(r.seen, l)
 	}
-	r.h.wait()
+	r.h.Wait()
 }
 
 // states is the stack entries of every STATE the UI got.

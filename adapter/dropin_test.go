@@ -2,8 +2,6 @@ package adapter
 
 import (
 	"bytes"
-	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,98 +15,14 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/framing"
 )
 
-// host drives a DropIn in memory.
-type host struct {
-	t     *testing.T
-	in    *io.PipeWriter
-	lines chan []byte
-	sigs  chan os.Signal
-	done  chan struct{}
-	code  int
-	err   error
-}
-
-func startHost(t *testing.T, d *DropIn) *host {
+// startHost runs d in memory.
+func startHost(t *testing.T, d *DropIn) *adaptertest.Host {
 	t.Helper()
-	return startRunner(t, d.Run)
-}
-
-// startRunner runs a session's Run in memory, as a host would.
-func startRunner(t *testing.T, run func(context.Context, io.Reader, io.Writer, <-chan os.Signal) (int, error)) *host {
-	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	h := &host{t: t, in: inW, lines: make(chan []byte, 4096), sigs: make(chan os.Signal, 4), done: make(chan struct{})}
-	go func() {
-		h.code, h.err = run(context.Background(), inR, outW, h.sigs)
-		outW.Close()
-		close(h.done)
-	}()
-	go func() {
-		fr := framing.NewReader(outR, 0)
-		for {
-			line, err := fr.ReadLine()
-			if err != nil {
-				close(h.lines)
-				return
-			}
-			h.lines <- bytes.Clone(line)
-		}
-	}()
-	t.Cleanup(func() {
-		h.in.Close()
-		select {
-		case <-h.done:
-		case <-time.After(20 * time.Second):
-			t.Errorf("Run did not return")
-		}
-	})
-	return h
-}
-
-func (h *host) send(line string) {
-	h.t.Helper()
-	if _, err := io.WriteString(h.in, line+"\n"); err != nil {
-		h.t.Fatal(err)
-	}
-}
-
-func (h *host) next() []byte {
-	h.t.Helper()
-	select {
-	case l, ok := <-h.lines:
-		if !ok {
-			h.t.Fatal("output ended")
-		}
-		return l
-	case <-time.After(10 * time.Second):
-		h.t.Fatal("no line within 10 s")
-		return nil
-	}
-}
-
-func (h *host) rest() [][]byte {
-	var all [][]byte
-	for l := range h.lines {
-		all = append(all, l)
-	}
-	return all
-}
-
-func (h *host) wait() int {
-	h.t.Helper()
-	select {
-	case <-h.done:
-	case <-time.After(20 * time.Second):
-		h.t.Fatal("Run did not return")
-	}
-	if h.err != nil {
-		h.t.Fatalf("Run: %v", h.err)
-	}
-	return h.code
+	return adaptertest.StartRunner(t, d.Run)
 }
 
 const userMsg = `{"type":"user","session_id":"","message":{"role":"user","content":[{"type":"text","text":"hi"}]},"parent_tool_use_id":null}`
@@ -126,29 +40,29 @@ func TestDropInTranscripts(t *testing.T) {
 			t.Parallel()
 			abs, _ := filepath.Abs(file)
 			received := filepath.Join(t.TempDir(), "received")
-			in, out := readTranscript(abs)
-			h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "transcript", streamJSONArgs,
+			in, out := adaptertest.ReadTranscript(abs)
+			h := startHost(t, &DropIn{Child: adaptertest.Config(t, "transcript", adaptertest.StreamJSONArgs,
 				"FAKE_TRANSCRIPT="+abs, "FAKE_RECEIVED="+received)})
 			raw, _ := os.ReadFile(abs)
 			users, results := 0, 0
 			for _, l := range bytes.Split(raw, []byte("\n")) {
 				if bytes.HasPrefix(l, []byte(">> ")) {
-					h.send(string(l[3:])) // invalid lines too: ccbridge must drop them
+					h.Send(string(l[3:])) // invalid lines too: ccbridge must drop them
 					if gjson.ValidBytes(l[3:]) && gjson.GetBytes(l[3:], "type").Str == "user" {
 						users++
 					}
 				}
 			}
-			h.in.Close()
-			got := h.rest()
-			h.wait()
+			h.In.Close()
+			got := h.Rest()
+			h.Wait()
 			running := false
 			for _, o := range out {
 				switch {
-				case gjson.GetBytes(o.line, "type").Str == "result":
+				case gjson.GetBytes(o.Line, "type").Str == "result":
 					results++
 					running = false
-				case gjson.GetBytes(o.line, "subtype").Str == "init":
+				case gjson.GetBytes(o.Line, "subtype").Str == "init":
 					running = true
 				}
 			}
@@ -163,8 +77,8 @@ func TestDropInTranscripts(t *testing.T) {
 				t.Fatalf("host got %d lines, want %d CLI lines + %d synthetic", len(got), len(out), synthetic)
 			}
 			for i, o := range out {
-				if !bytes.Equal(got[i], o.line) {
-					t.Fatalf("line %d changed:\n got %.300s\nwant %.300s", i, got[i], o.line)
+				if !bytes.Equal(got[i], o.Line) {
+					t.Fatalf("line %d changed:\n got %.300s\nwant %.300s", i, got[i], o.Line)
 				}
 			}
 			for _, l := range got[len(out):] {
@@ -185,25 +99,25 @@ func TestDropInTranscripts(t *testing.T) {
 }
 
 func TestDropInSIGINTInterruptsInBand(t *testing.T) {
-	h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "turns", streamJSONArgs)})
-	h.sigs <- syscall.SIGINT
+	h := startHost(t, &DropIn{Child: adaptertest.Config(t, "turns", adaptertest.StreamJSONArgs)})
+	h.Sigs <- syscall.SIGINT
 	// The fake answers the interrupt; that answer must not reach the host.
-	h.send(userMsg)
+	h.Send(userMsg)
 	for _, want := range []string{"system", "result"} {
-		if got := gjson.GetBytes(h.next(), "type").Str; got != want {
+		if got := gjson.GetBytes(h.Next(), "type").Str; got != want {
 			t.Fatalf("got a %q line, want %q (the interrupt's answer leaked?)", got, want)
 		}
 	}
 	// A host's own control_request is answered to the host.
-	h.send(`{"type":"control_request","request_id":"mine","request":{"subtype":"interrupt"}}`)
-	if l := h.next(); gjson.GetBytes(l, "response.request_id").Str != "mine" {
+	h.Send(`{"type":"control_request","request_id":"mine","request":{"subtype":"interrupt"}}`)
+	if l := h.Next(); gjson.GetBytes(l, "response.request_id").Str != "mine" {
 		t.Fatalf("host's own control_response not passed: %s", l)
 	}
-	h.in.Close()
-	if rest := h.rest(); len(rest) != 0 {
+	h.In.Close()
+	if rest := h.Rest(); len(rest) != 0 {
 		t.Errorf("unexpected lines: %q", rest)
 	}
-	if code := h.wait(); code != 0 {
+	if code := h.Wait(); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
 }
@@ -224,42 +138,42 @@ func clock(times ...time.Time) func() time.Time {
 
 func TestDropInSecondSIGINTShutsDown(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	d := &DropIn{Child: fakeCLIConfig(t, "turns", streamJSONArgs), Now: clock(t0, t0.Add(time.Second))}
+	d := &DropIn{Child: adaptertest.Config(t, "turns", adaptertest.StreamJSONArgs), Now: clock(t0, t0.Add(time.Second))}
 	h := startHost(t, d)
-	h.sigs <- syscall.SIGINT
-	h.sigs <- syscall.SIGINT
+	h.Sigs <- syscall.SIGINT
+	h.Sigs <- syscall.SIGINT
 	// The staged shutdown closes the child's stdin; the fake exits at EOF.
-	h.rest()
-	if code := h.wait(); code != 0 {
+	h.Rest()
+	if code := h.Wait(); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
 }
 
 func TestDropInSIGINTsFarApartOnlyInterrupt(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	d := &DropIn{Child: fakeCLIConfig(t, "turns", streamJSONArgs), Now: clock(t0, t0.Add(3*time.Second))}
+	d := &DropIn{Child: adaptertest.Config(t, "turns", adaptertest.StreamJSONArgs), Now: clock(t0, t0.Add(3*time.Second))}
 	h := startHost(t, d)
-	h.sigs <- syscall.SIGINT
-	h.sigs <- syscall.SIGINT
-	h.send(userMsg)
-	h.next()
-	if l := h.next(); gjson.GetBytes(l, "type").Str != "result" {
+	h.Sigs <- syscall.SIGINT
+	h.Sigs <- syscall.SIGINT
+	h.Send(userMsg)
+	h.Next()
+	if l := h.Next(); gjson.GetBytes(l, "type").Str != "result" {
 		t.Fatalf("session did not go on after two SIGINTs 3 s apart: %s", l)
 	}
 }
 
 func TestDropInSIGTERMShutsDown(t *testing.T) {
-	h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "turns", streamJSONArgs)})
-	h.sigs <- syscall.SIGTERM
-	h.rest()
-	h.wait()
+	h := startHost(t, &DropIn{Child: adaptertest.Config(t, "turns", adaptertest.StreamJSONArgs)})
+	h.Sigs <- syscall.SIGTERM
+	h.Rest()
+	h.Wait()
 }
 
 func TestDropInChildDiesMidTurn(t *testing.T) {
-	h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "die", streamJSONArgs)})
-	h.send(userMsg)
-	got := h.rest()
-	if code := h.wait(); code != 3 {
+	h := startHost(t, &DropIn{Child: adaptertest.Config(t, "die", adaptertest.StreamJSONArgs)})
+	h.Send(userMsg)
+	got := h.Rest()
+	if code := h.Wait(); code != 3 {
 		t.Errorf("exit code %d, want the child's 3", code)
 	}
 	if len(got) != 3 {
@@ -286,17 +200,17 @@ func TestDropInLargeResultCounted(t *testing.T) {
 	// A result line far larger than one read is streamed in pieces; it
 	// must still count as the turn's result, so no synthetic one follows.
 	const size = 3 << 20
-	h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "bigresult", streamJSONArgs, "FAKE_SIZE=3145728")})
-	h.send(userMsg)
-	l := h.next()
+	h := startHost(t, &DropIn{Child: adaptertest.Config(t, "bigresult", adaptertest.StreamJSONArgs, "FAKE_SIZE=3145728")})
+	h.Send(userMsg)
+	l := h.Next()
 	if len(l) < size || gjson.GetBytes(l, "type").Str != "result" || !gjson.ValidBytes(l) {
 		t.Fatalf("large result: %d bytes, type %q", len(l), gjson.GetBytes(l, "type").Str)
 	}
-	h.in.Close()
-	if rest := h.rest(); len(rest) != 0 {
+	h.In.Close()
+	if rest := h.Rest(); len(rest) != 0 {
 		t.Errorf("%d lines after the large result, want none (no synthetic result)", len(rest))
 	}
-	h.wait()
+	h.Wait()
 }
 
 // TestDropInOutputIsUTF8: bytes of the CLI's that are not UTF-8 reach the
@@ -306,10 +220,10 @@ func TestDropInLargeResultCounted(t *testing.T) {
 func TestDropInOutputIsUTF8(t *testing.T) {
 	const fill = "é\xff" // 3 bytes: a valid rune, then a byte that is not UTF-8
 	for _, size := range []int{300, 3 << 20} {
-		h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "bigresult", streamJSONArgs,
+		h := startHost(t, &DropIn{Child: adaptertest.Config(t, "bigresult", adaptertest.StreamJSONArgs,
 			"FAKE_SIZE="+strconv.Itoa(size), "FAKE_FILL="+fill)})
-		h.send(userMsg)
-		l := h.next()
+		h.Send(userMsg)
+		l := h.Next()
 		text := gjson.GetBytes(l, "result").Str
 		if !utf8.Valid(l) || !gjson.ValidBytes(l) || gjson.GetBytes(l, "type").Str != "result" {
 			t.Fatalf("size %d: the host got a line that is not UTF-8 JSON (%d bytes)", size, len(l))
@@ -317,11 +231,11 @@ func TestDropInOutputIsUTF8(t *testing.T) {
 		if n, bad := strings.Count(text, "é"), strings.Count(text, "\uFFFD"); n != size/3 || bad != size/3 {
 			t.Errorf("size %d: %d é and %d U+FFFD, want %d of each", size, n, bad, size/3)
 		}
-		h.in.Close()
-		if rest := h.rest(); len(rest) != 0 {
+		h.In.Close()
+		if rest := h.Rest(); len(rest) != 0 {
 			t.Errorf("size %d: %d lines after the result, want none", size, len(rest))
 		}
-		h.wait()
+		h.Wait()
 	}
 }
 
@@ -329,22 +243,22 @@ func TestDropInRawModeCopiesBytes(t *testing.T) {
 	// Without --input-format stream-json the host's bytes go through as
 	// they are, JSON or not.
 	args := []string{"-p", "--output-format", "text"}
-	h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "echo", args)})
-	h.send("not json at all")
-	if l := h.next(); string(l) != "not json at all" {
+	h := startHost(t, &DropIn{Child: adaptertest.Config(t, "echo", args)})
+	h.Send("not json at all")
+	if l := h.Next(); string(l) != "not json at all" {
 		t.Fatalf("raw line changed: %q", l)
 	}
-	h.in.Close()
-	h.rest()
-	h.wait()
+	h.In.Close()
+	h.Rest()
+	h.Wait()
 }
 
 func TestDropInOverlongHostLineDropped(t *testing.T) {
-	h := startHost(t, &DropIn{Child: fakeCLIConfig(t, "turns", streamJSONArgs), MaxLine: 1024})
-	h.send(`{"type":"user","pad":"` + strings.Repeat("z", 4096) + `"}`)
-	h.send(userMsg)
-	h.next()
-	res := h.next()
+	h := startHost(t, &DropIn{Child: adaptertest.Config(t, "turns", adaptertest.StreamJSONArgs), MaxLine: 1024})
+	h.Send(`{"type":"user","pad":"` + strings.Repeat("z", 4096) + `"}`)
+	h.Send(userMsg)
+	h.Next()
+	res := h.Next()
 	if gjson.GetBytes(res, "result").Str != "turn 1" {
 		t.Fatalf("the over-long line reached the CLI, or the next did not: %s", res)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -16,40 +17,27 @@ import (
 // (argv of each start, stdin lines) is returned by the second result. The
 // fake saves its prompts under a HOME of its own, so that a new child can
 // resume the session.
-func startIPC(t *testing.T, opts session.Options) (*host, func() string) {
+func startIPC(t *testing.T, opts session.Options) (*adaptertest.Host, func() string) {
 	t.Helper()
 	logFile := filepath.Join(t.TempDir(), "log")
 	s := &IPC{Settings: Settings{
-		Child:            fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "FAKE_SAVE=1", "HOME="+t.TempDir(), "CLAUDE_CONFIG_DIR="),
+		Child:            adaptertest.Config(t, "session", nil, "FAKE_LOG="+logFile, "FAKE_SAVE=1", "HOME="+t.TempDir(), "CLAUDE_CONFIG_DIR="),
 		Options:          opts,
 		InterruptTimeout: 300 * time.Millisecond,
 	}}
-	h := startRunner(t, s.Run)
+	h := adaptertest.StartRunner(t, s.Run)
 	return h, func() string { b, _ := os.ReadFile(logFile); return string(b) }
-}
-
-// nextOf reads lines until one of type typ arrives, failing on a terminal
-// line of another type first.
-func (h *host) nextOf(typ string) []byte {
-	h.t.Helper()
-	for {
-		l := h.next()
-		got := gjson.GetBytes(l, "type").Str
-		if got == typ {
-			return l
-		}
-	}
 }
 
 func TestIPCSessionIDKnownBeforeTheFirstTurn(t *testing.T) {
 	h, log := startIPC(t, session.Options{})
-	init := h.nextOf("session_init")
+	init := h.NextOf("session_init")
 	id := gjson.GetBytes(init, "session_id").Str
 	if len(id) != 36 {
 		t.Fatalf("session_init before any turn: %s", init)
 	}
-	h.send(`{"type":"user_message","text":"hi"}`)
-	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+	h.Send(`{"type":"user_message","text":"hi"}`)
+	if l := h.NextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
 		t.Fatalf("turn: %s", l)
 	}
 	if !strings.Contains(log(), "--session-id="+id) {
@@ -59,12 +47,12 @@ func TestIPCSessionIDKnownBeforeTheFirstTurn(t *testing.T) {
 
 func TestIPCInterruptTimeoutRestartsAndResumes(t *testing.T) {
 	h, log := startIPC(t, session.Options{})
-	id := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str
-	h.send(`{"type":"user_message","text":"HANG"}`)
-	h.nextOf("assistant_text")
+	id := gjson.GetBytes(h.NextOf("session_init"), "session_id").Str
+	h.Send(`{"type":"user_message","text":"HANG"}`)
+	h.NextOf("assistant_text")
 	start := time.Now()
-	h.send(`{"type":"interrupt"}`)
-	c := h.nextOf("turn_cancelled")
+	h.Send(`{"type":"interrupt"}`)
+	c := h.NextOf("turn_cancelled")
 	if gjson.GetBytes(c, "reason").Str != "interrupt_timeout" || gjson.GetBytes(c, "partial_result").Str != "partial " {
 		t.Fatalf("turn_cancelled: %s", c)
 	}
@@ -72,8 +60,8 @@ func TestIPCInterruptTimeoutRestartsAndResumes(t *testing.T) {
 		t.Errorf("cancelled after %v, before the 300 ms deadline", d)
 	}
 	// The next turn runs in a new child that resumes the session.
-	h.send(`{"type":"user_message","text":"again"}`)
-	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+	h.Send(`{"type":"user_message","text":"again"}`)
+	if l := h.NextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
 		t.Fatalf("turn after the restart: %s", l)
 	}
 	if !strings.Contains(log(), "--resume="+id) {
@@ -83,15 +71,15 @@ func TestIPCInterruptTimeoutRestartsAndResumes(t *testing.T) {
 
 func TestIPCChildDiesMidTurnThenResumes(t *testing.T) {
 	h, log := startIPC(t, session.Options{})
-	id := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str
-	h.send(`{"type":"user_message","text":"DIE"}`)
-	e := h.nextOf("error")
+	id := gjson.GetBytes(h.NextOf("session_init"), "session_id").Str
+	h.Send(`{"type":"user_message","text":"DIE"}`)
+	e := h.NextOf("error")
 	if gjson.GetBytes(e, "code").Str != "child_exited" || gjson.GetBytes(e, "recoverable").Bool() ||
 		!strings.Contains(gjson.GetBytes(e, "stderr").Str, "fell over") || gjson.GetBytes(e, "exit_code").Int() != 3 {
 		t.Fatalf("error after the child died: %s", e)
 	}
-	h.send(`{"type":"user_message","text":"hi"}`)
-	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+	h.Send(`{"type":"user_message","text":"hi"}`)
+	if l := h.NextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
 		t.Fatalf("turn after the death: %s", l)
 	}
 	if n := strings.Count(log(), "argv"); n != 2 || !strings.Contains(log(), "--resume="+id) {
@@ -103,28 +91,28 @@ func TestIPCChildDiesMidTurnThenResumes(t *testing.T) {
 // ends as usual.
 func TestIPCInvalidCLIOutput(t *testing.T) {
 	h, _ := startIPC(t, session.Options{})
-	h.nextOf("session_init")
-	h.send(`{"type":"user_message","text":"NOISE"}`)
-	e := h.nextOf("error")
+	h.NextOf("session_init")
+	h.Send(`{"type":"user_message","text":"NOISE"}`)
+	e := h.NextOf("error")
 	if gjson.GetBytes(e, "code").Str != "invalid_cli_output" || !gjson.GetBytes(e, "recoverable").Bool() ||
 		!strings.Contains(gjson.GetBytes(e, "message").Str, "Debugger attached.") {
 		t.Fatalf("error for a stray line: %s", e)
 	}
-	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+	if l := h.NextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
 		t.Fatalf("turn after the stray line: %s", l)
 	}
 }
 
 func TestIPCAnswerToUnknownRequestNeverReachesTheCLI(t *testing.T) {
 	h, log := startIPC(t, session.Options{})
-	h.nextOf("session_init")
-	h.send(`{"type":"tool_approval","request_id":"nope","decision":"allow"}`)
-	e := h.nextOf("error")
+	h.NextOf("session_init")
+	h.Send(`{"type":"tool_approval","request_id":"nope","decision":"allow"}`)
+	e := h.NextOf("error")
 	if gjson.GetBytes(e, "code").Str != "unknown_request" {
 		t.Fatalf("error: %s", e)
 	}
-	h.send(`{"type":"user_message","text":"hi"}`)
-	h.nextOf("turn_complete")
+	h.Send(`{"type":"user_message","text":"hi"}`)
+	h.NextOf("turn_complete")
 	if strings.Contains(log(), "control_response") {
 		t.Errorf("an answer to an unknown request reached the CLI:\n%s", log())
 	}
@@ -132,26 +120,26 @@ func TestIPCAnswerToUnknownRequestNeverReachesTheCLI(t *testing.T) {
 
 func TestIPCSessionCommands(t *testing.T) {
 	h, log := startIPC(t, session.Options{})
-	first := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str
-	h.send(`{"type":"user_message","text":"hi"}`)
-	h.nextOf("turn_complete")
+	first := gjson.GetBytes(h.NextOf("session_init"), "session_id").Str
+	h.Send(`{"type":"user_message","text":"hi"}`)
+	h.NextOf("turn_complete")
 
-	h.send(`{"type":"session_command","command":"new"}`)
-	second := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str
+	h.Send(`{"type":"session_command","command":"new"}`)
+	second := gjson.GetBytes(h.NextOf("session_init"), "session_id").Str
 	if second == first || len(second) != 36 {
 		t.Fatalf("new session id %q (first %q)", second, first)
 	}
-	h.send(`{"type":"session_command","command":"resume","session_id":"` + first + `"}`)
-	if got := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str; got != first {
+	h.Send(`{"type":"session_command","command":"resume","session_id":"` + first + `"}`)
+	if got := gjson.GetBytes(h.NextOf("session_init"), "session_id").Str; got != first {
 		t.Fatalf("resume: session_init %q, want %q", got, first)
 	}
-	h.send(`{"type":"session_command","command":"fork","session_id":"` + first + `"}`)
-	fork := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str
+	h.Send(`{"type":"session_command","command":"fork","session_id":"` + first + `"}`)
+	fork := gjson.GetBytes(h.NextOf("session_init"), "session_id").Str
 	if fork == first || fork == second {
 		t.Fatalf("fork kept an old id: %q", fork)
 	}
-	h.send(`{"type":"user_message","text":"hi"}`)
-	h.nextOf("turn_complete")
+	h.Send(`{"type":"user_message","text":"hi"}`)
+	h.NextOf("turn_complete")
 	l := log()
 	for _, want := range []string{"--session-id=" + second, "--resume=" + first, "--fork-session --session-id=" + fork} {
 		if !strings.Contains(l, want) {
@@ -162,18 +150,18 @@ func TestIPCSessionCommands(t *testing.T) {
 
 func TestIPCSessionCommandDuringATurn(t *testing.T) {
 	h, _ := startIPC(t, session.Options{})
-	h.nextOf("session_init")
-	h.send(`{"type":"user_message","text":"HANG"}`)
-	h.nextOf("assistant_text")
-	h.send(`{"type":"session_command","command":"new"}`)
-	c := h.nextOf("turn_cancelled")
+	h.NextOf("session_init")
+	h.Send(`{"type":"user_message","text":"HANG"}`)
+	h.NextOf("assistant_text")
+	h.Send(`{"type":"session_command","command":"new"}`)
+	c := h.NextOf("turn_cancelled")
 	if gjson.GetBytes(c, "reason").Str != "session_command" {
 		t.Fatalf("turn_cancelled: %s", c)
 	}
-	h.nextOf("session_init")
+	h.NextOf("session_init")
 	// A message sent while the old child stops waits for the new one.
-	h.send(`{"type":"user_message","text":"hi"}`)
-	if l := h.nextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
+	h.Send(`{"type":"user_message","text":"hi"}`)
+	if l := h.NextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
 		t.Fatalf("turn in the new session: %s", l)
 	}
 }
@@ -183,14 +171,14 @@ func TestIPCSessionCommandDuringATurn(t *testing.T) {
 // stopped or started, and the session goes on.
 func TestIPCResumeOfAnUnresumableSession(t *testing.T) {
 	h, log := startIPC(t, session.Options{})
-	first := gjson.GetBytes(h.nextOf("session_init"), "session_id").Str
-	h.send(`{"type":"session_command","command":"resume","session_id":"0b7ad0e4-5a0c-4a6e-9d4e-2f2f7f6e8a11"}`)
-	l := h.nextOf("error")
+	first := gjson.GetBytes(h.NextOf("session_init"), "session_id").Str
+	h.Send(`{"type":"session_command","command":"resume","session_id":"0b7ad0e4-5a0c-4a6e-9d4e-2f2f7f6e8a11"}`)
+	l := h.NextOf("error")
 	if gjson.GetBytes(l, "code").Str != "session_not_found" || !gjson.GetBytes(l, "recoverable").Bool() {
 		t.Fatalf("resume of an unknown session: %s", l)
 	}
-	h.send(`{"type":"user_message","text":"hi"}`)
-	h.nextOf("turn_complete")
+	h.Send(`{"type":"user_message","text":"hi"}`)
+	h.NextOf("turn_complete")
 	if n := strings.Count(log(), "argv "); n != 1 {
 		t.Errorf("%d CLI starts, want the first only:\n%s", n, log())
 	}
@@ -206,15 +194,15 @@ func TestIPCResumeOfAnUnresumableSession(t *testing.T) {
 func TestIPCCLIResultTooLong(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "log")
 	s := &IPC{Settings: Settings{
-		Child:      fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
+		Child:      adaptertest.Config(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
 		CLIMaxLine: 100000,
 	}}
-	h := startRunner(t, s.Run)
-	h.send(`{"type":"user_message","text":"HUGE"}`)
-	h.send(`{"type":"user_message","text":"hi"}`)
+	h := adaptertest.StartRunner(t, s.Run)
+	h.Send(`{"type":"user_message","text":"HUGE"}`)
+	h.Send(`{"type":"user_message","text":"hi"}`)
 	var tooLong int
 	var done [][]byte
-	h.until(func(l []byte) bool {
+	h.Until(func(l []byte) bool {
 		switch gjson.GetBytes(l, "type").Str {
 		case "error":
 			if gjson.GetBytes(l, "code").Str == "line_too_long" {

@@ -83,10 +83,11 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/session"
 )
 
-func init() { registerFake("ptyagent", runPTYAgent) }
+func init() { adaptertest.Register("ptyagent", runPTYAgent) }
 
 const (
 	ptyAgentEscWait       = 50 * time.Millisecond
@@ -900,7 +901,7 @@ const paDeadline = 10 * time.Second
 func startPTYAgent(t *testing.T, rows, cols int, env ...string) *paTerm {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "prompts.jsonl")
-	cfg := fakeCLIConfig(t, "ptyagent", nil, append([]string{"PTYAGENT_LOG=" + logPath}, env...)...)
+	cfg := adaptertest.Config(t, "ptyagent", nil, append([]string{"PTYAGENT_LOG=" + logPath}, env...)...)
 	cfg.PTY, cfg.PTYRows, cfg.PTYCols = true, uint16(rows), uint16(cols)
 	p := &paTerm{t: t, logPath: logPath, rows: rows, cols: cols, scr: newPAScreen(rows, cols), changed: make(chan struct{}), started: time.Now()}
 	c, err := session.Start(cfg)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
@@ -20,7 +21,7 @@ import (
 
 // startRPCFake runs an rpc connection against the fake "session" CLI,
 // whose log (argv of each start, stdin lines) the second result reads.
-func startRPCFake(t *testing.T) (*host, func() string) {
+func startRPCFake(t *testing.T) (*adaptertest.Host, func() string) {
 	h, log, _ := startRPCFakeHome(t)
 	return h, log
 }
@@ -28,7 +29,7 @@ func startRPCFake(t *testing.T) (*host, func() string) {
 // startRPCFakeHome is startRPCFake that also returns a function writing a
 // session file for the fake (which writes none), so that a respawn can
 // resume it: entries are its lines, by default one user message.
-func startRPCFakeHome(t *testing.T) (*host, func() string, func(sid string, entries ...string)) {
+func startRPCFakeHome(t *testing.T) (*adaptertest.Host, func() string, func(sid string, entries ...string)) {
 	t.Helper()
 	logFile := filepath.Join(t.TempDir(), "log")
 	home := t.TempDir()
@@ -49,23 +50,13 @@ func startRPCFakeHome(t *testing.T) (*host, func() string, func(sid string, entr
 	}
 	s := &RPC{Settings: Settings{
 		Logger:           testLogger(t),
-		Child:            fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+home),
+		Child:            adaptertest.Config(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+home),
 		Options:          session.Options{},
 		InterruptTimeout: 300 * time.Millisecond,
 		ControlTimeout:   2 * time.Second,
 	}}
-	h := startRunner(t, s.Run)
+	h := adaptertest.StartRunner(t, s.Run)
 	return h, func() string { b, _ := os.ReadFile(logFile); return string(b) }, save
-}
-
-// until reads lines until one satisfies pred.
-func (h *host) until(pred func([]byte) bool) []byte {
-	h.t.Helper()
-	for {
-		if l := h.next(); pred(l) {
-			return l
-		}
-	}
 }
 
 func reply(id string) func([]byte) bool {
@@ -79,63 +70,63 @@ func status(run, st string) func([]byte) bool {
 	}
 }
 
-func (h *host) runStart(id, text string) string {
-	h.t.Helper()
-	h.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"run.start","params":{"input":{"type":"text","text":"` + text + `"}}}`)
-	r := h.until(reply(`"` + id + `"`))
+func runStart(h *adaptertest.Host, id, text string) string {
+	h.T.Helper()
+	h.Send(`{"jsonrpc":"2.0","id":"` + id + `","method":"run.start","params":{"input":{"type":"text","text":"` + text + `"}}}`)
+	r := h.Until(reply(`"` + id + `"`))
 	run := gjson.GetBytes(r, "result.run_id").Str
 	if run == "" {
-		h.t.Fatalf("run.start: %s", r)
+		h.T.Fatalf("run.start: %s", r)
 	}
 	return run
 }
 
 func TestRPCCancelNotAcknowledgedRestartsAndResumes(t *testing.T) {
 	h, log, save := startRPCFakeHome(t)
-	h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"0","client":{"name":"t","version":"1"}}}`)
-	sid := gjson.GetBytes(h.until(reply("1")), "result.runtime.session_id").Str
+	h.Send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"0","client":{"name":"t","version":"1"}}}`)
+	sid := gjson.GetBytes(h.Until(reply("1")), "result.runtime.session_id").Str
 	save(sid)
-	run := h.runStart("a", "HANG")
-	h.until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
+	run := runStart(h, "a", "HANG")
+	h.Until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
 	start := time.Now()
-	h.send(`{"jsonrpc":"2.0","id":"c","method":"run.cancel","params":{"run_id":"` + run + `"}}`)
-	if r := h.until(reply(`"c"`)); !gjson.GetBytes(r, "result.ok").Bool() {
+	h.Send(`{"jsonrpc":"2.0","id":"c","method":"run.cancel","params":{"run_id":"` + run + `"}}`)
+	if r := h.Until(reply(`"c"`)); !gjson.GetBytes(r, "result.ok").Bool() {
 		t.Fatalf("run.cancel: %s", r)
 	}
 	// The held run waits for the restart, then runs in a CLI that resumes.
-	run2 := h.runStart("b", "again")
-	h.until(status(run2, rpc.StatusCompleted))
+	run2 := runStart(h, "b", "again")
+	h.Until(status(run2, rpc.StatusCompleted))
 	if d := time.Since(start); d < 250*time.Millisecond {
 		t.Errorf("restarted after %v, before the 300 ms deadline", d)
 	}
 	if l := log(); !strings.Contains(l, "--resume="+sid) || strings.Count(l, "argv ") != 2 {
 		t.Errorf("the new CLI does not resume %s:\n%s", sid, l)
 	}
-	h.in.Close()
-	for _, l := range h.rest() {
+	h.In.Close()
+	for _, l := range h.Rest() {
 		if gjson.GetBytes(l, "params.run_id").Str == run && gjson.GetBytes(l, "method").Str == rpc.MethodAgentEvent {
 			t.Errorf("an event of the cancelled run: %s", l)
 		}
 	}
-	h.wait()
+	h.Wait()
 }
 
 func TestRPCChildDeathReportedAndResumed(t *testing.T) {
 	h, log, save := startRPCFakeHome(t)
-	h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"0","client":{"name":"t","version":"1"}}}`)
-	sid := gjson.GetBytes(h.until(reply("1")), "result.runtime.session_id").Str
+	h.Send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"0","client":{"name":"t","version":"1"}}}`)
+	sid := gjson.GetBytes(h.Until(reply("1")), "result.runtime.session_id").Str
 	save(sid)
-	run := h.runStart("a", "DIE")
-	st := h.until(status(run, rpc.StatusError))
+	run := runStart(h, "a", "DIE")
+	st := h.Until(status(run, rpc.StatusError))
 	if !strings.Contains(gjson.GetBytes(st, "params.message").Str, "fell over") {
 		t.Errorf("no last words in %s", st)
 	}
-	ex := h.until(func(l []byte) bool { return gjson.GetBytes(l, "method").Str == rpc.MethodChildExited })
+	ex := h.Until(func(l []byte) bool { return gjson.GetBytes(l, "method").Str == rpc.MethodChildExited })
 	if gjson.GetBytes(ex, "params.exit_code").Int() != 3 {
 		t.Errorf("runtime.child_exited: %s", ex)
 	}
-	run = h.runStart("b", "fine")
-	h.until(status(run, rpc.StatusCompleted))
+	run = runStart(h, "b", "fine")
+	h.Until(status(run, rpc.StatusCompleted))
 	if !strings.Contains(log(), "--resume="+sid) {
 		t.Errorf("not resumed:\n%s", log())
 	}
@@ -145,12 +136,12 @@ func TestRPCChildDeathReportedAndResumed(t *testing.T) {
 // refuse the id): a new CLI starts the session afresh under the same id.
 func TestRPCChildDeathBeforeSavingKeepsTheID(t *testing.T) {
 	h, log := startRPCFake(t)
-	h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"0","client":{"name":"t","version":"1"}}}`)
-	sid := gjson.GetBytes(h.until(reply("1")), "result.runtime.session_id").Str
-	run := h.runStart("a", "DIE")
-	h.until(status(run, rpc.StatusError))
-	run = h.runStart("b", "fine")
-	h.until(status(run, rpc.StatusCompleted))
+	h.Send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"0","client":{"name":"t","version":"1"}}}`)
+	sid := gjson.GetBytes(h.Until(reply("1")), "result.runtime.session_id").Str
+	run := runStart(h, "a", "DIE")
+	h.Until(status(run, rpc.StatusError))
+	run = runStart(h, "b", "fine")
+	h.Until(status(run, rpc.StatusCompleted))
 	if l := log(); strings.Contains(l, "--resume=") || strings.Count(l, "--session-id="+sid) != 2 {
 		t.Errorf("the second CLI should start session %s afresh:\n%s", sid, l)
 	}
@@ -161,21 +152,21 @@ func TestRPCChildDeathBeforeSavingKeepsTheID(t *testing.T) {
 // with no user or assistant message.
 func TestRPCResumeRefusedBeforeAnyChild(t *testing.T) {
 	h, log, save := startRPCFakeHome(t)
-	run := h.runStart("a", "fine")
-	h.until(status(run, rpc.StatusCompleted))
+	run := runStart(h, "a", "fine")
+	h.Until(status(run, rpc.StatusCompleted))
 	empty, missing := uuid.NewString(), uuid.NewString()
 	save(empty, `{"type":"summary","summary":"no conversation","leafUuid":"x"}`)
 	for id, c := range map[string]struct {
 		sid  string
 		code int64
 	}{"r1": {empty, rpc.CodeSessionLoadFailed}, "r2": {missing, rpc.CodeSessionNotFound}} {
-		h.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"run.start","params":{"input":{"type":"text","text":"x"},"session_id":"` + c.sid + `"}}`)
-		if r := h.until(reply(`"` + id + `"`)); gjson.GetBytes(r, "error.code").Int() != c.code {
+		h.Send(`{"jsonrpc":"2.0","id":"` + id + `","method":"run.start","params":{"input":{"type":"text","text":"x"},"session_id":"` + c.sid + `"}}`)
+		if r := h.Until(reply(`"` + id + `"`)); gjson.GetBytes(r, "error.code").Int() != c.code {
 			t.Errorf("run.start into session %s: %s", c.sid, r)
 		}
 	}
-	run = h.runStart("b", "fine")
-	h.until(status(run, rpc.StatusCompleted))
+	run = runStart(h, "b", "fine")
+	h.Until(status(run, rpc.StatusCompleted))
 	if n := strings.Count(log(), "argv "); n != 1 {
 		t.Errorf("%d CLIs started, want the first one only:\n%s", n, log())
 	}
@@ -189,13 +180,13 @@ func TestRPCCLILineTooLong(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "log")
 	s := &RPC{Settings: Settings{
 		Logger:     testLogger(t),
-		Child:      fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
+		Child:      adaptertest.Config(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
 		CLIMaxLine: 100000,
 	}}
-	h := startRunner(t, s.Run)
-	run := h.runStart("a", "BIG")
+	h := adaptertest.StartRunner(t, s.Run)
+	run := runStart(h, "a", "BIG")
 	var dropped [][]byte
-	st := h.until(func(l []byte) bool {
+	st := h.Until(func(l []byte) bool {
 		if gjson.GetBytes(l, "method").Str == "runtime.error" {
 			dropped = append(dropped, l)
 		}
@@ -214,8 +205,8 @@ func TestRPCCLILineTooLong(t *testing.T) {
 			t.Errorf("runtime.error: %s", l)
 		}
 	}
-	run = h.runStart("b", "fine")
-	h.until(status(run, rpc.StatusCompleted))
+	run = runStart(h, "b", "fine")
+	h.Until(status(run, rpc.StatusCompleted))
 	b, _ := os.ReadFile(logFile)
 	if n := strings.Count(string(b), "argv "); n != 1 {
 		t.Errorf("%d CLIs started, want one", n)
@@ -224,21 +215,21 @@ func TestRPCCLILineTooLong(t *testing.T) {
 
 func TestRPCSIGINTCancelsTheRun(t *testing.T) {
 	h, _ := startRPCFake(t)
-	run := h.runStart("a", "HANG")
-	h.until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
-	h.sigs <- syscall.SIGINT
-	if st := h.until(status(run, rpc.StatusCancelled)); !strings.Contains(gjson.GetBytes(st, "params.message").Str, "SIGINT") {
+	run := runStart(h, "a", "HANG")
+	h.Until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
+	h.Sigs <- syscall.SIGINT
+	if st := h.Until(status(run, rpc.StatusCancelled)); !strings.Contains(gjson.GetBytes(st, "params.message").Str, "SIGINT") {
 		t.Errorf("cancelled: %s", st)
 	}
 }
 
 func TestRPCControlTimeout(t *testing.T) {
 	h, _ := startRPCFake(t)
-	run := h.runStart("a", "HANG") // the fake ignores everything from now on
-	h.until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
+	run := runStart(h, "a", "HANG") // the fake ignores everything from now on
+	h.Until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
 	_ = run
-	h.send(`{"jsonrpc":"2.0","id":"m","method":"model.list"}`)
-	r := h.until(reply(`"m"`))
+	h.Send(`{"jsonrpc":"2.0","id":"m","method":"model.list"}`)
+	r := h.Until(reply(`"m"`))
 	if gjson.GetBytes(r, "error.code").Int() != rpc.CodeRuntimeInternal || !strings.Contains(gjson.GetBytes(r, "error.message").Str, "did not answer") {
 		t.Errorf("model.list to a CLI that does not answer: %s", r)
 	}
@@ -358,17 +349,17 @@ func TestRPCCLIResultTooLong(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "log")
 	s := &RPC{Settings: Settings{
 		Logger:     testLogger(t),
-		Child:      fakeCLIConfig(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
+		Child:      adaptertest.Config(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
 		CLIMaxLine: 100000,
 	}}
-	h := startRunner(t, s.Run)
-	run := h.runStart("a", "HUGE")
-	st := h.until(status(run, rpc.StatusError))
+	h := adaptertest.StartRunner(t, s.Run)
+	run := runStart(h, "a", "HUGE")
+	st := h.Until(status(run, rpc.StatusError))
 	if msg := gjson.GetBytes(st, "params.message").Str; !strings.Contains(msg, "result line of") || !strings.Contains(msg, "--max-cli-line") {
 		t.Errorf("the run's end: %s", st)
 	}
-	run = h.runStart("b", "fine")
-	h.until(status(run, rpc.StatusCompleted))
+	run = runStart(h, "b", "fine")
+	h.Until(status(run, rpc.StatusCompleted))
 	b, _ := os.ReadFile(logFile)
 	if n := strings.Count(string(b), `"subtype":"initialize"`); n != 1 {
 		t.Errorf("%d initialize requests, want the first only (no probe):\n%s", n, b)

@@ -17,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/adapter/control"
+	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/adapter/webui"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -44,7 +45,7 @@ func newWebTest(t *testing.T, tokens *serveTokens, configure func(*webConfig)) *
 		dirs: []string{dir}, retain: 1000, max: 4,
 		base: Settings{Logger: quiet},
 		child: func(d string) session.Config {
-			c := fakeCLIConfig(t, "session", nil, "HOME="+wt.home, "FAKE_SAVE=1", "FAKE_LOG="+wt.log)
+			c := adaptertest.Config(t, "session", nil, "HOME="+wt.home, "FAKE_SAVE=1", "FAKE_LOG="+wt.log)
 			c.Dir = d
 			return c
 		},

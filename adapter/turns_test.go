@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -27,7 +28,7 @@ func init() {
 	// first turn aborted), "lost" (the first turn's result is missing, its
 	// command_lifecycle completed comes; then the merged turn), "eof"
 	// (waits for the end of its input and exits 1 without a result).
-	registerFake("merge", func() {
+	adaptertest.Register("merge", func() {
 		stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
 		var ids []string
 		read := func() []byte {
@@ -97,16 +98,16 @@ func init() {
 
 // startMerge runs an ipc session against the fake "merge" CLI playing
 // play, sends three prompts, and returns the host.
-func startMerge(t *testing.T, play string) *host {
+func startMerge(t *testing.T, play string) *adaptertest.Host {
 	t.Helper()
 	s := &IPC{Settings: Settings{
-		Child:            fakeCLIConfig(t, "merge", nil, "FAKE_PLAY="+play, "HOME="+t.TempDir(), "CLAUDE_CONFIG_DIR="),
+		Child:            adaptertest.Config(t, "merge", nil, "FAKE_PLAY="+play, "HOME="+t.TempDir(), "CLAUDE_CONFIG_DIR="),
 		InterruptTimeout: 5 * time.Second,
 	}}
-	h := startRunner(t, s.Run)
-	h.nextOf("session_init")
+	h := adaptertest.StartRunner(t, s.Run)
+	h.NextOf("session_init")
 	for _, p := range []string{"one", "two", "three"} {
-		h.send(`{"type":"user_message","text":"` + p + `"}`)
+		h.Send(`{"type":"user_message","text":"` + p + `"}`)
 	}
 	return h
 }
@@ -128,11 +129,11 @@ func ipcTerminal(l []byte) (string, bool) {
 }
 
 // terminalsOf reads n terminal messages and returns their names.
-func (h *host) terminalsOf(n int) string {
-	h.t.Helper()
+func terminalsOf(h *adaptertest.Host, n int) string {
+	h.T.Helper()
 	var ts []string
 	for len(ts) < n {
-		if s, ok := ipcTerminal(h.next()); ok {
+		if s, ok := ipcTerminal(h.Next()); ok {
 			ts = append(ts, s)
 		}
 	}
@@ -141,12 +142,12 @@ func (h *host) terminalsOf(n int) string {
 
 func TestIPCMergedPromptsEachGetATerminalMessage(t *testing.T) {
 	h := startMerge(t, "merge")
-	if got, want := h.terminalsOf(3), "turn_complete/ turn_complete/ turn_complete//merged"; got != want {
+	if got, want := terminalsOf(h, 3), "turn_complete/ turn_complete/ turn_complete//merged"; got != want {
 		t.Fatalf("terminal messages %q, want %q", got, want)
 	}
 	// Nothing more: the count did not drift.
-	h.in.Close()
-	for _, l := range h.rest() {
+	h.In.Close()
+	for _, l := range h.Rest() {
 		if s, ok := ipcTerminal(l); ok {
 			t.Errorf("a fourth terminal message %s: %s", s, l)
 		}
@@ -155,29 +156,29 @@ func TestIPCMergedPromptsEachGetATerminalMessage(t *testing.T) {
 
 func TestIPCCancelQueuedPromptsEachGetATerminalMessage(t *testing.T) {
 	h := startMerge(t, "cancel")
-	h.nextOf("assistant_text")
-	h.send(`{"type":"interrupt","cancel_queued":true}`)
+	h.NextOf("assistant_text")
+	h.Send(`{"type":"interrupt","cancel_queued":true}`)
 	// The CLI reports the queued prompts cancelled before the running
 	// turn's result: their terminal messages wait for it, in order.
 	want := "turn_cancelled/aborted_streaming turn_cancelled/cancel_queued turn_cancelled/cancel_queued"
-	if got := h.terminalsOf(3); got != want {
+	if got := terminalsOf(h, 3); got != want {
 		t.Fatalf("terminal messages %q, want %q", got, want)
 	}
 }
 
 func TestIPCLostResultEndsThePrompt(t *testing.T) {
 	h := startMerge(t, "lost")
-	if got, want := h.terminalsOf(3), "error/result_lost turn_complete/ turn_complete//merged"; got != want {
+	if got, want := terminalsOf(h, 3), "error/result_lost turn_complete/ turn_complete//merged"; got != want {
 		t.Fatalf("terminal messages %q, want %q", got, want)
 	}
 }
 
 func TestIPCChildExitAfterEndOfInputEndsEveryPrompt(t *testing.T) {
 	h := startMerge(t, "eof")
-	h.nextOf("assistant_text")
-	h.in.Close()
+	h.NextOf("assistant_text")
+	h.In.Close()
 	var ts []string
-	for _, l := range h.rest() {
+	for _, l := range h.Rest() {
 		if s, ok := ipcTerminal(l); ok {
 			ts = append(ts, s)
 			if !strings.Contains(gjson.GetBytes(l, "stderr").Str, "fell over") {
@@ -194,15 +195,15 @@ func TestIPCChildExitAfterEndOfInputEndsEveryPrompt(t *testing.T) {
 // input ends first) still gets a terminal message.
 func TestIPCLineHeldForARespawnGetsATerminalMessage(t *testing.T) {
 	h, _ := startIPC(t, session.Options{})
-	h.nextOf("session_init")
-	h.send(`{"type":"user_message","text":"HANG"}`)
-	h.nextOf("assistant_text")
+	h.NextOf("session_init")
+	h.Send(`{"type":"user_message","text":"HANG"}`)
+	h.NextOf("assistant_text")
 	// One write: the message reaches the loop while the old child stops,
 	// and the input ends before the new one could start.
-	h.send(`{"type":"session_command","command":"new"}` + "\n" + `{"type":"user_message","text":"held"}`)
-	h.in.Close()
+	h.Send(`{"type":"session_command","command":"new"}` + "\n" + `{"type":"user_message","text":"held"}`)
+	h.In.Close()
 	var ts []string
-	for _, l := range h.rest() {
+	for _, l := range h.Rest() {
 		if s, ok := ipcTerminal(l); ok {
 			ts = append(ts, s)
 		}
@@ -216,13 +217,13 @@ func TestIPCLineHeldForARespawnGetsATerminalMessage(t *testing.T) {
 // stayed open, as no CLI would take its prompt).
 func TestRPCShutdownEndsTheHeldRun(t *testing.T) {
 	h, _ := startRPCFake(t)
-	run := h.runStart("a", "HANG")
-	h.until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
-	h.send(`{"jsonrpc":"2.0","id":"c","method":"run.cancel","params":{"run_id":"` + run + `"}}`)
-	h.until(reply(`"c"`))
-	held := h.runStart("b", "held")
-	h.sigs <- syscall.SIGTERM
-	h.until(status(held, rpc.StatusCancelled))
+	run := runStart(h, "a", "HANG")
+	h.Until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
+	h.Send(`{"jsonrpc":"2.0","id":"c","method":"run.cancel","params":{"run_id":"` + run + `"}}`)
+	h.Until(reply(`"c"`))
+	held := runStart(h, "b", "held")
+	h.Sigs <- syscall.SIGTERM
+	h.Until(status(held, rpc.StatusCancelled))
 }
 
 // acp: prompts queued behind a running one are answered "cancelled" at the
@@ -236,13 +237,13 @@ func TestACPQueuedPromptsAnsweredAtTheEnd(t *testing.T) {
 			ids := []string{h.prompt(sid, "HANG"), h.prompt(sid, "two"), h.prompt(sid, "three")}
 			h.until(func(l gjson.Result) bool { return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" })
 			if end == "SIGTERM" {
-				h.sigs <- syscall.SIGTERM
+				h.Sigs <- syscall.SIGTERM
 			} else {
-				h.in.Close()
+				h.In.Close()
 			}
 			got := map[string]int{}
 			var stops []string
-			for _, l := range h.rest() {
+			for _, l := range h.Rest() {
 				r := gjson.ParseBytes(l)
 				for _, id := range ids {
 					if r.Get("id").Raw == id && !r.Get("method").Exists() {

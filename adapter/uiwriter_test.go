@@ -22,6 +22,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/framing"
 )
 
@@ -264,7 +265,7 @@ func TestUIWriterBound(t *testing.T) {
 func init() {
 	// flood: answers every user line with FAKE_SIZE bytes of assistant
 	// lines of 64 KiB, then a result; exits at EOF.
-	registerFake("flood", func() {
+	adaptertest.Register("flood", func() {
 		stdin := bufio.NewReader(os.Stdin)
 		size, _ := strconv.Atoi(os.Getenv("FAKE_SIZE"))
 		w := bufio.NewWriterSize(os.Stdout, 1<<16)
@@ -317,7 +318,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // CLI (its stdin closed) exits, and Run returns.
 func TestDropInStalledHostSIGTERM(t *testing.T) {
 	log := &logBuffer{}
-	d := &DropIn{Child: fakeCLIConfig(t, "flood", streamJSONArgs, "FAKE_SIZE=16777216"),
+	d := &DropIn{Child: adaptertest.Config(t, "flood", adaptertest.StreamJSONArgs, "FAKE_SIZE=16777216"),
 		stall: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(log, nil))}
 	_, sigs, first, done := runStalledHost(t, d)
 	<-first
@@ -340,7 +341,7 @@ func TestDropInStalledHostSIGTERM(t *testing.T) {
 // and Run returns the error.
 func TestDropInHostClosesOutput(t *testing.T) {
 	log := &logBuffer{}
-	d := &DropIn{Child: fakeCLIConfig(t, "flood", streamJSONArgs, "FAKE_SIZE=16777216"),
+	d := &DropIn{Child: adaptertest.Config(t, "flood", adaptertest.StreamJSONArgs, "FAKE_SIZE=16777216"),
 		Logger: slog.New(slog.NewTextHandler(log, nil))}
 	outR, _, first, done := runStalledHost(t, d)
 	<-first

@@ -1,7 +1,13 @@
-package adapter
-
-// The fake CLI: the test binary re-run as a child, in one of the modes
-// below. Tests start it through session.Start with fakeCLIConfig.
+// Package adaptertest holds what the adapter packages' tests share: the
+// fake Claude Code CLI (this file) and Host, which runs a session in
+// memory as a UI would. The fake is the test binary re-run as a child, in
+// a mode a test names. A
+// package's TestMain calls Main; its tests start the fake with Config
+// and add modes of their own with Register. The modes here (transcript,
+// turns, die, bigresult, echo, session) are shared by every package.
+//
+// It is for tests only: nothing but _test.go files imports it.
+package adaptertest
 
 import (
 	"bufio"
@@ -21,28 +27,34 @@ import (
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
-const fakeCLIEnv = "CCBRIDGE_FAKE_CLI"
+// Env names the mode the test binary plays when it is started as the fake.
+const Env = "CCBRIDGE_FAKE_CLI"
 
 var (
-	fakeModes   = map[string]func(){}
-	fakeUsedMu  sync.Mutex
-	fakeUsed    = map[string]bool{}
-	fakeModeArg = map[string]string{}
+	fakeModes  = map[string]func(){}
+	shared     = map[string]bool{}
+	fakeUsedMu sync.Mutex
+	fakeUsed   = map[string]bool{}
 )
 
-func registerFake(name string, fn func()) {
+// Register adds a mode, from an init function of a package's tests. Main
+// fails a full run in which a mode a package registered was never used.
+func Register(name string, fn func()) {
 	if _, dup := fakeModes[name]; dup {
 		panic("duplicate fake CLI mode " + name)
 	}
 	fakeModes[name] = fn
 }
 
-func TestMain(m *testing.M) {
+// Main is a test package's TestMain: it plays the mode the environment
+// names when the binary was started as the fake (or as the guardian of
+// guarded commands), and otherwise runs the tests.
+func Main(m *testing.M) {
 	// The test binary is the guardian of guarded commands, as ccbridge is.
 	if len(os.Args) > 1 && os.Args[1] == session.GuardianArg {
 		os.Exit(session.RunGuardian(os.Args[2:]))
 	}
-	if mode := os.Getenv(fakeCLIEnv); mode != "" {
+	if mode := os.Getenv(Env); mode != "" {
 		fn, ok := fakeModes[mode]
 		if !ok {
 			fmt.Fprintf(os.Stderr, "unknown fake CLI mode %q\n", mode)
@@ -55,7 +67,7 @@ func TestMain(m *testing.M) {
 	if code == 0 && !testing.Short() {
 		var unused []string
 		for name := range fakeModes {
-			if !fakeUsed[name] {
+			if !fakeUsed[name] && !shared[name] {
 				unused = append(unused, name)
 			}
 		}
@@ -68,24 +80,24 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// fakeCLIConfig is a session config that starts the fake CLI in mode.
-func fakeCLIConfig(t testing.TB, mode string, args []string, env ...string) session.Config {
+// Config is a session config that starts the fake CLI in mode.
+func Config(t testing.TB, mode string, args []string, env ...string) session.Config {
 	fakeUsedMu.Lock()
 	fakeUsed[mode] = true
 	fakeUsedMu.Unlock()
 	return session.Config{
 		Path:      os.Args[0],
 		Args:      args,
-		Env:       append([]string{fakeCLIEnv + "=" + mode}, env...),
+		Env:       append([]string{Env + "=" + mode}, env...),
 		Grace:     2e9,
 		TermGrace: 1e9,
 	}
 }
 
-// saveSession (with FAKE_SAVE=1) appends a user line to the session's
+// SaveSession (with FAKE_SAVE=1) appends a user line to the session's
 // file, where the real CLI keeps it: $HOME/.claude/projects/<working directory's name>/<id>.jsonl
 // (the tests give each session a HOME of its own).
-func saveSession(sid string, line []byte) {
+func SaveSession(sid string, line []byte) {
 	cwd, _ := os.Getwd()
 	if real, err := filepath.EvalSymlinks(cwd); err == nil {
 		cwd = real
@@ -102,23 +114,23 @@ func saveSession(sid string, line []byte) {
 	fmt.Fprintf(f, `{"type":"user","sessionId":%q,"message":%s}`+"\n", sid, gjson.GetBytes(line, "message").Raw)
 }
 
-// streamJSONArgs is what drop-in hosts pass.
-var streamJSONArgs = []string{"--output-format", "stream-json", "--input-format", "stream-json", "--verbose"}
+// StreamJSONArgs is what drop-in hosts pass.
+var StreamJSONArgs = []string{"--output-format", "stream-json", "--input-format", "stream-json", "--verbose"}
 
 func init() {
 	// transcript: plays the CLI side of the transcript named by
 	// FAKE_TRANSCRIPT. Each "<<" line is written once every ">>" line
 	// before it (that is valid JSON) has been read; what was read is
 	// written to FAKE_RECEIVED.
-	registerFake("transcript", func() {
-		in, out := readTranscript(os.Getenv("FAKE_TRANSCRIPT"))
+	register("transcript", func() {
+		in, out := ReadTranscript(os.Getenv("FAKE_TRANSCRIPT"))
 		_ = in
 		stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
 		w := bufio.NewWriter(os.Stdout)
 		var received bytes.Buffer
 		read := 0
 		for _, o := range out {
-			for read < o.after {
+			for read < o.After {
 				line, err := stdin.ReadBytes('\n')
 				if err != nil {
 					break
@@ -126,7 +138,7 @@ func init() {
 				received.Write(line)
 				read++
 			}
-			w.Write(o.line)
+			w.Write(o.Line)
 			w.WriteByte('\n')
 			w.Flush()
 		}
@@ -144,7 +156,7 @@ func init() {
 	// turns: answers every user line with an init and a result; answers
 	// an interrupt control_request with a control_response. Exits at EOF
 	// with code 0.
-	registerFake("turns", func() {
+	register("turns", func() {
 		stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
 		n := 0
 		for {
@@ -167,7 +179,7 @@ func init() {
 	// die: reads one user line, starts the turn with a large frame and an
 	// init carrying the session id, then exits with code 3 and a last word
 	// on stderr.
-	registerFake("die", func() {
+	register("die", func() {
 		stdin := bufio.NewReader(os.Stdin)
 		if _, err := stdin.ReadBytes('\n'); err != nil {
 			os.Exit(9)
@@ -182,7 +194,7 @@ func init() {
 	// bigresult: answers a user line with a result line of FAKE_SIZE bytes
 	// whose type key comes last, then waits for EOF. The text is y's, or
 	// FAKE_FILL repeated (FAKE_SIZE must then be a multiple of its length).
-	registerFake("bigresult", func() {
+	register("bigresult", func() {
 		stdin := bufio.NewReader(os.Stdin)
 		size, _ := strconv.Atoi(os.Getenv("FAKE_SIZE"))
 		for {
@@ -211,7 +223,7 @@ func init() {
 	})
 
 	// echo: copies stdin to stdout unchanged.
-	registerFake("echo", func() {
+	register("echo", func() {
 		buf := make([]byte, 64<<10)
 		for {
 			n, err := os.Stdin.Read(buf)
@@ -223,14 +235,15 @@ func init() {
 	})
 }
 
-type transcriptOut struct {
-	line  []byte
-	after int // how many valid host lines precede it
+// TranscriptOut is a CLI line of a transcript.
+type TranscriptOut struct {
+	Line  []byte
+	After int // how many valid host lines precede it
 }
 
-// readTranscript splits a transcript into host lines (">> ") and CLI lines
+// ReadTranscript splits a transcript into host lines (">> ") and CLI lines
 // ("<< "), keeping the CLI lines' bytes exactly.
-func readTranscript(path string) (in [][]byte, out []transcriptOut) {
+func ReadTranscript(path string) (in [][]byte, out []TranscriptOut) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		panic(err)
@@ -242,7 +255,7 @@ func readTranscript(path string) (in [][]byte, out []transcriptOut) {
 				in = append(in, l[3:])
 			}
 		case bytes.HasPrefix(l, []byte("<< ")):
-			out = append(out, transcriptOut{line: l[3:], after: len(in)})
+			out = append(out, TranscriptOut{Line: l[3:], After: len(in)})
 		}
 	}
 	return in, out
@@ -259,7 +272,7 @@ func init() {
 	// success; initialize's carries session_state "idle". With
 	// FAKE_SAVE=1 every prompt is saved in the session's file, where the
 	// CLI keeps it, so that the session can be resumed.
-	registerFake("session", func() {
+	register("session", func() {
 		logf, _ := os.OpenFile(os.Getenv("FAKE_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		fmt.Fprintf(logf, "argv %s\n", strings.Join(os.Args[1:], " "))
 		sid := "fake-session"
@@ -289,7 +302,7 @@ func init() {
 			case "user":
 				text := gjson.GetBytes(line, "message.content.0.text").Str
 				if os.Getenv("FAKE_SAVE") == "1" {
-					saveSession(sid, line)
+					SaveSession(sid, line)
 				}
 				fmt.Printf(`{"type":"system","subtype":"init","session_id":%q,"model":"m","cwd":"/"}`+"\n", sid)
 				switch {
@@ -326,4 +339,10 @@ func init() {
 			}
 		}
 	})
+}
+
+// register adds a shared mode.
+func register(name string, fn func()) {
+	Register(name, fn)
+	shared[name] = true
 }
