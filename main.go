@@ -21,6 +21,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/fakemodel"
+	"github.com/ccbridge/ccbridge/serve"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -104,7 +105,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
 		return 2
 	}
-	return serve(cfg.dialect, stdin, stdout, stderr)
+	return runSession(cfg.dialect, stdin, stdout, stderr)
 }
 
 // launcher finds the CLI and, with fakeModel, starts the fake Messages
@@ -149,19 +150,19 @@ func launcher(claude, fakeModel string, base session.Config, getenv func(string)
 	}, func() { srv.Close() }, 0, nil
 }
 
-// runServe is `ccbridge serve` (adapter.ServeMain), until SIGINT, SIGTERM
+// runServe is `ccbridge serve` (serve.Main), until SIGINT, SIGTERM
 // or SIGHUP.
 func runServe(args []string, stderr io.Writer, getenv func(string) string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	return adapter.ServeMain(ctx, args, getenv, stderr, func(claude, fakeModel string, log *slog.Logger) (func(string) session.Config, func(), int, error) {
+	return serve.Main(ctx, args, getenv, stderr, func(claude, fakeModel string, log *slog.Logger) (func(string) session.Config, func(), int, error) {
 		return launcher(claude, fakeModel, session.Config{}, getenv, log)
 	})
 }
 
-// serve runs a session with the process's signals, and turns its outcome
+// runSession runs a session with the process's signals, and turns its outcome
 // into an exit code.
-func serve(r adapter.Runner, stdin io.Reader, stdout, stderr io.Writer) int {
+func runSession(r adapter.Runner, stdin io.Reader, stdout, stderr io.Writer) int {
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(signals)

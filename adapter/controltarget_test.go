@@ -16,7 +16,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
+	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	mctl "github.com/ccbridge/ccbridge/mapping/control"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 )

@@ -382,7 +382,7 @@ func listThreads(ctx context.Context, w *controlWorker, configDir, cwd string, o
 	b := append([]byte(nil), `{"data":[`...)
 	for i, f := range files {
 		var s rpc.SessionSummary
-		if err := eachLine(ctx, f.Path, s.Line); ctx.Err() != nil {
+		if err := EachLine(ctx, f.Path, s.Line); ctx.Err() != nil {
 			return "", control.Fail004(mctl.Code004WorkerUnavailable, "the worker session is ending")
 		} else if err != nil {
 			continue
@@ -415,7 +415,7 @@ func (w *controlWorker) threadRead(req *mctl.Request004, done func(control.Recei
 	w.loop.Go(func(ctx context.Context) func() {
 		var s rpc.SessionSummary
 		var t mctl.Turns004
-		err := eachLine(ctx, path, func(line []byte) {
+		err := EachLine(ctx, path, func(line []byte) {
 			s.Line(line)
 			if include {
 				t.Line(line)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping"
+	mctl "github.com/ccbridge/ccbridge/mapping/control"
 )
 
 // TestWorker004ItemsOutliveTheirLine: the CLI's lines reach lane 004's
@@ -28,7 +29,7 @@ func TestWorker004ItemsOutliveTheirLine(t *testing.T) {
 		WorkerID: "w",
 		Store:    control.NewMemoryStore(control.StoreConfig{TTL: time.Hour, MaxKeys: 10}),
 		Log:      log,
-		Target:   &serveFake{calls: map[string]int{}},
+		Target:   okTarget{},
 		Submit:   func(fn func()) bool { go fn(); return true },
 		Logger:   quiet,
 	})
@@ -60,4 +61,11 @@ func TestWorker004ItemsOutliveTheirLine(t *testing.T) {
 	if len(got) != 1 || gjson.Get(got[0], "tool").Str != "Write" || gjson.Get(got[0], "id").Str != "toolu_1" {
 		t.Fatalf("item/completed events %s, want one for toolu_1 naming Write (events: %s)", got, lines)
 	}
+}
+
+// okTarget answers every lane-004 request with an empty success.
+type okTarget struct{}
+
+func (okTarget) Do(req *mctl.Request004, done func(control.Receipt004)) {
+	go done(control.Receipt004{OK: true, Response: `{}`})
 }

@@ -3,7 +3,7 @@ package adapter
 import (
 	"testing"
 
-	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
+	"github.com/ccbridge/ccbridge/internal/adaptertest"
 )
 
 func TestMain(m *testing.M) { adaptertest.Main(m) }

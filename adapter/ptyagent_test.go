@@ -83,7 +83,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
-	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
+	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/session"
 )
 

@@ -32,7 +32,7 @@ func (l *rpcLoop) sessionFile(sid string) string {
 
 // eachLine calls fn with every line of the file at path, skipping lines
 // over clifiles.MaxLine, until ctx ends (then it returns ctx's error).
-func eachLine(ctx context.Context, path string, fn func([]byte)) error {
+func EachLine(ctx context.Context, path string, fn func([]byte)) error {
 	err := clifiles.EachLine(path, clifiles.MaxLine, func(line []byte) bool {
 		fn(line)
 		return ctx.Err() == nil
@@ -85,7 +85,7 @@ func listSessions(ctx context.Context, configDir, cwd string, limit int, runs ma
 	sessions := make([]rpc.SessionInfo, 0, len(files))
 	for _, f := range files {
 		var s rpc.SessionSummary
-		if err := eachLine(ctx, f.Path, s.Line); ctx.Err() != nil {
+		if err := EachLine(ctx, f.Path, s.Line); ctx.Err() != nil {
 			return nil, stopped(ctx)
 		} else if err != nil {
 			continue // removed or unreadable meanwhile: not listed
@@ -138,7 +138,7 @@ func readHistory(ctx context.Context, path string, hp rpc.SessionHistoryParams) 
 		return nil, 0, false, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: path + " is not a regular file"}
 	}
 	h := rpc.History{SessionID: hp.SessionID, MaxRuns: hp.MaxRuns}
-	if err := eachLine(ctx, path, h.Line); ctx.Err() != nil {
+	if err := EachLine(ctx, path, h.Line); ctx.Err() != nil {
 		return nil, 0, false, stopped(ctx)
 	} else if err != nil {
 		return nil, 0, false, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: "reading " + path + ": " + err.Error()}

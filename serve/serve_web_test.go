@@ -1,4 +1,4 @@
-package adapter
+package serve
 
 import (
 	"bufio"
@@ -16,9 +16,10 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
-	"github.com/ccbridge/ccbridge/adapter/internal/adaptertest"
-	"github.com/ccbridge/ccbridge/adapter/webui"
+	"github.com/ccbridge/ccbridge/internal/adaptertest"
+	"github.com/ccbridge/ccbridge/serve/webui"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -43,7 +44,7 @@ func newWebTest(t *testing.T, tokens *serveTokens, configure func(*webConfig)) *
 	quiet := slog.New(slog.DiscardHandler)
 	cfg := webConfig{
 		dirs: []string{dir}, retain: 1000, max: 4,
-		base: Settings{Logger: quiet},
+		base: adapter.Settings{Logger: quiet},
 		child: func(d string) session.Config {
 			c := adaptertest.Config(t, "session", nil, "HOME="+wt.home, "FAKE_SAVE=1", "FAKE_LOG="+wt.log)
 			c.Dir = d

@@ -1,4 +1,4 @@
-package adapter
+package serve
 
 import (
 	"bufio"

@@ -1,9 +1,4 @@
-package adapter
-
-// ccbridge serve: an HTTP server hosting several lane-004 workers, each a
-// --ui control session core with its own CLI child, its own loop, its own
-// state (docs/protocol/worker.md). This file is the command: its flags,
-// its workers' lifecycle and its shutdown; serve_http.go is the HTTP API.
+package serve
 
 import (
 	"bufio"
@@ -25,17 +20,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/session"
 )
 
-// ServeLauncher is what main hands to ccbridge serve: it finds the CLI
+// ccbridge serve: an HTTP server hosting several lane-004 workers, each a
+// --ui control session core with its own CLI child, its own loop, its own
+// state (docs/protocol/worker.md). This file is the command: its flags,
+// its workers' lifecycle and its shutdown; serve_http.go is the HTTP API.
+
+// Launcher is what main hands to ccbridge serve: it finds the CLI
 // (claude: --claude, else $CCBRIDGE_CLAUDE or claude on PATH) and, when
 // fakeModel is set, starts the fake Messages API once for every worker.
 // child returns the session.Config of a CLI whose working directory is
 // dir; stop ends what the launcher started. On failure code is the exit
 // code ccbridge exits with.
-type ServeLauncher func(claude, fakeModel string, log *slog.Logger) (child func(dir string) session.Config, stop func(), code int, err error)
+type Launcher func(claude, fakeModel string, log *slog.Logger) (child func(dir string) session.Config, stop func(), code int, err error)
 
 // ServeWorkerSpec is one worker of ccbridge serve: --worker ID=DIR, or an
 // entry of --workers FILE.
@@ -84,11 +85,11 @@ const (
 	serveDefaultWait    = 10 * time.Second
 )
 
-// ServeMain runs `ccbridge serve` with args (those after "serve") until
+// Main runs `ccbridge serve` with args (those after "serve") until
 // ctx is done (main cancels it on SIGINT and SIGTERM), and returns the
 // exit code: 0 after a clean shutdown, 2 for a flag or configuration
 // error, 1 when serving failed.
-func ServeMain(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, launch ServeLauncher) int {
+func Main(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, launch Launcher) int {
 	cfg, err := parseServe(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -234,7 +235,7 @@ Worker endpoints (with --token-file: Authorization: Bearer TOKEN):
   GET  /api/runtime/codex/workers                       every worker's
 
 Flags:
-`, Version)
+`, adapter.Version)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }
@@ -444,11 +445,11 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 	}
 	defer ln.Close()
 
-	base := Settings{
+	base := adapter.Settings{
 		Options:          session.Options{Model: cfg.model, PermissionMode: cfg.permissionMode, Extra: cfg.extra},
 		InterruptTimeout: cfg.interruptIn,
 		ControlTimeout:   cfg.controlIn,
-		Control:          ControlConfig{RetainEvents: cfg.retain, Worker004: true},
+		Control:          adapter.ControlConfig{RetainEvents: cfg.retain, Worker004: true},
 		Logger:           log,
 	}
 	var hosted []*hostedWorker
@@ -491,7 +492,7 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 	srv.requestWait = cfg.requestWait
 	if cfg.web {
 		web := base
-		web.Control = ControlConfig{}
+		web.Control = adapter.ControlConfig{}
 		web.Options.Extra = slices.Clone(cfg.extra)
 		srv.web = newWebHost(webConfig{
 			dirs: cfg.dirs, retain: cfg.webRetain, max: cfg.webSessions, base: web, child: child,
@@ -544,14 +545,14 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 // startWorker runs one worker's control session on an in-process pipe
 // and waits until its lane 004 is open (Settings.WorkerHook), or its Run
 // has ended.
-func startWorker(s Settings, spec ServeWorkerSpec, log *slog.Logger) (*hostedWorker, *serveWorker, error) {
+func startWorker(s adapter.Settings, spec ServeWorkerSpec, log *slog.Logger) (*hostedWorker, *serveWorker, error) {
 	s.Logger = log
 	s.Child.Logger = log
-	hooked := make(chan Worker004, 1)
-	s.WorkerHook = func(w Worker004) { hooked <- w }
+	hooked := make(chan adapter.Worker004, 1)
+	s.WorkerHook = func(w adapter.Worker004) { hooked <- w }
 	pr, pw := io.Pipe()
 	h := &hostedWorker{spec: spec, stdin: pw, done: make(chan struct{})}
-	ui := &ControlUI{Settings: s}
+	ui := &adapter.ControlUI{Settings: s}
 	go func() {
 		defer close(h.done)
 		h.code, h.err = ui.Run(context.Background(), pr, io.Discard, nil)

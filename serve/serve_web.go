@@ -1,11 +1,4 @@
-package adapter
-
-// ccbridge serve's web UI: the page at / (adapter/webui) and its
-// transport under /api/web (docs/protocol/web.md). Each web session is an
-// ipc session core (IPC) with its own CLI child, run in process on a pipe
-// as the workers are. Its output lines go into an event log of its own,
-// which the page follows as server-sent events; the page's messages are
-// written to the session's input as they are, one line each.
+package serve
 
 import (
 	"bytes"
@@ -34,9 +27,18 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
-	"github.com/ccbridge/ccbridge/adapter/webui"
 	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/serve/webui"
+
+	// ccbridge serve's web UI: the page at / (serve/webui) and its
+	// transport under /api/web (docs/protocol/web.md). Each web session is an
+	// ipc session core (IPC) with its own CLI child, run in process on a pipe
+	// as the workers are. Its output lines go into an event log of its own,
+	// which the page follows as server-sent events; the page's messages are
+	// written to the session's input as they are, one line each.
+
 	mctl "github.com/ccbridge/ccbridge/mapping/control"
 	"github.com/ccbridge/ccbridge/mapping/ipc"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
@@ -70,7 +72,7 @@ type webConfig struct {
 	max    int
 	// base is every session's Settings but for its Child and the session
 	// flags of its mode.
-	base      Settings
+	base      adapter.Settings
 	child     func(dir string) session.Config
 	grace     time.Duration
 	termGrace time.Duration
@@ -294,7 +296,7 @@ func (h *webHost) info(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(w, r) {
 		return
 	}
-	writeJSON(w, http.StatusOK, mctl.NewObj(nil).Str("version", Version).Strings("dirs", h.cfg.dirs).
+	writeJSON(w, http.StatusOK, mctl.NewObj(nil).Str("version", adapter.Version).Strings("dirs", h.cfg.dirs).
 		Bool("auth", h.auth.tokens != nil).Bool("fake_model", h.cfg.fakeModel).End())
 }
 
@@ -389,7 +391,7 @@ func (h *webHost) files(ctx context.Context) []webFileJSON {
 			break
 		}
 		var s rpc.SessionSummary
-		if eachLine(ctx, a.f.Path, s.Line) != nil || s.Messages == 0 {
+		if adapter.EachLine(ctx, a.f.Path, s.Line) != nil || s.Messages == 0 {
 			continue
 		}
 		out = append(out, webFileJSON{SessionID: a.f.ID, Cwd: a.cwd, Title: clip(s.LastPrompt, webTitleRunes), Created: s.CreatedAt, Modified: a.f.ModTime.UTC()})
@@ -582,7 +584,7 @@ func (h *webHost) start(mode, cwd string, opts session.Options, history string) 
 				log.Warn("reading the session's history", "file", history, "lines", n, "err", err)
 			}
 		}
-		d := &IPC{Settings: set, EchoInput: true}
+		d := &adapter.IPC{Settings: set, EchoInput: true}
 		out := &webOut{s: s}
 		s.code, s.err = d.Run(context.Background(), pr, out, nil)
 		pr.Close()
@@ -839,7 +841,7 @@ func webHistory(ctx context.Context, path string, events *control.EventLog) (int
 		events.Append(func(uint64) []byte { return l })
 		n++
 	}
-	err := eachLine(ctx, path, func(line []byte) {
+	err := adapter.EachLine(ctx, path, func(line []byte) {
 		e := gjson.ParseBytes(line)
 		typ := e.Get("type").Str
 		if typ != "user" && typ != "assistant" || mapping.SideEntry(e) {

@@ -1,4 +1,4 @@
-package adapter
+package serve
 
 import (
 	"bufio"
@@ -21,7 +21,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
+
 	mctl "github.com/ccbridge/ccbridge/mapping/control"
 )
 
@@ -81,7 +83,7 @@ func newServeTestWorker(t *testing.T, id string, retain int) *serveTestWorker {
 		Submit:   func(fn func()) bool { go fn(); return true },
 		Logger:   quiet,
 	})
-	w := Worker004{Lane: lane, Log: log, Status: func() ([]byte, bool) {
+	w := adapter.Worker004{Lane: lane, Log: log, Status: func() ([]byte, bool) {
 		return []byte(`{"state":"idle","thread_id":null}`), true
 	}}
 	return &serveTestWorker{serveWorker: &serveWorker{id: id, w: w}, fake: fake, log: log}

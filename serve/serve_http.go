@@ -1,10 +1,4 @@
-package adapter
-
-// ccbridge serve's HTTP API: one lane-004 worker per {workerId}, driven
-// through its lane (control.Lane004) and its event log. The handlers hold
-// no protocol of their own: a request's body goes to the lane, its
-// receipt comes back as the response body; the stream is the lane's
-// Follow written as server-sent events.
+package serve
 
 import (
 	"context"
@@ -21,6 +15,14 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/adapter"
+
+	// ccbridge serve's HTTP API: one lane-004 worker per {workerId}, driven
+	// through its lane (control.Lane004) and its event log. The handlers hold
+	// no protocol of their own: a request's body goes to the lane, its
+	// receipt comes back as the response body; the stream is the lane's
+	// Follow written as server-sent events.
 
 	mctl "github.com/ccbridge/ccbridge/mapping/control"
 )
@@ -42,7 +44,7 @@ const (
 // serveWorker is one worker as the API sees it.
 type serveWorker struct {
 	id string
-	w  Worker004
+	w  adapter.Worker004
 	// done is closed once the worker's session has ended; nil: never.
 	done <-chan struct{}
 }
