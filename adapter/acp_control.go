@@ -15,7 +15,7 @@ import (
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
 var (
@@ -82,20 +82,20 @@ func (l *acpLoop) ControlState() WorkerState {
 	return WorkerStarting
 }
 
-func (l *acpLoop) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+func (l *acpLoop) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
 	if s := l.oldest(); s != nil {
 		acpTarget{l, s}.ControlInject(text, interrupt, done)
 		return
 	}
-	done(mctl.NotLive, l.noSession())
+	done(lane000.NotLive, l.noSession())
 }
 
-func (l *acpLoop) ControlInterrupt(done func(mctl.Result, string)) {
+func (l *acpLoop) ControlInterrupt(done func(lane000.Result, string)) {
 	if s := l.oldest(); s != nil {
 		acpTarget{l, s}.ControlInterrupt(done)
 		return
 	}
-	done(mctl.NotLive, l.noSession())
+	done(lane000.NotLive, l.noSession())
 }
 
 func (l *acpLoop) noSession() string {
@@ -125,18 +125,18 @@ func (t acpTarget) ControlState() WorkerState {
 	return WorkerIdle
 }
 
-func (t acpTarget) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+func (t acpTarget) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
 	l, s := t.l, t.s
 	defer l.emit()
 	switch {
 	case t.closed():
-		done(mctl.NotLive, "the session was closed")
+		done(lane000.NotLive, "the session was closed")
 		return
 	case l.loop.Ending():
-		done(mctl.NotLive, detailShuttingDown)
+		done(lane000.NotLive, detailShuttingDown)
 		return
 	case len(text) == 0 || !utf8.Valid(text):
-		done(mctl.Rejected, "the prompt must be non-empty UTF-8 text")
+		done(lane000.Rejected, "the prompt must be non-empty UTF-8 text")
 		return
 	}
 	if interrupt && s.running != nil {
@@ -145,7 +145,7 @@ func (t acpTarget) ControlInject(text []byte, interrupt bool, done func(mctl.Res
 	q := acpQueued{stdin: mapping.AppendUserMessage(nil, mapping.UserOptions{}, mapping.Block{Text: string(text)})}
 	if s.running != nil || s.pending != nil || len(s.queue) > 0 || s.sup.Respawning() {
 		s.queue = append(s.queue, q)
-		done(mctl.OK, detailQueued)
+		done(lane000.OK, detailQueued)
 		return
 	}
 	// Nothing ahead of it: next writes it now, starting a child first
@@ -155,19 +155,19 @@ func (t acpTarget) ControlInject(text []byte, interrupt bool, done func(mctl.Res
 	l.next(s)
 }
 
-func (t acpTarget) ControlInterrupt(done func(mctl.Result, string)) {
+func (t acpTarget) ControlInterrupt(done func(lane000.Result, string)) {
 	l, s := t.l, t.s
 	defer l.emit()
 	switch {
 	case t.closed():
-		done(mctl.NotLive, "the session was closed")
+		done(lane000.NotLive, "the session was closed")
 	case s.running != nil:
 		l.interruptTurn(s)
-		done(mctl.OK, detailInterrupted)
+		done(lane000.OK, detailInterrupted)
 	case s.sup.Live() == nil:
-		done(mctl.NotLive, detailNotRunning)
+		done(lane000.NotLive, detailNotRunning)
 	default:
-		done(mctl.OK, detailNoTurn)
+		done(lane000.OK, detailNoTurn)
 	}
 }
 

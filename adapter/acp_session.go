@@ -13,8 +13,8 @@ import (
 
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -74,7 +74,7 @@ type acpQueued struct {
 	stdin []byte
 	// took, when set, is told whether the prompt reached the CLI (a
 	// control lane's prompt taken at once).
-	took func(res mctl.Result, detail string)
+	took func(res lane000.Result, detail string)
 }
 
 type acpControl struct {
@@ -410,7 +410,7 @@ func (l *acpLoop) next(s *acpSession) {
 		if err != nil {
 			l.failPrompt(q.id, startError("restarting the Claude Code CLI: ", err))
 			if q.took != nil {
-				q.took(mctl.NotLive, detailStartFailed+err.Error())
+				q.took(lane000.NotLive, detailStartFailed+err.Error())
 			}
 			l.next(s)
 			return
@@ -418,7 +418,7 @@ func (l *acpLoop) next(s *acpSession) {
 		s.running = &acpTurn{id: q.id}
 		s.sup.Live().Write(q.stdin)
 		if q.took != nil {
-			q.took(mctl.OK, detailSent)
+			q.took(lane000.OK, detailSent)
 		}
 	})
 }

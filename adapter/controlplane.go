@@ -11,7 +11,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/adapter/control"
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
+	"github.com/ccbridge/ccbridge/mapping/lanes"
 )
 
 // ControlConfig configures the control plane and its lanes (lane 000 for
@@ -154,7 +155,7 @@ func openControlPlane(s *Settings, target control.Target, submit func(func()) bo
 	laneCfg := control.LaneConfig{
 		Store: cp.store,
 		Audit: cp.audit,
-		Policy: mctl.Policy{
+		Policy: lane000.Policy{
 			Team: c.Team, AgentID: c.AgentID, Senders: c.Senders,
 			MaxAge: c.MaxAge, ClockSkew: c.ClockSkew,
 			SoftLimit: c.StdinSoftLimit, HardLimit: c.StdinHardLimit,
@@ -168,11 +169,11 @@ func openControlPlane(s *Settings, target control.Target, submit func(func()) bo
 	}
 	cp.target, _ = target.(control.Target001)
 	if cp.target != nil {
-		laneCfg.Lanes = []string{mctl.Lane000, mctl.Lane001}
+		laneCfg.Lanes = []string{lanes.Lane000, lanes.Lane001}
 	}
 	target004, _ := target.(control.Target004)
 	if target004 != nil {
-		laneCfg.Lanes = append(laneCfg.Lanes, mctl.Lane004)
+		laneCfg.Lanes = append(laneCfg.Lanes, lanes.Lane004)
 		if err := cp.open004(&c); err != nil {
 			cp.store.Close()
 			cp.store001.Close()
@@ -244,7 +245,7 @@ func (cp *controlPlane) listen(s *Settings) error {
 }
 
 // sockConn is one socket connection: the lanes' lines, by their shape
-// (mctl.Classify), answered in order through an outbox; lane 004's
+// (lanes.Classify), answered in order through an outbox; lane 004's
 // stream is written by a follower of its own.
 type sockConn struct {
 	cp     *controlPlane
@@ -261,11 +262,11 @@ func (cp *controlPlane) open(reply func([]byte)) control.ConnHandler {
 }
 
 func (c *sockConn) Handle(line []byte) {
-	switch mctl.Classify(line) {
-	case mctl.Lane001:
+	switch lanes.Classify(line) {
+	case lanes.Lane001:
 		c.subscribe()
 		c.cp.lane001.Handle(line, c)
-	case mctl.Lane004:
+	case lanes.Lane004:
 		if c.follow == nil && c.cp.log004 != nil {
 			// The stream from now: this request's receipt is in it.
 			c.follow = c.cp.follow004(c.cp.log004.Latest(), func(lines [][]byte) bool {
@@ -283,7 +284,7 @@ func (c *sockConn) Handle(line []byte) {
 			c.out.Send(receipt)
 		}
 	default:
-		if s, ok := c.cp.screen.(screenTarget); ok && gjson.GetBytes(line, "type").Str == mctl.TypeScreenRequest {
+		if s, ok := c.cp.screen.(screenTarget); ok && gjson.GetBytes(line, "type").Str == lane000.TypeScreenRequest {
 			id := gjson.GetBytes(line, "request_id").Str
 			c.cp.submit(func() { c.out.Send(s.ScreenAnswer(id)) })
 			return

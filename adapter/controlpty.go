@@ -24,7 +24,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/framing"
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
+	"github.com/ccbridge/ccbridge/mapping/lanes"
 	"github.com/ccbridge/ccbridge/screen"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -87,7 +88,7 @@ type ptyWorker struct {
 	loop   *Loop
 	sup    *Supervisor
 	plane  *controlPlane
-	worker mctl.Worker
+	worker lane000.Worker
 	scr    *screen.Screen
 
 	state WorkerState
@@ -109,7 +110,7 @@ type ptyWorker struct {
 	inj   *ptyInput
 	queue []*ptyInput
 	// interrupts wait for the worker to be idle after the interrupt keys.
-	interrupts []func(mctl.Result, string)
+	interrupts []func(lane000.Result, string)
 
 	ui  laneQueue
 	out [][]byte
@@ -135,7 +136,7 @@ func (w *ptyWorker) liveChild() ptyWriter {
 // changed after a return.
 type ptyInput struct {
 	text      []byte
-	done      func(mctl.Result, string)
+	done      func(lane000.Result, string)
 	submitted bool
 	crAt      time.Time // the next return, or the give-up time after the last one
 	crGen     uint64    // the screen's generation when the last was sent
@@ -176,7 +177,7 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 		scr:   screen.New(pc.Cols, pc.Rows),
 		state: WorkerStarting,
 	}
-	w.worker = mctl.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: opts.SessionID}
+	w.worker = lane000.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: opts.SessionID}
 	if w.worker.SessionID == "" {
 		w.worker.SessionID = uuid.NewString() // the worker's own id for a program with none
 	}
@@ -253,15 +254,15 @@ func (w *ptyWorker) sample(now time.Time) {
 	}
 	if in := w.inj; in != nil && in.submitted && gen != in.crGen {
 		w.inj = nil
-		in.done(mctl.OK, "the screen changed after the input was submitted")
+		in.done(lane000.OK, "the screen changed after the input was submitted")
 		w.next()
 	}
 }
 
-func screenRows(rows []screen.Row) []mctl.ScreenRow {
-	out := make([]mctl.ScreenRow, len(rows))
+func screenRows(rows []screen.Row) []lane000.ScreenRow {
+	out := make([]lane000.ScreenRow, len(rows))
 	for i, r := range rows {
-		out[i] = mctl.ScreenRow{N: r.N, Text: r.Text}
+		out[i] = lane000.ScreenRow{N: r.N, Text: r.Text}
 	}
 	return out
 }
@@ -283,7 +284,7 @@ func (w *ptyWorker) Expire(now time.Time) {
 	for len(w.queue) > 0 && !now.Before(w.queue[0].giveUp) {
 		in := w.queue[0]
 		w.queue = w.queue[1:]
-		in.done(mctl.Timeout, "the program never became idle to take it")
+		in.done(lane000.Timeout, "the program never became idle to take it")
 	}
 }
 
@@ -312,7 +313,7 @@ func (w *ptyWorker) stable() {
 		w.setState(WorkerIdle, "")
 	}
 	for _, done := range w.interrupts {
-		done(mctl.OK, "the screen is stable after the interrupt keys")
+		done(lane000.OK, "the screen is stable after the interrupt keys")
 	}
 	w.interrupts = nil
 	w.next()
@@ -328,23 +329,23 @@ func (w *ptyWorker) ControlState() WorkerState { return w.state }
 // after it exited, busy while it works (unless interrupt, which
 // interrupts first and waits for idle), else pasted and submitted; ok
 // once the screen moved after the return.
-func (w *ptyWorker) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+func (w *ptyWorker) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
 	defer w.emit()
 	switch {
 	case w.child() == nil || w.state == WorkerExited:
-		done(mctl.NotLive, "the program is not running")
+		done(lane000.NotLive, "the program is not running")
 		return
 	case w.state == WorkerStarting:
-		done(mctl.NotLive, "the program is starting: its screen has not been stable yet")
+		done(lane000.NotLive, "the program is starting: its screen has not been stable yet")
 		return
 	case w.state == WorkerRunning && !interrupt:
-		done(mctl.Busy, "the program is working (its screen changes); ask with interrupt to interrupt it first")
+		done(lane000.Busy, "the program is working (its screen changes); ask with interrupt to interrupt it first")
 		return
 	}
 	in := &ptyInput{text: pasteSafe(text), done: done, giveUp: w.loop.Now().Add(w.cfg.ControlTimeout)}
 	if w.state == WorkerRunning {
 		w.keys()
-		w.interrupts = append(w.interrupts, func(mctl.Result, string) {})
+		w.interrupts = append(w.interrupts, func(lane000.Result, string) {})
 	}
 	w.queue = append(w.queue, in)
 	w.next()
@@ -359,7 +360,7 @@ func (w *ptyWorker) next() {
 	p := w.child()
 	if p == nil {
 		for _, in := range w.queue {
-			in.done(mctl.NotLive, "the program is not running")
+			in.done(lane000.NotLive, "the program is not running")
 		}
 		w.queue = nil
 		return
@@ -378,7 +379,7 @@ func (w *ptyWorker) submit(in *ptyInput, now time.Time) {
 	p := w.child()
 	if p == nil {
 		w.inj = nil
-		in.done(mctl.NotLive, "the program exited")
+		in.done(lane000.NotLive, "the program exited")
 		return
 	}
 	if in.tries >= ptyCRTries {
@@ -390,7 +391,7 @@ func (w *ptyWorker) submit(in *ptyInput, now time.Time) {
 		// The program never took it: the lane's ack said timeout; the
 		// inputs behind it go on, and the worker may be idle again.
 		w.inj = nil
-		in.done(mctl.Timeout, "the screen did not change after "+strconv.Itoa(in.tries)+" returns")
+		in.done(lane000.Timeout, "the screen did not change after "+strconv.Itoa(in.tries)+" returns")
 		w.stableAt = now
 		return
 	}
@@ -439,13 +440,13 @@ func pasteSafe(text []byte) []byte {
 
 // ControlInterrupt writes the interrupt keys; ok once the screen is
 // stable again (idle).
-func (w *ptyWorker) ControlInterrupt(done func(mctl.Result, string)) {
+func (w *ptyWorker) ControlInterrupt(done func(lane000.Result, string)) {
 	defer w.emit()
 	switch {
 	case w.child() == nil || w.state == WorkerExited:
-		done(mctl.NotLive, "the program is not running")
+		done(lane000.NotLive, "the program is not running")
 	case w.state == WorkerIdle:
-		done(mctl.OK, "no turn running: the screen is stable")
+		done(lane000.OK, "no turn running: the screen is stable")
 	default:
 		w.keys()
 		w.interrupts = append(w.interrupts, done)
@@ -462,7 +463,7 @@ func (w *ptyWorker) keys() {
 // UILine: control.screen.request is answered here; every other line goes
 // to lane 000, one at a time, off the loop.
 func (w *ptyWorker) UILine(line []byte) {
-	if gjson.GetBytes(line, "type").Str == mctl.TypeScreenRequest {
+	if gjson.GetBytes(line, "type").Str == lane000.TypeScreenRequest {
 		defer w.emit()
 		w.sample(w.loop.Now()) // what scrolled away comes before the screen
 		w.out = append(w.out, w.ScreenAnswer(gjson.GetBytes(line, "request_id").Str))
@@ -475,9 +476,9 @@ func (w *ptyWorker) UILine(line []byte) {
 // the whole screen, every row. On the loop only.
 func (w *ptyWorker) ScreenAnswer(requestID string) []byte {
 	rows := w.scr.Lines()
-	all := make([]mctl.ScreenRow, len(rows))
+	all := make([]lane000.ScreenRow, len(rows))
 	for i, r := range rows {
-		all[i] = mctl.ScreenRow{N: i, Text: r}
+		all[i] = lane000.ScreenRow{N: i, Text: r}
 	}
 	col, row := w.scr.Cursor()
 	return w.worker.AppendScreenAnswer(nil, requestID, string(w.state), all, col, row, w.pc.Cols, w.pc.Rows, w.loop.Now())
@@ -487,8 +488,8 @@ func (w *ptyWorker) ScreenAnswer(requestID string) []byte {
 func (w *ptyWorker) take(line []byte) func() {
 	lane := w.plane.lane
 	return func() {
-		if k := mctl.Classify(line); k == mctl.Lane001 || k == mctl.Lane004 {
-			w.reply(mctl.AppendProblem(nil, &mctl.Problem{Ack: mctl.TypeError, Result: mctl.Rejected, Error: "unsupported",
+		if k := lanes.Classify(line); k == lanes.Lane001 || k == lanes.Lane004 {
+			w.reply(lane000.AppendProblem(nil, &lane000.Problem{Ack: lane000.TypeError, Result: lane000.Rejected, Error: "unsupported",
 				Detail: "a pty worker takes lane 000 only (control.stdin.request, control.interrupt.request, control.screen.request)"}, time.Now()))
 			return
 		}
@@ -508,7 +509,7 @@ func (w *ptyWorker) endInput() {
 func (w *ptyWorker) reply(line []byte) { w.loop.Submit(func() { w.loop.Emit(line) }) }
 
 func (w *ptyWorker) UITooLong(e *framing.LineTooLongError) {
-	w.loop.Emit(mctl.AppendProblem(nil, &mctl.Problem{Ack: mctl.TypeError, Result: mctl.Rejected, Error: "too_large",
+	w.loop.Emit(lane000.AppendProblem(nil, &lane000.Problem{Ack: lane000.TypeError, Result: lane000.Rejected, Error: "too_large",
 		Detail: "line too long: over the " + strconv.FormatInt(e.Max, 10) + "-byte limit (--max-line)"}, w.loop.Now()))
 }
 
@@ -528,14 +529,14 @@ func (w *ptyWorker) ChildExited(_ *Proc, exit session.Exit) {
 	w.sample(now)
 	if in := w.inj; in != nil {
 		w.inj = nil
-		in.done(mctl.NotLive, "the program exited: "+exit.String())
+		in.done(lane000.NotLive, "the program exited: "+exit.String())
 	}
 	for _, in := range w.queue {
-		in.done(mctl.NotLive, "the program exited: "+exit.String())
+		in.done(lane000.NotLive, "the program exited: "+exit.String())
 	}
 	w.queue = nil
 	for _, done := range w.interrupts {
-		done(mctl.OK, "the program exited")
+		done(lane000.OK, "the program exited")
 	}
 	w.interrupts = nil
 	w.stableAt, w.sampleAt = time.Time{}, time.Time{}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/screen"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -83,12 +83,12 @@ func (h *ptyHarness) state(want WorkerState) {
 
 // result records a lane callback's answer.
 type result struct {
-	res    mctl.Result
+	res    lane000.Result
 	detail string
 	n      int
 }
 
-func (r *result) done(res mctl.Result, detail string) { r.res, r.detail, r.n = res, detail, r.n+1 }
+func (r *result) done(res lane000.Result, detail string) { r.res, r.detail, r.n = res, detail, r.n+1 }
 
 // idle brings a new worker to idle: something drawn, then stable.
 func (h *ptyHarness) idle() {
@@ -144,7 +144,7 @@ func TestPTYInjectPasteThenReturn(t *testing.T) {
 	h := newPTYHarness(t)
 	var r result
 	h.w.ControlInject([]byte("hi"), false, r.done)
-	if r.res != mctl.NotLive || !strings.Contains(r.detail, "starting") {
+	if r.res != lane000.NotLive || !strings.Contains(r.detail, "starting") {
 		t.Fatalf("inject while starting: %s %q", r.res, r.detail)
 	}
 	h.idle()
@@ -168,14 +168,14 @@ func TestPTYInjectPasteThenReturn(t *testing.T) {
 	}
 	h.draw("\r\n> line one")
 	h.at(ptySample)
-	if r.n != 1 || r.res != mctl.OK {
+	if r.n != 1 || r.res != lane000.OK {
 		t.Fatalf("after the screen moved: %d answers, %s %q", r.n, r.res, r.detail)
 	}
 	h.state(WorkerRunning)
 	// Busy while it works, unless the request interrupts.
 	var busy result
 	h.w.ControlInject([]byte("more"), false, busy.done)
-	if busy.res != mctl.Busy {
+	if busy.res != lane000.Busy {
 		t.Fatalf("inject while running: %s", busy.res)
 	}
 }
@@ -205,7 +205,7 @@ func TestPTYReturnSentAgain(t *testing.T) {
 	// --control-timeout after the first return the input is given up
 	// (the lane's ack said timeout), and the worker is idle again.
 	h.at(h.w.cfg.ControlTimeout - ptyCRTries*ptyCRRetry)
-	if r.n != 1 || r.res != mctl.Timeout {
+	if r.n != 1 || r.res != lane000.Timeout {
 		t.Fatalf("after --control-timeout: %d answers, %s", r.n, r.res)
 	}
 	h.at(0)
@@ -222,7 +222,7 @@ func TestPTYInterrupt(t *testing.T) {
 	h.idle()
 	var r result
 	h.w.ControlInterrupt(r.done)
-	if r.res != mctl.OK || !strings.Contains(r.detail, "no turn") || h.in.Len() != 0 {
+	if r.res != lane000.OK || !strings.Contains(r.detail, "no turn") || h.in.Len() != 0 {
 		t.Fatalf("interrupt of an idle worker: %s %q, typed %q", r.res, r.detail, h.in.String())
 	}
 	h.draw("working")
@@ -239,7 +239,7 @@ func TestPTYInterrupt(t *testing.T) {
 		t.Fatal("the interrupt answered before the screen was stable")
 	}
 	h.at(h.w.pc.StableAfter)
-	if r.n != 1 || r.res != mctl.OK {
+	if r.n != 1 || r.res != lane000.OK {
 		t.Fatalf("the interrupt: %d answers, %s", r.n, r.res)
 	}
 	h.state(WorkerIdle)
@@ -267,17 +267,17 @@ func TestPTYExited(t *testing.T) {
 	h.live = false
 	h.w.ChildExited(nil, session.Exit{Code: -1, Signal: 9})
 	h.state(WorkerExited)
-	if r.res != mctl.NotLive {
+	if r.res != lane000.NotLive {
 		t.Fatalf("the input in hand when the program died: %s", r.res)
 	}
 	r = result{}
 	h.w.ControlInject([]byte("y"), false, r.done)
-	if r.res != mctl.NotLive {
+	if r.res != lane000.NotLive {
 		t.Fatalf("inject after the exit: %s", r.res)
 	}
 	r = result{}
 	h.w.ControlInterrupt(r.done)
-	if r.res != mctl.NotLive {
+	if r.res != lane000.NotLive {
 		t.Fatalf("interrupt after the exit: %s", r.res)
 	}
 	if d := h.w.NextDeadline(); !d.IsZero() {
@@ -296,11 +296,11 @@ func TestPTYScreenLines(t *testing.T) {
 	var screens int
 	for _, l := range bytes.Split(bytes.TrimSpace(h.w.loop.out), []byte{'\n'}) {
 		switch {
-		case bytes.Contains(l, []byte(mctl.TypeWorkerScrollback)):
+		case bytes.Contains(l, []byte(lane000.TypeWorkerScrollback)):
 			for _, s := range gjson.GetBytes(l, "lines").Array() {
 				scrolled = append(scrolled, s.Str)
 			}
-		case bytes.Contains(l, []byte(mctl.TypeWorkerScreen)):
+		case bytes.Contains(l, []byte(lane000.TypeWorkerScreen)):
 			screens++
 		}
 	}
@@ -335,7 +335,7 @@ func TestPTYQueuedInputGivenUp(t *testing.T) {
 	}
 	h.draw(".")
 	h.at(time.Second)
-	if r.n != 1 || r.res != mctl.Timeout || len(h.w.queue) != 0 {
+	if r.n != 1 || r.res != lane000.Timeout || len(h.w.queue) != 0 {
 		t.Fatalf("after --control-timeout: %d answers, %s, %d queued", r.n, r.res, len(h.w.queue))
 	}
 	if strings.Contains(h.in.String(), "\x1b[200~") {

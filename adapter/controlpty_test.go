@@ -30,7 +30,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -95,7 +95,7 @@ func startPTW(t *testing.T, cfg ptwConfig) *ptwRun {
 	r.h = adaptertest.StartRunner(t, c.Run)
 	go r.read()
 	_, caps := r.wait(0, "the capabilities", func(l gjson.Result) bool { return true })
-	if caps.Get("type").Str != mctl.TypeCapabilities || caps.Get("session_id").Str == "" {
+	if caps.Get("type").Str != lane000.TypeCapabilities || caps.Get("session_id").Str == "" {
 		t.Fatalf("the first line is %s, want control.capabilities with a session_id", caps.Raw)
 	}
 	r.sid = caps.Get("session_id").Str
@@ -177,7 +177,7 @@ func (r *ptwRun) dump() string {
 func (r *ptwRun) waitState(from int, state string) int {
 	r.t.Helper()
 	i, _ := r.wait(from, "the state "+state, func(l gjson.Result) bool {
-		return l.Get("type").Str == mctl.TypeWorkerState && l.Get("state").Str == state
+		return l.Get("type").Str == lane000.TypeWorkerState && l.Get("state").Str == state
 	})
 	return i
 }
@@ -198,7 +198,7 @@ func (r *ptwRun) id(tag string) string {
 }
 
 func (r *ptwRun) stdinLine(id, content string, interrupt bool) string {
-	m := map[string]any{"type": mctl.TypeStdinRequest, "v": 1, "request_id": id, "team": ptwTeam, "session_id": r.sid,
+	m := map[string]any{"type": lane000.TypeStdinRequest, "v": 1, "request_id": id, "team": ptwTeam, "session_id": r.sid,
 		"agent_id": ptwAgent, "sender": ptwSender, "sent_at": time.Now().UTC().Format(time.RFC3339), "content": content}
 	if interrupt {
 		m["interrupt"] = true
@@ -225,22 +225,22 @@ func (r *ptwRun) request(line, typ, id string) gjson.Result {
 // stdin sends a control.stdin.request of id and returns its ack.
 func (r *ptwRun) stdin(id, content string, interrupt bool) gjson.Result {
 	r.t.Helper()
-	return r.request(r.stdinLine(id, content, interrupt), mctl.TypeStdinAck, id)
+	return r.request(r.stdinLine(id, content, interrupt), lane000.TypeStdinAck, id)
 }
 
 // interrupt sends a control.interrupt.request and returns its ack.
 func (r *ptwRun) interrupt(id string) gjson.Result {
 	r.t.Helper()
-	b, _ := json.Marshal(map[string]any{"type": mctl.TypeInterruptRequest, "v": 1, "request_id": id, "team": ptwTeam,
+	b, _ := json.Marshal(map[string]any{"type": lane000.TypeInterruptRequest, "v": 1, "request_id": id, "team": ptwTeam,
 		"session_id": r.sid, "agent_id": ptwAgent, "sender": ptwSender, "sent_at": time.Now().UTC().Format(time.RFC3339), "signal": "interrupt"})
-	return r.request(string(b), mctl.TypeInterruptAck, id)
+	return r.request(string(b), lane000.TypeInterruptAck, id)
 }
 
 // screen asks for the whole screen and returns the answer and its rows.
 func (r *ptwRun) screen() (gjson.Result, []string) {
 	r.t.Helper()
 	id := r.id("screen")
-	ans := r.request(`{"type":"control.screen.request","v":1,"request_id":"`+id+`"}`, mctl.TypeScreen, id)
+	ans := r.request(`{"type":"control.screen.request","v":1,"request_id":"`+id+`"}`, lane000.TypeScreen, id)
 	var rows []string
 	for i, l := range ans.Get("lines").Array() {
 		if l.Get("n").Int() != int64(i) {
@@ -264,7 +264,7 @@ func (r *ptwRun) wantAck(what string, ack gjson.Result, result string, duplicate
 func (r *ptwRun) scrollback() []string {
 	var out []string
 	for _, l := range r.all() {
-		if l.Get("type").Str == mctl.TypeWorkerScrollback {
+		if l.Get("type").Str == lane000.TypeWorkerScrollback {
 			for _, s := range l.Get("lines").Array() {
 				out = append(out, s.Str)
 			}
@@ -278,13 +278,13 @@ func (r *ptwRun) scrollback() []string {
 func (r *ptwRun) shown(s string) bool {
 	for _, l := range r.all() {
 		switch l.Get("type").Str {
-		case mctl.TypeWorkerScreen:
+		case lane000.TypeWorkerScreen:
 			for _, row := range l.Get("lines").Array() {
 				if strings.Contains(row.Get("text").Str, s) {
 					return true
 				}
 			}
-		case mctl.TypeWorkerScrollback:
+		case lane000.TypeWorkerScrollback:
 			for _, row := range l.Get("lines").Array() {
 				if strings.Contains(row.Str, s) {
 					return true
@@ -376,7 +376,7 @@ func TestPTYWorkerBasic(t *testing.T) {
 
 	idle := r.waitState(0, "idle")
 	for _, l := range r.all()[:idle] {
-		if l.Get("type").Str == mctl.TypeWorkerState {
+		if l.Get("type").Str == lane000.TypeWorkerState {
 			t.Errorf("a state line before the first idle: %s", l.Raw)
 		}
 	}
@@ -574,14 +574,14 @@ func TestPTYWorkerBusyInterrupt(t *testing.T) {
 
 	r.wantAck("the third prompt", r.stdin(r.id("third"), "third", false), "ok", false)
 	r.wait(from, "the third answer streaming", func(l gjson.Result) bool {
-		return l.Get("type").Str == mctl.TypeWorkerScreen && strings.Contains(l.Get("lines").Raw, "answer to: third")
+		return l.Get("type").Str == lane000.TypeWorkerScreen && strings.Contains(l.Get("lines").Raw, "answer to: third")
 	})
 	from = r.mark()
 	r.wantAck("a prompt with interrupt", r.stdin(r.id("fourth"), "fourth", true), "ok", false)
 	r.waitPrompts(3)
 	r.wantPrompts("first", "third", "fourth")
 	r.wait(from, "the fourth prompt's echo", func(l gjson.Result) bool {
-		return l.Get("type").Str == mctl.TypeWorkerScreen && strings.Contains(l.Get("lines").Raw, `"> fourth"`)
+		return l.Get("type").Str == lane000.TypeWorkerScreen && strings.Contains(l.Get("lines").Raw, `"> fourth"`)
 	})
 }
 
@@ -663,7 +663,7 @@ func TestPTYWorkerScreen(t *testing.T) {
 		if err != nil {
 			t.Fatalf("reading the socket: %v", err)
 		}
-		if gjson.GetBytes(line, "type").Str != mctl.TypeScreen {
+		if gjson.GetBytes(line, "type").Str != lane000.TypeScreen {
 			continue
 		}
 		if gjson.GetBytes(line, "request_id").Str != "sock-1" || len(gjson.GetBytes(line, "lines").Array()) != 30 ||

@@ -8,7 +8,7 @@ package adapter
 // docs/control/targets.md says how each dialect maps them.
 
 import (
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
 // WorkerState is the worker's state as a control lane reports it.
@@ -45,11 +45,11 @@ type ControlTarget interface {
 	// child that is starting), or not_live (no child and none can start:
 	// the session is ending, or the CLI failed to start), busy (rpc: a
 	// run is active), rejected (the text is no valid prompt).
-	ControlInject(text []byte, interrupt bool, done func(res mctl.Result, detail string))
+	ControlInject(text []byte, interrupt bool, done func(res lane000.Result, detail string))
 	// ControlInterrupt interrupts the running turn in band: ok with
 	// "interrupt sent", ok with "no turn running", or not_live with no
 	// child.
-	ControlInterrupt(done func(res mctl.Result, detail string))
+	ControlInterrupt(done func(res lane000.Result, detail string))
 }
 
 // SessionTargets is implemented by a target that hosts several CLI

@@ -17,7 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 )
 
@@ -160,11 +160,11 @@ func (c *ctlHook) on(fn func(ControlTarget)) {
 
 // call runs one inject or interrupt and returns what done was told; done
 // must be called exactly once, before the method returns.
-func (c *ctlHook) call(fn func(ControlTarget, func(mctl.Result, string))) string {
+func (c *ctlHook) call(fn func(ControlTarget, func(lane000.Result, string))) string {
 	c.t.Helper()
 	var got []string
 	c.on(func(t ControlTarget) {
-		fn(t, func(res mctl.Result, detail string) { got = append(got, string(res)+": "+detail) })
+		fn(t, func(res lane000.Result, detail string) { got = append(got, string(res)+": "+detail) })
 	})
 	if len(got) != 1 {
 		c.t.Fatalf("done was called %d times (%q), want once", len(got), got)
@@ -174,12 +174,14 @@ func (c *ctlHook) call(fn func(ControlTarget, func(mctl.Result, string))) string
 
 func (c *ctlHook) inject(text string, interrupt bool) string {
 	c.t.Helper()
-	return c.call(func(t ControlTarget, done func(mctl.Result, string)) { t.ControlInject([]byte(text), interrupt, done) })
+	return c.call(func(t ControlTarget, done func(lane000.Result, string)) {
+		t.ControlInject([]byte(text), interrupt, done)
+	})
 }
 
 func (c *ctlHook) interrupt() string {
 	c.t.Helper()
-	return c.call(func(t ControlTarget, done func(mctl.Result, string)) { t.ControlInterrupt(done) })
+	return c.call(func(t ControlTarget, done func(lane000.Result, string)) { t.ControlInterrupt(done) })
 }
 
 func (c *ctlHook) state() WorkerState {
@@ -353,7 +355,7 @@ func TestControlIPC(t *testing.T) {
 	var got string
 	c.on(func(ct ControlTarget) {
 		ct.(*ipcLoop).loop.Shutdown("test")
-		ct.ControlInject([]byte("too late"), false, func(res mctl.Result, d string) { got = string(res) + ": " + d })
+		ct.ControlInject([]byte("too late"), false, func(res lane000.Result, d string) { got = string(res) + ": " + d })
 	})
 	if got != "not_live: "+detailShuttingDown {
 		t.Errorf("inject while shutting down: %q", got)
@@ -381,7 +383,7 @@ func TestControlIPCStartingAndRespawn(t *testing.T) {
 		l := ct.(*ipcLoop)
 		l.UILine([]byte(`{"type":"session_command","command":"new"}`))
 		st = ct.ControlState()
-		ct.ControlInject([]byte("to the new child"), false, func(res mctl.Result, d string) { got = string(res) + ": " + d })
+		ct.ControlInject([]byte("to the new child"), false, func(res lane000.Result, d string) { got = string(res) + ": " + d })
 	})
 	if st != WorkerStarting || got != "ok: queued" {
 		t.Fatalf("while the child is replaced: state %q, inject %q; want starting and queued", st, got)
@@ -483,7 +485,7 @@ func TestControlRPC(t *testing.T) {
 	var got string
 	c.on(func(ct ControlTarget) {
 		ct.(*rpcLoop).loop.Shutdown("test")
-		ct.ControlInject([]byte("too late"), false, func(res mctl.Result, d string) { got = string(res) + ": " + d })
+		ct.ControlInject([]byte("too late"), false, func(res lane000.Result, d string) { got = string(res) + ": " + d })
 	})
 	if got != "not_live: "+detailShuttingDown {
 		t.Errorf("inject while shutting down: %q", got)
@@ -621,7 +623,7 @@ func TestControlACP(t *testing.T) {
 	var got string
 	c.on(func(ControlTarget) {
 		st = first.ControlState()
-		first.ControlInject([]byte("to a closed session"), false, func(res mctl.Result, d string) { got = string(res) + ": " + d })
+		first.ControlInject([]byte("to a closed session"), false, func(res lane000.Result, d string) { got = string(res) + ": " + d })
 	})
 	if st != WorkerExited || got != "not_live: the session was closed" {
 		t.Errorf("a closed session: state %q, inject %q", st, got)

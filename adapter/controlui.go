@@ -17,7 +17,8 @@ import (
 
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping"
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
+	"github.com/ccbridge/ccbridge/mapping/lanes"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -62,7 +63,7 @@ type controlWorker struct {
 	loop   *Loop
 	sup    *Supervisor
 	plane  *controlPlane
-	worker mctl.Worker
+	worker lane000.Worker
 	// ui carries the UI's lines to the lanes (laneQueue).
 	ui    laneQueue
 	state WorkerState
@@ -74,7 +75,7 @@ type controlWorker struct {
 	// interruptID is the in-band interrupt awaiting the CLI's answer, and
 	// interrupted the lane's done for it.
 	interruptID string
-	interrupted []func(mctl.Result, string)
+	interrupted []func(lane000.Result, string)
 
 	run    runState     // lane 001
 	w4     worker004    // lane 004
@@ -104,7 +105,7 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 		loop:  NewLoop(LoopConfig{MaxLine: c.MaxLine, CLIMaxLine: c.CLIMaxLine, ReuseBlocks: true, Clock: c.Clock, Logger: c.Logger}),
 		state: WorkerStarting,
 	}
-	w.worker = mctl.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: sessionOf(opts)}
+	w.worker = lane000.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: sessionOf(opts)}
 	w.run.id, w.run.Model, w.run.max = c.Control.RunID, opts.Model, maxTurns(opts.Extra)
 	w.loadRun()
 	w.sup = w.loop.NewSupervisor(SupervisorConfig{Child: c.Child, BaseArgs: ControlArgs, Started: w.started})
@@ -163,8 +164,8 @@ func (w *controlWorker) UILine(line []byte) { w.ui.push(w.loop, line, w.take, w.
 // peer's first lane-004 line) and returns its lane's work.
 func (w *controlWorker) take(line []byte) func() {
 	lane, lane001 := w.plane.lane, w.plane.lane001
-	kind := mctl.Classify(line)
-	if kind == mctl.Lane004 && w.follow == nil && w.plane.log004 != nil {
+	kind := lanes.Classify(line)
+	if kind == lanes.Lane004 && w.follow == nil && w.plane.log004 != nil {
 		// The stream from now: this request's receipt is in it.
 		w.follow = w.plane.follow004(w.plane.log004.Latest(), func(lines [][]byte) bool {
 			out := make([][]byte, len(lines))
@@ -175,9 +176,9 @@ func (w *controlWorker) take(line []byte) func() {
 	follow := w.follow
 	return func() {
 		switch kind {
-		case mctl.Lane001:
+		case lanes.Lane001:
 			lane001.Handle(line, stdioPeer{w})
-		case mctl.Lane004:
+		case lanes.Lane004:
 			var rewind func(uint64)
 			if follow != nil {
 				rewind = follow.rewind
@@ -247,7 +248,7 @@ func (q *laneQueue) next(l *Loop, take func([]byte) func(), end func()) {
 }
 
 func (w *controlWorker) UITooLong(e *framing.LineTooLongError) {
-	w.loop.Emit(mctl.AppendProblem(nil, &mctl.Problem{Ack: mctl.TypeError, Result: mctl.Rejected, Error: "too_large",
+	w.loop.Emit(lane000.AppendProblem(nil, &lane000.Problem{Ack: lane000.TypeError, Result: lane000.Rejected, Error: "too_large",
 		Detail: "line too long: over the " + strconv.FormatInt(e.Max, 10) + "-byte limit (--max-line); use content_ref for large input"}, w.loop.Now()))
 }
 
@@ -298,7 +299,7 @@ func (w *controlWorker) CLILine(p *Proc, line string) {
 		if ev.RequestID != "" && ev.RequestID == w.interruptID {
 			w.interruptID = ""
 			w.sup.Interrupted()
-			w.settleInterrupt(mctl.OK, "interrupted")
+			w.settleInterrupt(lane000.OK, "interrupted")
 		}
 	}
 	w.emit() // the state lines first
@@ -352,7 +353,7 @@ func (w *controlWorker) ChildExited(_ *Proc, exit session.Exit) {
 		w.resolved(id, a, "cli_exited")
 	}
 	w.interruptID = ""
-	w.settleInterrupt(mctl.OK, "the CLI exited; nothing runs")
+	w.settleInterrupt(lane000.OK, "the CLI exited; nothing runs")
 	detail := exit.String()
 	if !w.loop.Ending() {
 		detail += "; the next input resumes the session"
@@ -361,7 +362,7 @@ func (w *controlWorker) ChildExited(_ *Proc, exit session.Exit) {
 	w.setState(WorkerExited, detail)
 }
 
-func (w *controlWorker) settleInterrupt(res mctl.Result, detail string) {
+func (w *controlWorker) settleInterrupt(res lane000.Result, detail string) {
 	for _, done := range w.interrupted {
 		done(res, detail)
 	}
@@ -375,14 +376,14 @@ func (w *controlWorker) ControlSessionID() string { return w.worker.SessionID }
 func (w *controlWorker) ControlState() WorkerState { return w.state }
 
 // ControlInject implements ControlTarget.
-func (w *controlWorker) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+func (w *controlWorker) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
 	w.ControlInjectFor("", text, interrupt, done)
 }
 
 // ControlInjectFor sends text as one user prompt, interrupting the running
 // turn first when asked; the turn that answers it names requestID. While
 // the run is paused (lane 001) the prompt waits for resume.
-func (w *controlWorker) ControlInjectFor(requestID string, text []byte, interrupt bool, done func(mctl.Result, string)) {
+func (w *controlWorker) ControlInjectFor(requestID string, text []byte, interrupt bool, done func(lane000.Result, string)) {
 	if (w.run.Paused || len(w.run.heldIn) > 0) && !w.loop.Ending() {
 		defer w.emit()
 		if p := w.sup.Live(); interrupt && p != nil && len(w.prompts) > 0 {
@@ -393,28 +394,28 @@ func (w *controlWorker) ControlInjectFor(requestID string, text []byte, interrup
 		if !w.run.Paused {
 			detail = "queued behind the prompts held by the last pause"
 		}
-		done(mctl.OK, detail)
+		done(lane000.OK, detail)
 		return
 	}
 	w.inject(requestID, text, interrupt, done)
 }
 
 // inject sends text as one user prompt (ControlInjectFor).
-func (w *controlWorker) inject(requestID string, text []byte, interrupt bool, done func(mctl.Result, string)) {
+func (w *controlWorker) inject(requestID string, text []byte, interrupt bool, done func(lane000.Result, string)) {
 	w.sendPrompt(requestID, uuid.NewString(), []mapping.Block{{Kind: mapping.BlockText, Text: string(text)}}, interrupt, done)
 }
 
 // send sends blocks as one user prompt whose uuid is id (lane 004's
 // turn id), queued behind a running turn.
-func (w *controlWorker) send(requestID, id string, blocks []mapping.Block, done func(mctl.Result, string)) {
+func (w *controlWorker) send(requestID, id string, blocks []mapping.Block, done func(lane000.Result, string)) {
 	w.sendPrompt(requestID, id, blocks, false, done)
 }
 
-func (w *controlWorker) sendPrompt(requestID, id string, blocks []mapping.Block, interrupt bool, done func(mctl.Result, string)) {
+func (w *controlWorker) sendPrompt(requestID, id string, blocks []mapping.Block, interrupt bool, done func(lane000.Result, string)) {
 	defer w.emit()
 	defer w.syncState()
 	if w.loop.Ending() {
-		done(mctl.NotLive, "the worker session is ending")
+		done(lane000.NotLive, "the worker session is ending")
 		return
 	}
 	if w.sup.Live() == nil && !w.sup.Respawning() {
@@ -422,7 +423,7 @@ func (w *controlWorker) sendPrompt(requestID, id string, blocks []mapping.Block,
 		w.setState(WorkerStarting, "") // started sets idle
 		if _, err := w.sup.Start(opts, resumed); err != nil {
 			w.setState(WorkerExited, "the CLI could not start: "+err.Error())
-			done(mctl.NotLive, "the CLI could not start: "+err.Error())
+			done(lane000.NotLive, "the CLI could not start: "+err.Error())
 			return
 		}
 	}
@@ -431,7 +432,7 @@ func (w *controlWorker) sendPrompt(requestID, id string, blocks []mapping.Block,
 		defer w.syncState()
 		p := w.sup.Live()
 		if err != nil || p == nil {
-			done(mctl.NotLive, "no CLI runs")
+			done(lane000.NotLive, "no CLI runs")
 			return
 		}
 		detail := "sent"
@@ -444,28 +445,28 @@ func (w *controlWorker) sendPrompt(requestID, id string, blocks []mapping.Block,
 		}
 		w.prompts = append(w.prompts, controlPrompt{uuid: id, requestID: requestID})
 		p.Write(mapping.AppendUserMessage(nil, mapping.UserOptions{UUID: id}, blocks...))
-		done(mctl.OK, detail)
+		done(lane000.OK, detail)
 		w.turnStarted(id)
 	})
 }
 
 // ControlInterrupt implements ControlTarget: the CLI's answer to the
 // in-band interrupt is the worker taking it.
-func (w *controlWorker) ControlInterrupt(done func(mctl.Result, string)) {
+func (w *controlWorker) ControlInterrupt(done func(lane000.Result, string)) {
 	defer w.emit()
 	p := w.sup.Live()
 	switch {
 	case p == nil:
-		done(mctl.NotLive, "no CLI runs")
+		done(lane000.NotLive, "no CLI runs")
 	case len(w.prompts) == 0:
-		done(mctl.OK, "no turn running")
+		done(lane000.OK, "no turn running")
 	default:
 		w.interrupt(p, done)
 	}
 }
 
 // interrupt writes an in-band interrupt unless one is awaiting its answer.
-func (w *controlWorker) interrupt(p *Proc, done func(mctl.Result, string)) {
+func (w *controlWorker) interrupt(p *Proc, done func(lane000.Result, string)) {
 	if done != nil {
 		w.interrupted = append(w.interrupted, done)
 	}
@@ -493,7 +494,7 @@ func (w *controlWorker) interruptTimedOut() {
 		w.turnCompleted(p.uuid, "interrupted", "")
 	}
 	w.prompts = nil
-	w.settleInterrupt(mctl.OK, interruptUnanswered)
+	w.settleInterrupt(lane000.OK, interruptUnanswered)
 	opts, resumed := w.sup.ResumeOpts()
 	w.setState(WorkerStarting, "restarting after an unanswered interrupt")
 	w.sup.Replace("interrupt_timeout", w.cfg.InterruptTimeout, true, opts, resumed, func(error) {})

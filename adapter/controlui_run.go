@@ -16,7 +16,8 @@ import (
 
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping"
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
+	"github.com/ccbridge/ccbridge/mapping/lane001"
 )
 
 // pauseHookID is the hook callback id ccbridge registers.
@@ -46,7 +47,7 @@ type heldInput struct {
 // escalation is a set_model request awaiting the CLI's answer.
 type escalation struct {
 	reason, previous string
-	done             func(mctl.Result001)
+	done             func(lane001.Result)
 }
 
 // runState is the control dialect's lane-001 state.
@@ -61,8 +62,8 @@ type runState struct {
 	heldIn   []heldInput
 	initID   string
 	escalate map[string]escalation
-	done     bool       // DONE was written
-	last     mctl.Stack // the stack of the last STATE written
+	done     bool          // DONE was written
+	last     lane001.Stack // the stack of the last STATE written
 }
 
 // RunID implements control.Target001.
@@ -113,25 +114,25 @@ func (w *controlWorker) saveRun() {
 func (w *controlWorker) runStatus() string {
 	switch {
 	case w.run.Paused:
-		return mctl.StatePaused
+		return lane001.StatePaused
 	case len(w.prompts) > 0 || len(w.run.heldIn) > 0:
-		return mctl.StateRunning
+		return lane001.StateRunning
 	}
-	return mctl.StateIdle
+	return lane001.StateIdle
 }
 
-func (w *controlWorker) stack() mctl.Stack {
+func (w *controlWorker) stack() lane001.Stack {
 	mode := w.run.mode
 	if mode == "" {
 		mode = "default"
 	}
-	return mctl.Stack{ID: w.RunID(), Mode: mode, Iter: w.run.Iter, Max: w.run.max,
+	return lane001.Stack{ID: w.RunID(), Mode: mode, Iter: w.run.Iter, Max: w.run.max,
 		Model: w.run.Model, State: w.runStatus(), EscalationReason: w.run.EscalationReason}
 }
 
 // StateLine is the run's STATE now.
 func (w *controlWorker) StateLine() []byte {
-	return mctl.AppendState(nil, w.RunID(), w.loop.Now(), w.stack())
+	return lane001.AppendState(nil, w.RunID(), w.loop.Now(), w.stack())
 }
 
 // publish writes a loop:current event to the UI and the socket's
@@ -144,7 +145,7 @@ func (w *controlWorker) publish(line []byte) {
 
 func (w *controlWorker) publishState() {
 	w.run.last = w.stack()
-	w.publish(mctl.AppendState(nil, w.RunID(), w.loop.Now(), w.run.last))
+	w.publish(lane001.AppendState(nil, w.RunID(), w.loop.Now(), w.run.last))
 }
 
 // syncState writes a STATE when the run changed since the last one (a
@@ -156,9 +157,9 @@ func (w *controlWorker) syncState() {
 }
 
 // Pause implements control.Target001.
-func (w *controlWorker) Pause(done func(mctl.Result001)) {
+func (w *controlWorker) Pause(done func(lane001.Result)) {
 	if w.run.Paused {
-		done(failure(mctl.CodeInvalidState, "Run "+w.RunID()+" is already paused"))
+		done(failure(lane001.CodeInvalidState, "Run "+w.RunID()+" is already paused"))
 		return
 	}
 	w.run.Paused = true
@@ -167,21 +168,21 @@ func (w *controlWorker) Pause(done func(mctl.Result001)) {
 	if len(w.prompts) > 0 {
 		where = "in turn " + strconv.Itoa(w.run.Iter+1) + ": the next tool call waits for resume"
 	}
-	done(mctl.Result001{Status: mctl.StatusSuccess, Message: "Run paused at iteration " + strconv.Itoa(w.run.Iter) + ", " + where})
+	done(lane001.Result{Status: lane001.StatusSuccess, Message: "Run paused at iteration " + strconv.Itoa(w.run.Iter) + ", " + where})
 	w.publishState()
 }
 
 // Resume implements control.Target001.
-func (w *controlWorker) Resume(done func(mctl.Result001)) {
+func (w *controlWorker) Resume(done func(lane001.Result)) {
 	if !w.run.Paused {
-		done(failure(mctl.CodeInvalidState, "Run "+w.RunID()+" is not paused (it is "+w.runStatus()+")"))
+		done(failure(lane001.CodeInvalidState, "Run "+w.RunID()+" is not paused (it is "+w.runStatus()+")"))
 		return
 	}
 	w.run.Paused = false
 	w.saveRun()
 	tools, prompts := len(w.run.held), len(w.run.heldIn)
 	// The RESULT first: sending a held prompt writes a STATE.
-	done(mctl.Result001{Status: mctl.StatusSuccess, Message: "Run resumed at iteration " + strconv.Itoa(w.run.Iter) +
+	done(lane001.Result{Status: lane001.StatusSuccess, Message: "Run resumed at iteration " + strconv.Itoa(w.run.Iter) +
 		": " + plural(tools, "held tool call") + " released, " + plural(prompts, "held prompt") + " to run as turns of their own"})
 	w.releaseHooks(`{}`)
 	w.releaseInput()
@@ -202,11 +203,11 @@ func (w *controlWorker) releaseInput() {
 
 // Cancel implements control.Target001: the running turn is interrupted in
 // band, held tools are refused, held prompts dropped, and the pause ends.
-func (w *controlWorker) Cancel(done func(mctl.Result001)) {
+func (w *controlWorker) Cancel(done func(lane001.Result)) {
 	p := w.sup.Live()
 	running := p != nil && len(w.prompts) > 0
 	if !running && !w.run.Paused && len(w.run.heldIn) == 0 {
-		done(failure(mctl.CodeInvalidState, "Run "+w.RunID()+" has no turn to cancel (it is idle)"))
+		done(failure(lane001.CodeInvalidState, "Run "+w.RunID()+" has no turn to cancel (it is idle)"))
 		return
 	}
 	w.run.Paused = false
@@ -217,15 +218,15 @@ func (w *controlWorker) Cancel(done func(mctl.Result001)) {
 	}
 	w.run.heldIn = nil
 	finish := func() {
-		done(mctl.Result001{Status: mctl.StatusSuccess})
-		w.publish(mctl.AppendAbort(nil, w.RunID(), mctl.ReasonUserCancelled, nil))
+		done(lane001.Result{Status: lane001.StatusSuccess})
+		w.publish(lane001.AppendAbort(nil, w.RunID(), lane001.ReasonUserCancelled, nil))
 	}
 	if !running {
 		w.releaseHooks(denyHook)
 		finish()
 		return
 	}
-	w.interrupt(p, func(mctl.Result, string) { finish() })
+	w.interrupt(p, func(lane000.Result, string) { finish() })
 	// The CLI withdraws a held hook when it takes the interrupt; should it
 	// read this answer first, the tool is still refused.
 	w.releaseHooks(denyHook)
@@ -236,7 +237,7 @@ const denyHook = `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissio
 
 // Escalate implements control.Target001: set_model on the live CLI (the
 // CLI's answer is the model now in use), else the next CLI's --model.
-func (w *controlWorker) Escalate(model, reason string, done func(mctl.Result001)) {
+func (w *controlWorker) Escalate(model, reason string, done func(lane001.Result)) {
 	prev := w.run.Model
 	if w.sup.Live() == nil && !w.sup.Respawning() {
 		w.sup.Opts.Model = model
@@ -246,7 +247,7 @@ func (w *controlWorker) Escalate(model, reason string, done func(mctl.Result001)
 	w.sup.WhenLive(func(err error) {
 		p := w.sup.Live()
 		if err != nil || p == nil {
-			done(failure(mctl.CodeInvalidState, "the CLI is not running; escalate again"))
+			done(failure(lane001.CodeInvalidState, "the CLI is not running; escalate again"))
 			return
 		}
 		id := "ccb-sm-" + uuid.NewString()
@@ -258,16 +259,16 @@ func (w *controlWorker) Escalate(model, reason string, done func(mctl.Result001)
 	})
 }
 
-func (w *controlWorker) escalated(prev, model, reason string, done func(mctl.Result001)) {
+func (w *controlWorker) escalated(prev, model, reason string, done func(lane001.Result)) {
 	w.run.Model = model
 	w.run.EscalationReason = reason
 	w.saveRun()
-	done(mctl.Result001{Status: mctl.StatusSuccess, PreviousModel: prev, NewModel: model})
+	done(lane001.Result{Status: lane001.StatusSuccess, PreviousModel: prev, NewModel: model})
 	w.publishState()
 }
 
-func failure(code, msg string) mctl.Result001 {
-	return mctl.Result001{Status: mctl.StatusFailure, Code: code, Message: msg}
+func failure(code, msg string) lane001.Result {
+	return lane001.Result{Status: lane001.StatusFailure, Code: code, Message: msg}
 }
 
 func plural(n int, what string) string {
@@ -290,9 +291,9 @@ func (w *controlWorker) releaseHooks(answer string) {
 
 // releasedDone is the done of a prompt sent on resume: its lane-000 ack
 // was given when it was held, so a failure now ends it as lost.
-func (w *controlWorker) releasedDone(requestID string) func(mctl.Result, string) {
-	return func(res mctl.Result, detail string) {
-		if res != mctl.OK {
+func (w *controlWorker) releasedDone(requestID string) func(lane000.Result, string) {
+	return func(res lane000.Result, detail string) {
+		if res != lane000.OK {
 			w.out = append(w.out, w.worker.AppendTurnLost(nil, requestID, "held while paused, then not sent: "+detail, w.loop.Now()))
 		}
 	}
@@ -351,7 +352,7 @@ func (w *controlWorker) runCLI(p *Proc, ev *mapping.Event) bool {
 			}
 			delete(w.run.escalate, ev.RequestID)
 			if ev.IsError {
-				e.done(failure(mctl.CodeBadRequest, "the CLI refused the model: "+strings.Clone(ev.Body.Get("error").Str)))
+				e.done(failure(lane001.CodeBadRequest, "the CLI refused the model: "+strings.Clone(ev.Body.Get("error").Str)))
 				return false
 			}
 			model := strings.Clone(ev.Body.Get("response.model").Str)
@@ -384,7 +385,7 @@ func resolveModel(models gjson.Result, alias string) string {
 func (w *controlWorker) runExited(code int) {
 	for id, e := range w.run.escalate {
 		delete(w.run.escalate, id)
-		e.done(failure(mctl.CodeInvalidState, "the CLI exited before it answered set_model"))
+		e.done(failure(lane001.CodeInvalidState, "the CLI exited before it answered set_model"))
 	}
 	w.run.held = nil
 	if !w.loop.Ending() {
@@ -400,9 +401,9 @@ func (w *controlWorker) runExited(code int) {
 		w.out = append(w.out, w.worker.AppendTurnLost(nil, in.requestID, "the session ended while the prompt was held by a pause", now))
 	}
 	w.run.heldIn = nil
-	reason := mctl.ReasonCompleted
+	reason := lane001.ReasonCompleted
 	if code != 0 && !w.loop.Stopping() {
-		reason = mctl.ReasonFailed
+		reason = lane001.ReasonFailed
 	}
-	w.publish(mctl.AppendDone(nil, w.RunID(), w.loop.Now(), reason, nil))
+	w.publish(lane001.AppendDone(nil, w.RunID(), w.loop.Now(), reason, nil))
 }

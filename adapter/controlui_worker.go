@@ -18,8 +18,10 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/adapter/control"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
+	"github.com/ccbridge/ccbridge/mapping/lane004"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
@@ -65,7 +67,7 @@ func (w *controlWorker) event(method string, params []byte) {
 		return
 	}
 	l.Append(func(seq uint64) []byte {
-		return mctl.AppendEvent004(nil, w.plane.lane004.WorkerID(), seq, method, string(params), w.loop.Now())
+		return lane004.AppendEvent(nil, w.plane.lane004.WorkerID(), seq, method, string(params), w.loop.Now())
 	})
 }
 
@@ -81,34 +83,34 @@ func (w *controlWorker) currentTurn() string {
 func (w *controlWorker) threadID() string { return w.worker.SessionID }
 
 // Do implements control.Target004.
-func (w *controlWorker) Do(req *mctl.Request004, done func(control.Receipt004)) {
+func (w *controlWorker) Do(req *lane004.Request, done func(control.Receipt004)) {
 	w.w4.active = true
 	defer w.emit()
 	switch req.Method {
-	case mctl.Method004ThreadStart:
+	case lane004.MethodThreadStart:
 		w.threadStart(req, done)
-	case mctl.Method004ThreadResume:
+	case lane004.MethodThreadResume:
 		w.threadResume(req, done)
-	case mctl.Method004TurnStart:
+	case lane004.MethodTurnStart:
 		w.turnStart(req, done)
-	case mctl.Method004TurnInterrupt:
+	case lane004.MethodTurnInterrupt:
 		w.turnInterrupt(req, done)
-	case mctl.Method004ThreadList:
+	case lane004.MethodThreadList:
 		w.threadList(req, done)
-	case mctl.Method004ThreadRead:
+	case lane004.MethodThreadRead:
 		w.threadRead(req, done)
-	case mctl.Method004Approval:
+	case lane004.MethodApproval:
 		w.approvalRespond(req, done)
 	default:
-		done(control.Fail004(mctl.Code004UnsupportedMethod, "method "+strconv.Quote(req.Method)+" is not served by this worker"))
+		done(control.Fail004(lane004.CodeUnsupportedMethod, "method "+strconv.Quote(req.Method)+" is not served by this worker"))
 	}
 }
 
 // conflict is the error receipt for a request on a thread or turn that
 // is not the worker's current one.
 func (w *controlWorker) conflict(message string) control.Receipt004 {
-	r := control.Fail004(mctl.Code004Conflict, message)
-	r.Details = mctl.NewObj(nil).StrOrNull("current_thread_id", w.threadID()).StrOrNull("current_turn_id", w.currentTurn()).String()
+	r := control.Fail004(lane004.CodeConflict, message)
+	r.Details = jsonw.NewObj(nil).StrOrNull("current_thread_id", w.threadID()).StrOrNull("current_turn_id", w.currentTurn()).String()
 	return r
 }
 
@@ -127,7 +129,7 @@ func (w *controlWorker) busy() (control.Receipt004, bool) {
 
 func (w *controlWorker) threadObj(dst []byte, id, preview string, created, updated time.Time) []byte {
 	cwd, _ := w.sup.Dirs()
-	o := mctl.NewObj(dst).Str("id", id).Str("preview", preview).Str("modelProvider", "anthropic")
+	o := jsonw.NewObj(dst).Str("id", id).Str("preview", preview).Str("modelProvider", "anthropic")
 	if !created.IsZero() {
 		o.Int("createdAt", created.Unix())
 	}
@@ -139,7 +141,7 @@ func (w *controlWorker) threadObj(dst []byte, id, preview string, created, updat
 
 // threadStart replaces the CLI with one on a new session, whose id is
 // the thread's, known at once.
-func (w *controlWorker) threadStart(req *mctl.Request004, done func(control.Receipt004)) {
+func (w *controlWorker) threadStart(req *lane004.Request, done func(control.Receipt004)) {
 	if r, ok := w.busy(); ok {
 		done(r)
 		return
@@ -151,18 +153,18 @@ func (w *controlWorker) threadStart(req *mctl.Request004, done func(control.Rece
 		opts.Model = req.Model
 	}
 	if err := w.sup.Check(opts); err != nil {
-		done(control.Fail004(mctl.Code004InvalidRequest, err.Error()))
+		done(control.Fail004(lane004.CodeInvalidRequest, err.Error()))
 		return
 	}
 	w.switchThread(opts, false, func(err error) {
 		if err != nil {
-			done(control.Fail004(mctl.Code004WorkerUnavailable, "the CLI could not start: "+err.Error()))
+			done(control.Fail004(lane004.CodeWorkerUnavailable, "the CLI could not start: "+err.Error()))
 			return
 		}
 		now := w.loop.Now()
 		thread := string(w.threadObj(nil, opts.SessionID, "", now, now))
-		done(control.Receipt004{OK: true, Response: mctl.NewObj(nil).Raw("thread", thread).StrOrNull("model", cmp.Or(opts.Model, w.run.Model)).String()})
-		w.event("thread/started", mctl.NewObj(nil).Raw("thread", thread).End())
+		done(control.Receipt004{OK: true, Response: jsonw.NewObj(nil).Raw("thread", thread).StrOrNull("model", cmp.Or(opts.Model, w.run.Model)).String()})
+		w.event("thread/started", jsonw.NewObj(nil).Raw("thread", thread).End())
 	})
 }
 
@@ -197,9 +199,9 @@ func (w *controlWorker) switchThread(opts session.Options, resumed bool, then fu
 
 // threadResume switches the worker to an existing session of its
 // working directory.
-func (w *controlWorker) threadResume(req *mctl.Request004, done func(control.Receipt004)) {
+func (w *controlWorker) threadResume(req *lane004.Request, done func(control.Receipt004)) {
 	reply := func() {
-		done(control.Receipt004{OK: true, Response: mctl.NewObj(nil).Raw("thread", string(w.threadObj(nil, req.ThreadID, "", time.Time{}, time.Time{}))).String()})
+		done(control.Receipt004{OK: true, Response: jsonw.NewObj(nil).Raw("thread", string(w.threadObj(nil, req.ThreadID, "", time.Time{}, time.Time{}))).String()})
 	}
 	if req.ThreadID == w.threadID() {
 		reply() // already this worker's thread
@@ -210,13 +212,13 @@ func (w *controlWorker) threadResume(req *mctl.Request004, done func(control.Rec
 		return
 	}
 	if err := w.sup.CheckResume(req.ThreadID); err != nil {
-		done(control.Fail004(mctl.Code004InvalidRequest, "thread "+req.ThreadID+" cannot be resumed: "+err.Error()))
+		done(control.Fail004(lane004.CodeInvalidRequest, "thread "+req.ThreadID+" cannot be resumed: "+err.Error()))
 		return
 	}
 	opts := w.sup.Opts.ResumeFrom(req.ThreadID)
 	w.switchThread(opts, true, func(err error) {
 		if err != nil {
-			done(control.Fail004(mctl.Code004WorkerUnavailable, "the CLI could not start: "+err.Error()))
+			done(control.Fail004(lane004.CodeWorkerUnavailable, "the CLI could not start: "+err.Error()))
 			return
 		}
 		reply()
@@ -224,7 +226,7 @@ func (w *controlWorker) threadResume(req *mctl.Request004, done func(control.Rec
 }
 
 // turnStart sends the input as one prompt; its uuid is the turn's id.
-func (w *controlWorker) turnStart(req *mctl.Request004, done func(control.Receipt004)) {
+func (w *controlWorker) turnStart(req *lane004.Request, done func(control.Receipt004)) {
 	if req.ThreadID != w.threadID() {
 		done(w.conflict("thread " + req.ThreadID + " is not this worker's current thread"))
 		return
@@ -234,7 +236,7 @@ func (w *controlWorker) turnStart(req *mctl.Request004, done func(control.Receip
 		return
 	}
 	if w.loop.Ending() {
-		done(control.Fail004(mctl.Code004WorkerUnavailable, "the worker session is ending"))
+		done(control.Fail004(lane004.CodeWorkerUnavailable, "the worker session is ending"))
 		return
 	}
 	blocks := make([]mapping.Block, 0, len(req.Input))
@@ -253,13 +255,13 @@ func (w *controlWorker) turnStart(req *mctl.Request004, done func(control.Receip
 		w.sup.Opts.Model = req.Model
 	}
 	id := uuid.NewString()
-	w.send(req.RequestID, id, blocks, func(res mctl.Result, detail string) {
-		if res != mctl.OK {
-			done(control.Fail004(mctl.Code004WorkerUnavailable, detail))
+	w.send(req.RequestID, id, blocks, func(res lane000.Result, detail string) {
+		if res != lane000.OK {
+			done(control.Fail004(lane004.CodeWorkerUnavailable, detail))
 			return
 		}
-		turn := mctl.NewObj(nil).Str("id", id).Raw("items", "[]").Str("status", "inProgress").Raw("error", "").String()
-		done(control.Receipt004{OK: true, Response: mctl.NewObj(nil).Raw("turn", turn).String()})
+		turn := jsonw.NewObj(nil).Str("id", id).Raw("items", "[]").Str("status", "inProgress").Raw("error", "").String()
+		done(control.Receipt004{OK: true, Response: jsonw.NewObj(nil).Raw("turn", turn).String()})
 	})
 }
 
@@ -268,8 +270,8 @@ func (w *controlWorker) turnStarted(id string) {
 	if !w.w4.active {
 		return
 	}
-	turn := mctl.NewObj(nil).Str("id", id).Raw("items", "[]").Str("status", "inProgress").Raw("error", "").String()
-	w.event("turn/started", mctl.NewObj(nil).Str("threadId", w.threadID()).Raw("turn", turn).End())
+	turn := jsonw.NewObj(nil).Str("id", id).Raw("items", "[]").Str("status", "inProgress").Raw("error", "").String()
+	w.event("turn/started", jsonw.NewObj(nil).Str("threadId", w.threadID()).Raw("turn", turn).End())
 }
 
 // turnCompleted writes turn/completed: status completed, interrupted or
@@ -279,13 +281,13 @@ func (w *controlWorker) turnCompleted(id, status, message string) {
 	if !w.w4.active {
 		return
 	}
-	o := mctl.NewObj(nil).Str("id", id).Raw("items", "[]").Str("status", status)
+	o := jsonw.NewObj(nil).Str("id", id).Raw("items", "[]").Str("status", status)
 	if message != "" {
-		o.Raw("error", mctl.NewObj(nil).Str("message", message).String())
+		o.Raw("error", jsonw.NewObj(nil).Str("message", message).String())
 	} else {
 		o.Raw("error", "")
 	}
-	w.event("turn/completed", mctl.NewObj(nil).Str("threadId", w.threadID()).Raw("turn", o.String()).End())
+	w.event("turn/completed", jsonw.NewObj(nil).Str("threadId", w.threadID()).Raw("turn", o.String()).End())
 	w.closeItems(id)
 }
 
@@ -307,7 +309,7 @@ func (w *controlWorker) turnEnded(id string, ev *mapping.Event) {
 
 // turnInterrupt interrupts the running turn in band; the receipt comes
 // with the CLI's answer, turn/completed (interrupted) after it.
-func (w *controlWorker) turnInterrupt(req *mctl.Request004, done func(control.Receipt004)) {
+func (w *controlWorker) turnInterrupt(req *lane004.Request, done func(control.Receipt004)) {
 	switch {
 	case req.ThreadID != w.threadID():
 		done(w.conflict("thread " + req.ThreadID + " is not this worker's current thread"))
@@ -318,16 +320,16 @@ func (w *controlWorker) turnInterrupt(req *mctl.Request004, done func(control.Re
 	}
 	p := w.sup.Live()
 	if p == nil {
-		done(control.Fail004(mctl.Code004WorkerUnavailable, "no CLI runs"))
+		done(control.Fail004(lane004.CodeWorkerUnavailable, "no CLI runs"))
 		return
 	}
 	if w.w4.interrupted == nil {
 		w.w4.interrupted = make(map[string]bool)
 	}
 	w.w4.interrupted[req.TurnID] = true
-	w.interrupt(p, func(res mctl.Result, detail string) {
-		if res != mctl.OK || detail == interruptUnanswered {
-			done(control.Fail004(mctl.Code004Timeout, detail+" within "+w.cfg.InterruptTimeout.String()+"; the turn ended"))
+	w.interrupt(p, func(res lane000.Result, detail string) {
+		if res != lane000.OK || detail == interruptUnanswered {
+			done(control.Fail004(lane004.CodeTimeout, detail+" within "+w.cfg.InterruptTimeout.String()+"; the turn ended"))
 			return
 		}
 		done(control.Receipt004{OK: true, Response: "{}"})
@@ -336,13 +338,13 @@ func (w *controlWorker) turnInterrupt(req *mctl.Request004, done func(control.Re
 
 // threadList lists the sessions of the worker's working directory, off
 // the loop.
-func (w *controlWorker) threadList(req *mctl.Request004, done func(control.Receipt004)) {
+func (w *controlWorker) threadList(req *lane004.Request, done func(control.Receipt004)) {
 	cwd, configDir := w.sup.Dirs()
 	limit, offset := req.Limit, 0
 	if req.Cursor != "" {
 		n, err := strconv.Atoi(req.Cursor)
 		if err != nil || n < 0 {
-			done(control.Fail004(mctl.Code004InvalidRequest, "cursor "+strconv.Quote(req.Cursor)+" is not one this worker gave"))
+			done(control.Fail004(lane004.CodeInvalidRequest, "cursor "+strconv.Quote(req.Cursor)+" is not one this worker gave"))
 			return
 		}
 		offset = n
@@ -362,7 +364,7 @@ func (w *controlWorker) threadList(req *mctl.Request004, done func(control.Recei
 func listThreads(ctx context.Context, w *controlWorker, configDir, cwd string, offset, limit int) (string, control.Receipt004) {
 	all, err := clifiles.List(configDir, cwd)
 	if err != nil && len(all) == 0 {
-		return "", control.Fail004(mctl.Code004InternalError, "reading the session folder: "+err.Error())
+		return "", control.Fail004(lane004.CodeInternalError, "reading the session folder: "+err.Error())
 	}
 	var files []clifiles.Session
 	for _, f := range all {
@@ -383,7 +385,7 @@ func listThreads(ctx context.Context, w *controlWorker, configDir, cwd string, o
 	for i, f := range files {
 		var s rpc.SessionSummary
 		if err := EachLine(ctx, f.Path, s.Line); ctx.Err() != nil {
-			return "", control.Fail004(mctl.Code004WorkerUnavailable, "the worker session is ending")
+			return "", control.Fail004(lane004.CodeWorkerUnavailable, "the worker session is ending")
 		} else if err != nil {
 			continue
 		}
@@ -404,17 +406,17 @@ func listThreads(ctx context.Context, w *controlWorker, configDir, cwd string, o
 
 // threadRead reads one session of the worker's working directory, off
 // the loop, with its turns when asked.
-func (w *controlWorker) threadRead(req *mctl.Request004, done func(control.Receipt004)) {
+func (w *controlWorker) threadRead(req *lane004.Request, done func(control.Receipt004)) {
 	cwd, configDir := w.sup.Dirs()
 	path := clifiles.SessionFile(configDir, cwd, req.ThreadID)
 	if path == "" {
-		done(control.Fail004(mctl.Code004InvalidRequest, "thread "+req.ThreadID+" not found: this worker's working directory has no such session"))
+		done(control.Fail004(lane004.CodeInvalidRequest, "thread "+req.ThreadID+" not found: this worker's working directory has no such session"))
 		return
 	}
 	id, include := req.ThreadID, req.IncludeTurns
 	w.loop.Go(func(ctx context.Context) func() {
 		var s rpc.SessionSummary
-		var t mctl.Turns004
+		var t lane004.Turns
 		err := EachLine(ctx, path, func(line []byte) {
 			s.Line(line)
 			if include {
@@ -423,7 +425,7 @@ func (w *controlWorker) threadRead(req *mctl.Request004, done func(control.Recei
 		})
 		return func() {
 			if err != nil {
-				done(control.Fail004(mctl.Code004InternalError, "reading thread "+id+": "+err.Error()))
+				done(control.Fail004(lane004.CodeInternalError, "reading thread "+id+": "+err.Error()))
 				return
 			}
 			created, _ := time.Parse(time.RFC3339Nano, s.CreatedAt)
@@ -433,7 +435,7 @@ func (w *controlWorker) threadRead(req *mctl.Request004, done func(control.Recei
 				thread = t.Append(thread)
 				thread = append(thread, '}')
 			}
-			done(control.Receipt004{OK: true, Response: mctl.NewObj(nil).Raw("thread", string(thread)).String()})
+			done(control.Receipt004{OK: true, Response: jsonw.NewObj(nil).Raw("thread", string(thread)).String()})
 		}
 	})
 }
@@ -476,7 +478,7 @@ func (w *controlWorker) items004(ev *mapping.Event) {
 		if b.kind == "reasoning" {
 			method = "item/reasoning/textDelta"
 		}
-		w.w4.buf = mctl.NewObj(w.w4.buf[:0]).Str("threadId", thread).Str("turnId", turn).Str("itemId", b.id).Raw("delta", ev.TextRaw).End()
+		w.w4.buf = jsonw.NewObj(w.w4.buf[:0]).Str("threadId", thread).Str("turnId", turn).Str("itemId", b.id).Raw("delta", ev.TextRaw).End()
 		w.event(method, w.w4.buf)
 	case mapping.KindContentBlockStop:
 		b := w.w4.blocks[ev.Index]
@@ -496,7 +498,7 @@ func (w *controlWorker) items004(ev *mapping.Event) {
 			}
 			// Kept past this line, whose buffer the reader reuses.
 			w.w4.tools[strings.Clone(id)] = strings.Clone(name)
-			item := mctl.NewObj(nil).Str("type", "toolCall").Str("id", id).Str("tool", name).Raw("input", c.Get("input").Raw).Str("status", "inProgress").String()
+			item := jsonw.NewObj(nil).Str("type", "toolCall").Str("id", id).Str("tool", name).Raw("input", c.Get("input").Raw).Str("status", "inProgress").String()
 			w.event("item/started", w.itemParams(thread, turn, ev.ParentToolUseID, item))
 			return true
 		})
@@ -515,7 +517,7 @@ func (w *controlWorker) items004(ev *mapping.Event) {
 			if c.Get("is_error").Bool() {
 				status = "failed"
 			}
-			item := mctl.NewObj(nil).Str("type", "toolCall").Str("id", id).Str("tool", name).Str("status", status).Raw("result", c.Get("content").Raw).String()
+			item := jsonw.NewObj(nil).Str("type", "toolCall").Str("id", id).Str("tool", name).Str("status", status).Raw("result", c.Get("content").Raw).String()
 			w.event("item/completed", w.itemParams(thread, turn, ev.ParentToolUseID, item))
 			return true
 		})
@@ -523,7 +525,7 @@ func (w *controlWorker) items004(ev *mapping.Event) {
 }
 
 func (w *controlWorker) textItem(b *block004) string {
-	o := mctl.NewObj(nil).Str("type", b.kind).Str("id", b.id)
+	o := jsonw.NewObj(nil).Str("type", b.kind).Str("id", b.id)
 	if b.kind == "reasoning" {
 		return o.Strings("content", []string{b.text.String()}).String()
 	}
@@ -531,7 +533,7 @@ func (w *controlWorker) textItem(b *block004) string {
 }
 
 func (w *controlWorker) itemParams(thread, turn, parent, item string) []byte {
-	o := mctl.NewObj(w.w4.buf[:0]).Str("threadId", thread).Str("turnId", turn)
+	o := jsonw.NewObj(w.w4.buf[:0]).Str("threadId", thread).Str("turnId", turn)
 	if parent != "" {
 		o.Str("parentItemId", parent)
 	}
@@ -578,7 +580,7 @@ func (w *controlWorker) approvalRequested(ev *mapping.Event) bool {
 	}
 	id := strings.Clone(ev.RequestID)
 	w.w4.approvals[id] = a
-	o := mctl.NewObj(nil).Str("threadId", w.threadID()).StrOrNull("turnId", a.turnID).StrOrNull("itemId", a.toolUseID).
+	o := jsonw.NewObj(nil).Str("threadId", w.threadID()).StrOrNull("turnId", a.turnID).StrOrNull("itemId", a.toolUseID).
 		Str("approvalId", id).Str("tool", a.tool).Raw("input", a.input).Raw("suggestions", a.suggestions)
 	if r := ev.Body.Get("decision_reason").Str; r != "" {
 		o.Str("reason", r)
@@ -590,12 +592,12 @@ func (w *controlWorker) approvalRequested(ev *mapping.Event) bool {
 // resolved writes serverRequest/resolved and forgets the approval.
 func (w *controlWorker) resolved(id string, a approval004, how string) {
 	delete(w.w4.approvals, id)
-	w.event("serverRequest/resolved", mctl.NewObj(nil).Str("threadId", w.threadID()).StrOrNull("turnId", a.turnID).
+	w.event("serverRequest/resolved", jsonw.NewObj(nil).Str("threadId", w.threadID()).StrOrNull("turnId", a.turnID).
 		Str("approvalId", id).Str("resolution", how).End())
 }
 
 // approvalRespond answers a held permission request or question.
-func (w *controlWorker) approvalRespond(req *mctl.Request004, done func(control.Receipt004)) {
+func (w *controlWorker) approvalRespond(req *lane004.Request, done func(control.Receipt004)) {
 	a, ok := w.w4.approvals[req.ApprovalID]
 	p := w.sup.Live()
 	if !ok || p == nil {
@@ -606,9 +608,9 @@ func (w *controlWorker) approvalRespond(req *mctl.Request004, done func(control.
 	case "accept", "acceptForSession":
 		allow := mapping.Allow{ToolUseID: a.toolUseID}
 		if req.Answers != "" {
-			input, err := mctl.WithAnswers(a.input, req.Answers)
+			input, err := lane004.WithAnswers(a.input, req.Answers)
 			if err != nil {
-				done(control.Fail004(mctl.Code004InvalidRequest, err.Error()))
+				done(control.Fail004(lane004.CodeInvalidRequest, err.Error()))
 				return
 			}
 			allow.UpdatedInput = input
@@ -629,7 +631,7 @@ func (w *controlWorker) approvalRespond(req *mctl.Request004, done func(control.
 func (w *controlWorker) status004() ([]byte, bool) {
 	ch := make(chan []byte, 1)
 	if !w.loop.Submit(func() {
-		ch <- mctl.NewObj(nil).Str("state", string(w.state)).StrOrNull("thread_id", w.threadID()).
+		ch <- jsonw.NewObj(nil).Str("state", string(w.state)).StrOrNull("thread_id", w.threadID()).
 			StrOrNull("turn_id", w.currentTurn()).StrOrNull("model", w.run.Model).Bool("paused", w.run.Paused).End()
 	}) {
 		return nil, false

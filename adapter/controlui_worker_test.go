@@ -10,7 +10,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping"
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane004"
 )
 
 // TestWorker004ItemsOutliveTheirLine: the CLI's lines reach lane 004's
@@ -66,6 +66,6 @@ func TestWorker004ItemsOutliveTheirLine(t *testing.T) {
 // okTarget answers every lane-004 request with an empty success.
 type okTarget struct{}
 
-func (okTarget) Do(req *mctl.Request004, done func(control.Receipt004)) {
+func (okTarget) Do(req *lane004.Request, done func(control.Receipt004)) {
 	go done(control.Receipt004{OK: true, Response: `{}`})
 }

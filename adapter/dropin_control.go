@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ccbridge/ccbridge/mapping"
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
 var _ ControlTarget = (*relay)(nil)
@@ -48,19 +48,19 @@ func (r *relay) notLive() string {
 	return ""
 }
 
-func (r *relay) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+func (r *relay) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
 	if why := r.notLive(); why != "" {
-		done(mctl.NotLive, why)
+		done(lane000.NotLive, why)
 		return
 	}
 	if len(text) == 0 || !utf8.Valid(text) {
-		done(mctl.Rejected, "the prompt must be non-empty UTF-8 text")
+		done(lane000.Rejected, "the prompt must be non-empty UTF-8 text")
 		return
 	}
 	ahead := r.outstanding()
 	if interrupt && (ahead > 0 || r.running.Load()) {
 		if err := r.interrupt("a control request"); err != nil {
-			done(mctl.NotLive, "writing to the CLI: "+err.Error())
+			done(lane000.NotLive, "writing to the CLI: "+err.Error())
 			return
 		}
 		ahead = max(ahead-1, 0) // the running turn ends first
@@ -69,27 +69,27 @@ func (r *relay) ControlInject(text []byte, interrupt bool, done func(mctl.Result
 	r.prompts.Add(1) // before the write: its result may come at once
 	if err := r.w.WriteLine(line); err != nil {
 		r.prompts.Add(-1)
-		done(mctl.NotLive, "writing to the CLI: "+err.Error())
+		done(lane000.NotLive, "writing to the CLI: "+err.Error())
 		return
 	}
 	if ahead > 0 {
-		done(mctl.OK, detailQueued)
+		done(lane000.OK, detailQueued)
 		return
 	}
-	done(mctl.OK, detailSent)
+	done(lane000.OK, detailSent)
 }
 
-func (r *relay) ControlInterrupt(done func(mctl.Result, string)) {
+func (r *relay) ControlInterrupt(done func(lane000.Result, string)) {
 	switch why := r.notLive(); {
 	case why != "":
-		done(mctl.NotLive, why)
+		done(lane000.NotLive, why)
 	case r.outstanding() == 0 && !r.running.Load():
-		done(mctl.OK, detailNoTurn)
+		done(lane000.OK, detailNoTurn)
 	default:
 		if err := r.interrupt("a control request"); err != nil {
-			done(mctl.NotLive, "writing to the CLI: "+err.Error())
+			done(lane000.NotLive, "writing to the CLI: "+err.Error())
 			return
 		}
-		done(mctl.OK, detailInterrupted)
+		done(lane000.OK, detailInterrupted)
 	}
 }

@@ -15,8 +15,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/internal/adaptertest"
 )
 
 // startHost runs d in memory.

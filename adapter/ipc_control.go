@@ -7,7 +7,7 @@ package adapter
 import (
 	"github.com/tidwall/gjson"
 
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
 var _ ControlTarget = (*ipcLoop)(nil)
@@ -38,10 +38,10 @@ func (l *ipcLoop) openPrompts() int {
 	return n
 }
 
-func (l *ipcLoop) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+func (l *ipcLoop) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
 	defer l.emit()
 	if l.loop.Ending() {
-		done(mctl.NotLive, detailShuttingDown)
+		done(lane000.NotLive, detailShuttingDown)
 		return
 	}
 	line := make([]byte, 0, len(text)+48)
@@ -50,7 +50,7 @@ func (l *ipcLoop) ControlInject(text []byte, interrupt bool, done func(mctl.Resu
 	line = append(line, '}')
 	cmd, err := l.tr.FromUI(line)
 	if err != nil {
-		done(mctl.Rejected, err.Error())
+		done(lane000.Rejected, err.Error())
 		return
 	}
 	if l.sup.Respawning() {
@@ -64,7 +64,7 @@ func (l *ipcLoop) ControlInject(text []byte, interrupt bool, done func(mctl.Resu
 			}
 			l.command(cmd)
 		})
-		done(mctl.OK, detailQueued)
+		done(lane000.OK, detailQueued)
 		return
 	}
 	ahead := l.openPrompts()
@@ -78,28 +78,28 @@ func (l *ipcLoop) ControlInject(text []byte, interrupt bool, done func(mctl.Resu
 		opts, resumed := l.sup.ResumeOpts()
 		if _, err := l.sup.Start(opts, resumed); err != nil {
 			l.emitError("spawn_failed", err.Error(), false)
-			done(mctl.NotLive, detailStartFailed+err.Error())
+			done(lane000.NotLive, detailStartFailed+err.Error())
 			return
 		}
 	}
 	l.command(cmd)
 	if ahead > 0 {
-		done(mctl.OK, detailQueued)
+		done(lane000.OK, detailQueued)
 		return
 	}
-	done(mctl.OK, detailSent)
+	done(lane000.OK, detailSent)
 }
 
-func (l *ipcLoop) ControlInterrupt(done func(mctl.Result, string)) {
+func (l *ipcLoop) ControlInterrupt(done func(lane000.Result, string)) {
 	defer l.emit()
 	switch {
 	case l.sup.Live() == nil:
-		done(mctl.NotLive, detailNotRunning)
+		done(lane000.NotLive, detailNotRunning)
 	case l.openPrompts() == 0:
-		done(mctl.OK, detailNoTurn)
+		done(lane000.OK, detailNoTurn)
 	default:
 		l.interruptTurn()
-		done(mctl.OK, detailInterrupted)
+		done(lane000.OK, detailInterrupted)
 	}
 }
 

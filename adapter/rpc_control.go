@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ccbridge/ccbridge/mapping"
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
 var _ ControlTarget = (*rpcLoop)(nil)
@@ -28,19 +28,19 @@ func (l *rpcLoop) ControlState() WorkerState {
 	return WorkerIdle
 }
 
-func (l *rpcLoop) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+func (l *rpcLoop) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
 	defer l.emit()
 	if l.loop.Ending() {
-		done(mctl.NotLive, detailShuttingDown)
+		done(lane000.NotLive, detailShuttingDown)
 		return
 	}
 	if len(text) == 0 || !utf8.Valid(text) {
-		done(mctl.Rejected, "the prompt must be non-empty UTF-8 text")
+		done(lane000.Rejected, "the prompt must be non-empty UTF-8 text")
 		return
 	}
 	if active := l.tr.ActiveRun(); active != "" {
 		if !interrupt {
-			done(mctl.Busy, detailRunActive)
+			done(lane000.Busy, detailRunActive)
 			return
 		}
 		// As run.cancel: run.status cancelled, and an in-band interrupt
@@ -48,31 +48,31 @@ func (l *rpcLoop) ControlInject(text []byte, interrupt bool, done func(mctl.Resu
 		l.cancelRun(active, detailInterruptedBy)
 	}
 	if e := l.prepareRun(""); e != nil {
-		done(mctl.NotLive, detailStartFailed+e.Message)
+		done(lane000.NotLive, detailStartFailed+e.Message)
 		return
 	}
 	runID := l.newRunID()
 	l.launchRun(runID, []mapping.Block{{Text: string(text)}})
 	if l.tr.Held() == runID {
-		done(mctl.OK, detailQueued)
+		done(lane000.OK, detailQueued)
 		return
 	}
-	done(mctl.OK, detailSent)
+	done(lane000.OK, detailSent)
 }
 
-func (l *rpcLoop) ControlInterrupt(done func(mctl.Result, string)) {
+func (l *rpcLoop) ControlInterrupt(done func(lane000.Result, string)) {
 	defer l.emit()
 	id := l.tr.ActiveRun()
 	switch {
 	case id != "":
 		if l.cancelRun(id, detailInterruptedBy).Interrupt {
-			done(mctl.OK, detailInterrupted)
+			done(lane000.OK, detailInterrupted)
 		} else {
-			done(mctl.OK, "the run was cancelled before its prompt reached the CLI")
+			done(lane000.OK, "the run was cancelled before its prompt reached the CLI")
 		}
 	case l.sup.Live() == nil:
-		done(mctl.NotLive, detailNotRunning)
+		done(lane000.NotLive, detailNotRunning)
 	default:
-		done(mctl.OK, detailNoTurn)
+		done(lane000.OK, detailNoTurn)
 	}
 }

@@ -22,8 +22,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/internal/adaptertest"
 )
 
 // logBuffer collects a logger's output, for tests that read it.

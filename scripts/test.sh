@@ -68,8 +68,11 @@ go test -race -count=1 -timeout 15m ./...
 step
 
 echo "== fuzz ($FUZZTIME each)"
-for target in $(grep -rhoE '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' . | sed 's/^func //' | sort -u); do
-  pkg=$(dirname "$(grep -rlE "^func $target\(" --include='*_test.go' . | head -1)")
+# A fuzz target's name is unique within its package only (lane000, lane001
+# and lane004 each have a FuzzDecode): each (package, target) pair is run.
+fuzz_targets=$(grep -rHoE '^func Fuzz[A-Za-z0-9_]+\(' --include='*_test.go' . |
+  sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]+)\($#\1 \2#' | sort -u)
+while read -r pkg target <&3; do
   echo "-- $target in $pkg"
   # Go 1.26's fuzzing coordinator can fail a target with a bare "context
   # deadline exceeded" when the -fuzztime duration runs out while a worker
@@ -93,6 +96,6 @@ for target in $(grep -rhoE '^func (Fuzz[A-Za-z0-9_]+)' --include='*_test.go' . |
     budget="${execs}x"
     echo "   (the fuzzing engine's deadline race, no input found: again for $budget executions)"
   done
-done
+done 3<<<"$fuzz_targets"
 step
 echo "all tests passed in $SECONDS s"

@@ -1,5 +1,10 @@
 package serve
 
+// ccbridge serve: an HTTP server hosting several lane-004 workers, each a
+// --ui control session core with its own CLI child, its own loop, its own
+// state (docs/protocol/worker.md). This file is the command: its flags,
+// its workers' lifecycle and its shutdown; serve_http.go is the HTTP API.
+
 import (
 	"bufio"
 	"cmp"
@@ -24,11 +29,6 @@ import (
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/session"
 )
-
-// ccbridge serve: an HTTP server hosting several lane-004 workers, each a
-// --ui control session core with its own CLI child, its own loop, its own
-// state (docs/protocol/worker.md). This file is the command: its flags,
-// its workers' lifecycle and its shutdown; serve_http.go is the HTTP API.
 
 // Launcher is what main hands to ccbridge serve: it finds the CLI
 // (claude: --claude, else $CCBRIDGE_CLAUDE or claude on PATH) and, when

@@ -1,5 +1,11 @@
 package serve
 
+// ccbridge serve's HTTP API: one lane-004 worker per {workerId}, driven
+// through its lane (control.Lane004) and its event log. The handlers hold
+// no protocol of their own: a request's body goes to the lane, its
+// receipt comes back as the response body; the stream is the lane's
+// Follow written as server-sent events.
+
 import (
 	"context"
 	"crypto/sha256"
@@ -17,14 +23,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/adapter"
-
-	// ccbridge serve's HTTP API: one lane-004 worker per {workerId}, driven
-	// through its lane (control.Lane004) and its event log. The handlers hold
-	// no protocol of their own: a request's body goes to the lane, its
-	// receipt comes back as the response body; the stream is the lane's
-	// Follow written as server-sent events.
-
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
+	"github.com/ccbridge/ccbridge/mapping/lane004"
 )
 
 // The API's paths.
@@ -188,7 +188,7 @@ func (s *serveAPI) wait() { s.bg.Wait() }
 // problem writes a worker.error with no seq (no event of any log) with
 // the HTTP status.
 func (s *serveAPI) problem(w http.ResponseWriter, status int, workerID, code, message string) {
-	body := mctl.AppendProblem004(nil, workerID, &mctl.Problem004{Code: code, Message: message}, time.Now())
+	body := lane004.AppendProblem(nil, workerID, &lane004.Problem{Code: code, Message: message}, time.Now())
 	writeJSON(w, status, body)
 }
 
@@ -218,7 +218,7 @@ func (s *serveAPI) authenticate(w http.ResponseWriter, r *http.Request, workerID
 	}
 	if match == nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ccbridge"`)
-		s.problem(w, http.StatusUnauthorized, workerID, mctl.Code004Unauthorized, msg)
+		s.problem(w, http.StatusUnauthorized, workerID, lane004.CodeUnauthorized, msg)
 		return nil, false
 	}
 	return match, true
@@ -246,12 +246,12 @@ func (s *serveAPI) worker(w http.ResponseWriter, r *http.Request) *serveWorker {
 		return nil
 	}
 	if tok != nil && !tok.allows(id) {
-		s.problem(w, http.StatusForbidden, id, mctl.Code004Forbidden, "this token may not drive worker "+strconv.Quote(id))
+		s.problem(w, http.StatusForbidden, id, lane004.CodeForbidden, "this token may not drive worker "+strconv.Quote(id))
 		return nil
 	}
 	wk := s.workers[id]
 	if wk == nil {
-		s.problem(w, http.StatusNotFound, id, mctl.Code004WorkerUnavailable, "no worker "+strconv.Quote(id))
+		s.problem(w, http.StatusNotFound, id, lane004.CodeWorkerUnavailable, "no worker "+strconv.Quote(id))
 		return nil
 	}
 	return wk
@@ -264,17 +264,17 @@ func receiptStatus(receipt []byte) int {
 		return http.StatusOK
 	}
 	switch gjson.GetBytes(receipt, "payload.code").Str {
-	case mctl.Code004InvalidRequest, mctl.Code004UnsupportedMethod:
+	case lane004.CodeInvalidRequest, lane004.CodeUnsupportedMethod:
 		return http.StatusBadRequest
-	case mctl.Code004Unauthorized:
+	case lane004.CodeUnauthorized:
 		return http.StatusUnauthorized
-	case mctl.Code004Forbidden:
+	case lane004.CodeForbidden:
 		return http.StatusForbidden
-	case mctl.Code004Conflict:
+	case lane004.CodeConflict:
 		return http.StatusConflict
-	case mctl.Code004WorkerUnavailable:
+	case lane004.CodeWorkerUnavailable:
 		return http.StatusServiceUnavailable
-	case mctl.Code004Timeout:
+	case lane004.CodeTimeout:
 		return http.StatusGatewayTimeout
 	}
 	return http.StatusInternalServerError
@@ -295,11 +295,11 @@ func (s *serveAPI) request(w http.ResponseWriter, r *http.Request) {
 		s.tooLarge(w, wk.id)
 		return
 	case err != nil:
-		s.problem(w, http.StatusBadRequest, wk.id, mctl.Code004InvalidRequest, "reading the request body: "+err.Error())
+		s.problem(w, http.StatusBadRequest, wk.id, lane004.CodeInvalidRequest, "reading the request body: "+err.Error())
 		return
 	}
 	if wk.stopped() {
-		s.problem(w, http.StatusServiceUnavailable, wk.id, mctl.Code004WorkerUnavailable, "the worker's session has ended")
+		s.problem(w, http.StatusServiceUnavailable, wk.id, lane004.CodeWorkerUnavailable, "the worker's session has ended")
 		return
 	}
 	accepted := wk.w.Log.Latest()
@@ -315,7 +315,7 @@ func (s *serveAPI) request(w http.ResponseWriter, r *http.Request) {
 	select {
 	case receipt := <-answer:
 		if receipt == nil {
-			s.problem(w, http.StatusBadRequest, wk.id, mctl.Code004InvalidRequest, "the body is a worker event, not a request")
+			s.problem(w, http.StatusBadRequest, wk.id, lane004.CodeInvalidRequest, "the body is a worker event, not a request")
 			return
 		}
 		writeJSON(w, receiptStatus(receipt), receipt)
@@ -347,16 +347,16 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) (body []byte, t
 // accepted answers 202: the request is being carried out; its receipt
 // comes on the stream after seq.
 func (s *serveAPI) accepted(w http.ResponseWriter, body []byte, seq uint64) {
-	req, prob := mctl.Decode004(body)
+	req, prob := lane004.Decode(body)
 	id := req.RequestID
 	if prob != nil {
 		id = prob.RequestID
 	}
-	writeJSON(w, http.StatusAccepted, mctl.NewObj(nil).StrOrNull("request_id", id).Bool("accepted", true).Int("seq", int64(seq)).End())
+	writeJSON(w, http.StatusAccepted, jsonw.NewObj(nil).StrOrNull("request_id", id).Bool("accepted", true).Int("seq", int64(seq)).End())
 }
 
 func (s *serveAPI) tooLarge(w http.ResponseWriter, workerID string) {
-	s.problem(w, http.StatusRequestEntityTooLarge, workerID, mctl.Code004InvalidRequest,
+	s.problem(w, http.StatusRequestEntityTooLarge, workerID, lane004.CodeInvalidRequest,
 		"the request body is over the "+strconv.FormatInt(s.maxBody, 10)+"-byte limit (--max-body)")
 }
 
@@ -370,7 +370,7 @@ func (wk *serveWorker) statusObj(dst []byte) []byte {
 	if !ok {
 		st = []byte(`{"state":"stopped"}`)
 	}
-	return mctl.NewObj(dst).Str("worker_id", wk.id).Int("latest_seq", int64(wk.w.Log.Latest())).
+	return jsonw.NewObj(dst).Str("worker_id", wk.id).Int("latest_seq", int64(wk.w.Log.Latest())).
 		Int("oldest_seq", int64(wk.w.Log.Oldest())).Raw("status", string(st)).End()
 }
 
@@ -456,7 +456,7 @@ func (s *serveAPI) stream(w http.ResponseWriter, r *http.Request) {
 	// Without a cursor: from now on (live only).
 	cursor, given, err := streamCursor(r)
 	if err != nil {
-		s.problem(w, http.StatusBadRequest, wk.id, mctl.Code004InvalidRequest, err.Error())
+		s.problem(w, http.StatusBadRequest, wk.id, lane004.CodeInvalidRequest, err.Error())
 		return
 	}
 	if !given {

@@ -23,8 +23,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
-
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane004"
 )
 
 // serveFake is a Target004 standing in for a worker's loop: Do counts the
@@ -37,12 +36,12 @@ type serveFake struct {
 	entered chan string
 }
 
-func (f *serveFake) Do(req *mctl.Request004, done func(control.Receipt004)) {
+func (f *serveFake) Do(req *lane004.Request, done func(control.Receipt004)) {
 	f.mu.Lock()
 	f.calls[req.RequestID]++
 	f.mu.Unlock()
 	go func() {
-		if req.Method == mctl.Method004TurnStart && f.hold != nil {
+		if req.Method == lane004.MethodTurnStart && f.hold != nil {
 			if f.entered != nil {
 				f.entered <- req.RequestID
 			}
@@ -96,7 +95,7 @@ func (w *serveTestWorker) appendEvents(n, pad int) [][]byte {
 	params := `{"pad":"` + strings.Repeat("x", pad) + `"}`
 	for range n {
 		w.log.Append(func(seq uint64) []byte {
-			line := mctl.AppendEvent004(nil, w.id, seq, "item/agentMessage/delta", params, time.Now())
+			line := lane004.AppendEvent(nil, w.id, seq, "item/agentMessage/delta", params, time.Now())
 			lines = append(lines, line)
 			return line
 		})
@@ -350,7 +349,7 @@ func TestServeStatusAndList(t *testing.T) {
 		t.Errorf("list %d %s, want %s", r.status, r.body, want)
 	}
 	// A stopped worker takes no requests.
-	wantProblem(t, servePost(t, ts, "b", "", serveReq("r1", "thread/list", "")), http.StatusServiceUnavailable, mctl.Code004WorkerUnavailable)
+	wantProblem(t, servePost(t, ts, "b", "", serveReq("r1", "thread/list", "")), http.StatusServiceUnavailable, lane004.CodeWorkerUnavailable)
 }
 
 func writeTokenFile(t *testing.T, mode os.FileMode, text string) string {
@@ -377,12 +376,12 @@ func TestServeAuth(t *testing.T) {
 	list := serveReq("r1", "thread/list", "")
 
 	r := servePost(t, ts, "a", "", list)
-	wantProblem(t, r, http.StatusUnauthorized, mctl.Code004Unauthorized)
+	wantProblem(t, r, http.StatusUnauthorized, lane004.CodeUnauthorized)
 	if !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
 		t.Errorf("WWW-Authenticate %q", r.header.Get("WWW-Authenticate"))
 	}
 	for _, tok := range []string{"wrong", "all-secre", "all-secretx", "a-secret a"} {
-		wantProblem(t, servePost(t, ts, "a", tok, list), http.StatusUnauthorized, mctl.Code004Unauthorized)
+		wantProblem(t, servePost(t, ts, "a", tok, list), http.StatusUnauthorized, lane004.CodeUnauthorized)
 	}
 	// Basic, not Bearer.
 	req, _ := http.NewRequest("GET", ts.URL+"/api/runtime/codex/workers/a", nil)
@@ -396,10 +395,10 @@ func TestServeAuth(t *testing.T) {
 		t.Errorf("Basic: status %d", resp.StatusCode)
 	}
 	// A token for another worker: forbidden, whether the worker exists or not.
-	wantProblem(t, servePost(t, ts, "b", "a-secret", list), http.StatusForbidden, mctl.Code004Forbidden)
-	wantProblem(t, serveDo(t, ts, "GET", "/api/runtime/codex/workers/b/stream", "a-secret", nil), http.StatusForbidden, mctl.Code004Forbidden)
-	wantProblem(t, serveDo(t, ts, "GET", "/api/runtime/codex/workers/zz", "a-secret", nil), http.StatusForbidden, mctl.Code004Forbidden)
-	wantProblem(t, serveDo(t, ts, "GET", "/api/runtime/codex/workers/zz", "all-secret", nil), http.StatusNotFound, mctl.Code004WorkerUnavailable)
+	wantProblem(t, servePost(t, ts, "b", "a-secret", list), http.StatusForbidden, lane004.CodeForbidden)
+	wantProblem(t, serveDo(t, ts, "GET", "/api/runtime/codex/workers/b/stream", "a-secret", nil), http.StatusForbidden, lane004.CodeForbidden)
+	wantProblem(t, serveDo(t, ts, "GET", "/api/runtime/codex/workers/zz", "a-secret", nil), http.StatusForbidden, lane004.CodeForbidden)
+	wantProblem(t, serveDo(t, ts, "GET", "/api/runtime/codex/workers/zz", "all-secret", nil), http.StatusNotFound, lane004.CodeWorkerUnavailable)
 
 	for _, c := range []struct{ worker, token string }{{"a", "a-secret"}, {"a", "all-secret"}, {"b", "all-secret"}, {"a", "ab-secret"}, {"b", "ab-secret"}} {
 		r := servePost(t, ts, c.worker, c.token, serveReq("r-"+c.token, "thread/list", ""))
@@ -416,7 +415,7 @@ func TestServeAuth(t *testing.T) {
 	if ids := gjson.GetBytes(r.body, "workers.#.worker_id").String(); ids != `["a","b"]` {
 		t.Errorf("list with all-secret: %s", ids)
 	}
-	wantProblem(t, serveDo(t, ts, "GET", "/api/runtime/codex/workers", "", nil), http.StatusUnauthorized, mctl.Code004Unauthorized)
+	wantProblem(t, serveDo(t, ts, "GET", "/api/runtime/codex/workers", "", nil), http.StatusUnauthorized, lane004.CodeUnauthorized)
 	// Only the hashes are kept, compared in constant time (serveAPI.authenticate).
 	for _, tok := range tokens.list {
 		if bytes.Contains(tok.sum[:], []byte("secret")) {
@@ -498,10 +497,10 @@ func TestServeBodyLimit(t *testing.T) {
 	a := newServeTestWorker(t, "a", 100)
 	_, ts := newServeTest(t, nil, func(s *serveAPI) { s.maxBody = 64 }, a)
 	big := serveReq("r1", "thread/list", `{"cursor":"`+strings.Repeat("c", 100)+`"}`)
-	wantProblem(t, servePost(t, ts, "a", "", big), http.StatusRequestEntityTooLarge, mctl.Code004InvalidRequest)
+	wantProblem(t, servePost(t, ts, "a", "", big), http.StatusRequestEntityTooLarge, lane004.CodeInvalidRequest)
 	// No Content-Length (chunked): cut off at the limit.
 	r := serveDo(t, ts, "POST", "/api/runtime/codex/workers/a/requests", "", io.MultiReader(strings.NewReader(big)))
-	wantProblem(t, r, http.StatusRequestEntityTooLarge, mctl.Code004InvalidRequest)
+	wantProblem(t, r, http.StatusRequestEntityTooLarge, lane004.CodeInvalidRequest)
 	if a.fake.callsOf("r1") != 0 || a.log.Latest() != 0 {
 		t.Error("an oversize request ran")
 	}
@@ -521,24 +520,24 @@ func TestServeRefusals(t *testing.T) {
 
 	// Malformed JSON: the lane's refusal, with no request id and no seq.
 	r := servePost(t, ts, "a", "", `{"request":`)
-	wantProblem(t, r, http.StatusBadRequest, mctl.Code004InvalidRequest)
+	wantProblem(t, r, http.StatusBadRequest, lane004.CodeInvalidRequest)
 	if p := gjson.GetBytes(r.body, "payload"); p.Get("request_id").Type != gjson.Null || !strings.Contains(p.Get("message").Str, "malformed JSON") {
 		t.Errorf("refusal %s", r.body)
 	}
-	wantProblem(t, servePost(t, ts, "a", "", ``), http.StatusBadRequest, mctl.Code004InvalidRequest)
+	wantProblem(t, servePost(t, ts, "a", "", ``), http.StatusBadRequest, lane004.CodeInvalidRequest)
 	// A worker event posted back: no request.
-	wantProblem(t, servePost(t, ts, "a", "", `{"event_type":"worker.event","seq":1}`), http.StatusBadRequest, mctl.Code004InvalidRequest)
+	wantProblem(t, servePost(t, ts, "a", "", `{"event_type":"worker.event","seq":1}`), http.StatusBadRequest, lane004.CodeInvalidRequest)
 
 	// A method off the allowlist: an error receipt, logged (seq 1).
 	r = servePost(t, ts, "a", "", serveReq("r1", "fs/delete", ""))
 	if r.status != http.StatusBadRequest || gjson.GetBytes(r.body, "event_type").Str != "worker.error" ||
-		gjson.GetBytes(r.body, "payload.code").Str != mctl.Code004UnsupportedMethod || gjson.GetBytes(r.body, "seq").Int() != 1 ||
+		gjson.GetBytes(r.body, "payload.code").Str != lane004.CodeUnsupportedMethod || gjson.GetBytes(r.body, "seq").Int() != 1 ||
 		gjson.GetBytes(r.body, "payload.request_id").Str != "r1" {
 		t.Errorf("unsupported method: %d %s", r.status, r.body)
 	}
 	// A param the method needs, malformed: invalid_request with the id.
 	r = servePost(t, ts, "a", "", serveReq("r2", "turn/start", `{"thread_id":"nope","input":[]}`))
-	if r.status != http.StatusBadRequest || gjson.GetBytes(r.body, "payload.code").Str != mctl.Code004InvalidRequest ||
+	if r.status != http.StatusBadRequest || gjson.GetBytes(r.body, "payload.code").Str != lane004.CodeInvalidRequest ||
 		gjson.GetBytes(r.body, "payload.request_id").Str != "r2" {
 		t.Errorf("bad params: %d %s", r.status, r.body)
 	}
@@ -550,11 +549,11 @@ func TestServeRefusals(t *testing.T) {
 
 	// Unknown worker: 404, a seq-less worker.error.
 	r = servePost(t, ts, "zz", "", serveReq("r1", "thread/list", ""))
-	wantProblem(t, r, http.StatusNotFound, mctl.Code004WorkerUnavailable)
+	wantProblem(t, r, http.StatusNotFound, lane004.CodeWorkerUnavailable)
 	if gjson.GetBytes(r.body, "worker_id").Str != "zz" {
 		t.Errorf("404 %s", r.body)
 	}
-	wantProblem(t, serveDo(t, ts, "GET", "/api/runtime/codex/workers/zz/stream", "", nil), http.StatusNotFound, mctl.Code004WorkerUnavailable)
+	wantProblem(t, serveDo(t, ts, "GET", "/api/runtime/codex/workers/zz/stream", "", nil), http.StatusNotFound, lane004.CodeWorkerUnavailable)
 
 	// Wrong method: 405; any other path: 404.
 	for _, c := range []struct {
@@ -575,7 +574,7 @@ func TestServeRefusals(t *testing.T) {
 		}
 	}
 	// A cursor that is no seq.
-	wantProblem(t, serveDo(t, ts, "GET", "/api/runtime/codex/workers/a/stream?after=-1", "", nil), http.StatusBadRequest, mctl.Code004InvalidRequest)
+	wantProblem(t, serveDo(t, ts, "GET", "/api/runtime/codex/workers/a/stream?after=-1", "", nil), http.StatusBadRequest, lane004.CodeInvalidRequest)
 }
 
 func TestServeAccepted(t *testing.T) {

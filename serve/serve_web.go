@@ -1,5 +1,12 @@
 package serve
 
+// ccbridge serve's web UI: the page at / (serve/webui) and its
+// transport under /api/web (docs/protocol/web.md). Each web session is an
+// ipc session core (IPC) with its own CLI child, run in process on a pipe
+// as the workers are. Its output lines go into an event log of its own,
+// which the page follows as server-sent events; the page's messages are
+// written to the session's input as they are, one line each.
+
 import (
 	"bytes"
 	"cmp"
@@ -29,19 +36,11 @@ import (
 
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
-	"github.com/ccbridge/ccbridge/serve/webui"
-
-	// ccbridge serve's web UI: the page at / (serve/webui) and its
-	// transport under /api/web (docs/protocol/web.md). Each web session is an
-	// ipc session core (IPC) with its own CLI child, run in process on a pipe
-	// as the workers are. Its output lines go into an event log of its own,
-	// which the page follows as server-sent events; the page's messages are
-	// written to the session's input as they are, one line each.
-
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
 	"github.com/ccbridge/ccbridge/mapping/ipc"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
+	"github.com/ccbridge/ccbridge/serve/webui"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
@@ -228,8 +227,8 @@ func acceptsGzip(ae string) bool {
 
 // webError writes {"error":{"code","message"}} with status.
 func webError(w http.ResponseWriter, status int, code, message string) {
-	e := mctl.NewObj(nil).Str("code", code).Str("message", message).String()
-	writeJSON(w, status, mctl.NewObj(nil).Raw("error", e).End())
+	e := jsonw.NewObj(nil).Str("code", code).Str("message", message).String()
+	writeJSON(w, status, jsonw.NewObj(nil).Raw("error", e).End())
 }
 
 // authorized checks the token of an /api/web request: a bearer token or
@@ -296,7 +295,7 @@ func (h *webHost) info(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(w, r) {
 		return
 	}
-	writeJSON(w, http.StatusOK, mctl.NewObj(nil).Str("version", adapter.Version).Strings("dirs", h.cfg.dirs).
+	writeJSON(w, http.StatusOK, jsonw.NewObj(nil).Str("version", adapter.Version).Strings("dirs", h.cfg.dirs).
 		Bool("auth", h.auth.tokens != nil).Bool("fake_model", h.cfg.fakeModel).End())
 }
 
@@ -619,7 +618,7 @@ func (h *webHost) prune() {
 
 // appendEnded logs the session_ended line.
 func (s *webSession) appendEnded() {
-	o := mctl.NewObj(nil).Str("type", "session_ended").Int("ipc_version", 2).Int("exit_code", int64(s.code))
+	o := jsonw.NewObj(nil).Str("type", "session_ended").Int("ipc_version", 2).Int("exit_code", int64(s.code))
 	if s.err != nil {
 		o.Str("error", s.err.Error())
 	}
@@ -720,7 +719,7 @@ func (h *webHost) message(w http.ResponseWriter, r *http.Request) {
 		webError(w, http.StatusConflict, "session_ended", "the session has ended")
 		return
 	}
-	writeJSON(w, http.StatusAccepted, mctl.NewObj(nil).Int("seq", int64(s.events.Latest())).End())
+	writeJSON(w, http.StatusAccepted, jsonw.NewObj(nil).Int("seq", int64(s.events.Latest())).End())
 }
 
 // end is DELETE /api/web/sessions/{id}: the session's input is closed.
@@ -767,7 +766,7 @@ func (h *webHost) events(w http.ResponseWriter, r *http.Request) {
 		lines, stale, after = s.events.After(cursor, webBatch, lines[:0])
 		batch = batch[:0]
 		if stale {
-			stale := mctl.NewObj(nil).Str("type", "stream_stale").Int("ipc_version", 2).Int("resume_after", int64(after)).End()
+			stale := jsonw.NewObj(nil).Str("type", "stream_stale").Int("ipc_version", 2).Int("resume_after", int64(after)).End()
 			batch = append(batch, sseLine{0, stale})
 		}
 		for i, l := range lines {
@@ -848,7 +847,7 @@ func webHistory(ctx context.Context, path string, events *control.EventLog) (int
 			return
 		}
 		if text, ok := rpc.PromptText(e.Get("message.content")); ok && typ == "user" {
-			add(mctl.NewObj(nil).Str("type", "user_message").Int("ipc_version", 2).Bool("echo", true).Bool("history", true).Str("text", text).End())
+			add(jsonw.NewObj(nil).Str("type", "user_message").Int("ipc_version", 2).Bool("echo", true).Bool("history", true).Str("text", text).End())
 			return
 		}
 		out = tr.FromCLI(mapping.Route(line), out[:0])

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ccbridge/ccbridge/framing"
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
 // Target is the session a lane steers. Its methods are called on the
@@ -15,8 +15,8 @@ import (
 // once, on the loop.
 type Target interface {
 	ControlSessionID() string
-	ControlInject(text []byte, interrupt bool, done func(res mctl.Result, detail string))
-	ControlInterrupt(done func(res mctl.Result, detail string))
+	ControlInject(text []byte, interrupt bool, done func(res lane000.Result, detail string))
+	ControlInterrupt(done func(res lane000.Result, detail string))
 }
 
 // Sessions is a Target that hosts several sessions (acp: one CLI per ACP
@@ -30,14 +30,14 @@ type Sessions interface {
 // IDTarget is a Target that also takes the control request's id with a
 // prompt, to name it when the turn that answers it ends.
 type IDTarget interface {
-	ControlInjectFor(requestID string, text []byte, interrupt bool, done func(res mctl.Result, detail string))
+	ControlInjectFor(requestID string, text []byte, interrupt bool, done func(res lane000.Result, detail string))
 }
 
 // LaneConfig is what a lane-000 receiver needs.
 type LaneConfig struct {
 	Store  Store
 	Audit  *Audit // nil: no audit trail
-	Policy mctl.Policy
+	Policy lane000.Policy
 	// RefRoots are the folders content_ref may point into; none refuses
 	// content_ref. RefMax bounds a referenced file (64 MiB when 0).
 	RefRoots []string
@@ -94,7 +94,7 @@ func (l *Lane) CapabilitiesOf(sid string) []byte { return l.capabilities(sid, ""
 // is the control.capabilities.request it answers.
 func (l *Lane) capabilities(sid, requestID string) []byte {
 	p := l.cfg.Policy
-	return mctl.AppendCapabilities(nil, mctl.Capabilities{
+	return lane000.AppendCapabilities(nil, lane000.Capabilities{
 		Lanes:       l.cfg.Lanes,
 		Types:       []string{"control.stdin.request", "control.interrupt.request", "control.capabilities.request"},
 		SoftLimit:   p.SoftLimit,
@@ -113,8 +113,8 @@ func (l *Lane) capabilities(sid, requestID string) []byte {
 // TooLong is the answer to a line over the connection's limit, which was
 // dropped: control.error, rejected.
 func (l *Lane) TooLong(e *framing.LineTooLongError) []byte {
-	l.audit("failure", "", "", "", "", "", string(mctl.Rejected), false, "line too long", nil)
-	return mctl.AppendProblem(nil, &mctl.Problem{Ack: mctl.TypeError, Result: mctl.Rejected, Error: "too_large",
+	l.audit("failure", "", "", "", "", "", string(lane000.Rejected), false, "line too long", nil)
+	return lane000.AppendProblem(nil, &lane000.Problem{Ack: lane000.TypeError, Result: lane000.Rejected, Error: "too_large",
 		Detail: "line of " + strconv.FormatInt(e.Size, 10) + " bytes or more is over the " + strconv.FormatInt(e.Max, 10) + "-byte limit; use content_ref for large input"}, l.cfg.Now())
 }
 
@@ -134,10 +134,10 @@ func (l *Lane) target(want string) Target {
 // its loop; ok is false when the session has ended (or its loop did not
 // answer in time).
 func (l *Lane) sessionID(want string) (string, bool) {
-	res, sid, timedOut := l.onLoop(func(done func(mctl.Result, string)) {
-		done(mctl.OK, l.target(want).ControlSessionID())
+	res, sid, timedOut := l.onLoop(func(done func(lane000.Result, string)) {
+		done(lane000.OK, l.target(want).ControlSessionID())
 	})
-	return sid, res == mctl.OK && !timedOut
+	return sid, res == lane000.OK && !timedOut
 }
 
 // onLoop runs fn on the session's loop and waits, at most Timeout, for fn
@@ -145,21 +145,21 @@ func (l *Lane) sessionID(want string) (string, bool) {
 // busy loop: the timeout covers it too. After a timeout fn does nothing
 // if the loop has not begun it yet. A session that has ended answers
 // NotLive.
-func (l *Lane) onLoop(fn func(done func(mctl.Result, string))) (res mctl.Result, detail string, timedOut bool) {
+func (l *Lane) onLoop(fn func(done func(lane000.Result, string))) (res lane000.Result, detail string, timedOut bool) {
 	type outcome struct {
-		res    mctl.Result
+		res    lane000.Result
 		detail string
 	}
 	ch := make(chan outcome, 2)
 	var abandoned atomic.Bool
-	done := func(res mctl.Result, detail string) { ch <- outcome{res, detail} }
+	done := func(res lane000.Result, detail string) { ch <- outcome{res, detail} }
 	go func() {
 		if !l.cfg.Submit(func() {
 			if !abandoned.Load() {
 				fn(done)
 			}
 		}) {
-			ch <- outcome{mctl.NotLive, "the worker session has ended"}
+			ch <- outcome{lane000.NotLive, "the worker session has ended"}
 		}
 	}()
 	timer := time.NewTimer(l.cfg.Timeout)
@@ -178,13 +178,13 @@ func (l *Lane) onLoop(fn func(done func(mctl.Result, string))) (res mctl.Result,
 // connection's requests are carried out in the order they came.
 func (l *Lane) Handle(line []byte, reply func([]byte)) {
 	now := l.cfg.Now()
-	req, prob := mctl.Decode(line)
+	req, prob := lane000.Decode(line)
 	if prob != nil {
 		l.audit("failure", prob.RequestID, prob.Team, prob.SessionID, prob.AgentID, "", string(prob.Result), false, prob.Detail, nil)
-		reply(mctl.AppendProblem(nil, prob, now))
+		reply(lane000.AppendProblem(nil, prob, now))
 		return
 	}
-	if req.Kind == mctl.KindCapabilities {
+	if req.Kind == lane000.KindCapabilities {
 		sid, _ := l.sessionID("")
 		reply(l.capabilities(sid, req.RequestID))
 		return
@@ -197,13 +197,13 @@ func (l *Lane) Handle(line []byte, reply func([]byte)) {
 
 	sid, live := l.sessionID(req.SessionID)
 	if !live {
-		l.ack(&req, mctl.NotLive, "the worker session has ended", false, reply)
+		l.ack(&req, lane000.NotLive, "the worker session has ended", false, reply)
 		return
 	}
-	prob, warn := mctl.Check(&req, l.cfg.Policy, sid, now)
+	prob, warn := lane000.Check(&req, l.cfg.Policy, sid, now)
 	if prob != nil {
 		l.audit("failure", req.RequestID, req.Team, req.SessionID, req.AgentID, req.Sender, string(prob.Result), false, prob.Detail, nil)
-		reply(mctl.AppendProblem(nil, prob, now))
+		reply(lane000.AppendProblem(nil, prob, now))
 		return
 	}
 	if warn != "" {
@@ -214,10 +214,10 @@ func (l *Lane) Handle(line []byte, reply func([]byte)) {
 	prev, fresh, err := l.cfg.Store.Begin(key, now)
 	switch {
 	case errors.Is(err, ErrStoreFull):
-		l.ack(&req, mctl.Busy, "too many requests in flight; retry later", false, reply)
+		l.ack(&req, lane000.Busy, "too many requests in flight; retry later", false, reply)
 		return
 	case err != nil:
-		l.ack(&req, mctl.InternalError, "the dedupe store failed: "+err.Error(), false, reply)
+		l.ack(&req, lane000.InternalError, "the dedupe store failed: "+err.Error(), false, reply)
 		return
 	}
 	if !fresh {
@@ -228,8 +228,8 @@ func (l *Lane) Handle(line []byte, reply func([]byte)) {
 				detail += " (" + prev.Outcome.Detail + ")"
 			}
 		}
-		l.audit("duplicate", req.RequestID, req.Team, req.SessionID, req.AgentID, req.Sender, string(mctl.OK), true, detail, nil)
-		l.ack(&req, mctl.OK, detail, true, reply)
+		l.audit("duplicate", req.RequestID, req.Team, req.SessionID, req.AgentID, req.Sender, string(lane000.OK), true, detail, nil)
+		l.ack(&req, lane000.OK, detail, true, reply)
 		return
 	}
 
@@ -241,13 +241,13 @@ func (l *Lane) Handle(line []byte, reply func([]byte)) {
 			if re, ok := err.(*RefError); ok {
 				detail = re.Detail
 			}
-			l.ack(&req, mctl.Rejected, "content_ref: "+detail, false, reply)
+			l.ack(&req, lane000.Rejected, "content_ref: "+detail, false, reply)
 			return
 		}
 	}
 	res, detail := l.execute(&req, text)
 	switch res {
-	case mctl.OK, mctl.Timeout:
+	case lane000.OK, lane000.Timeout:
 		// Done, or maybe done later (the input may still reach the
 		// worker): a retry must not repeat it.
 		l.finish(key, Outcome{Result: string(res), Detail: detail, At: l.cfg.Now()})
@@ -255,7 +255,7 @@ func (l *Lane) Handle(line []byte, reply func([]byte)) {
 		// Nothing happened: a retry is judged anew.
 		l.release(key)
 	}
-	if res == mctl.Timeout {
+	if res == lane000.Timeout {
 		l.audit("timeout", req.RequestID, req.Team, req.SessionID, req.AgentID, req.Sender, string(res), false, detail, nil)
 	}
 	l.ack(&req, res, detail, false, reply)
@@ -263,11 +263,11 @@ func (l *Lane) Handle(line []byte, reply func([]byte)) {
 
 // execute hands the request to the worker on its loop and waits for the
 // worker to take it, at most Timeout.
-func (l *Lane) execute(req *mctl.Request, text []byte) (mctl.Result, string) {
-	res, detail, timedOut := l.onLoop(func(done func(mctl.Result, string)) {
+func (l *Lane) execute(req *lane000.Request, text []byte) (lane000.Result, string) {
+	res, detail, timedOut := l.onLoop(func(done func(lane000.Result, string)) {
 		t := l.target(req.SessionID)
 		switch {
-		case req.Kind == mctl.KindInterrupt:
+		case req.Kind == lane000.KindInterrupt:
 			t.ControlInterrupt(done)
 		default:
 			if it, ok := t.(IDTarget); ok {
@@ -279,34 +279,34 @@ func (l *Lane) execute(req *mctl.Request, text []byte) (mctl.Result, string) {
 	})
 	if timedOut {
 		what := "the input"
-		if req.Kind == mctl.KindInterrupt {
+		if req.Kind == lane000.KindInterrupt {
 			what = "the interrupt"
 		}
-		return mctl.Timeout, "the worker did not take " + what + " within " + l.cfg.Timeout.String()
+		return lane000.Timeout, "the worker did not take " + what + " within " + l.cfg.Timeout.String()
 	}
 	return res, detail
 }
 
-func (l *Lane) ack(req *mctl.Request, res mctl.Result, detail string, duplicate bool, reply func([]byte)) {
+func (l *Lane) ack(req *lane000.Request, res lane000.Result, detail string, duplicate bool, reply func([]byte)) {
 	if !duplicate {
 		ev := "ack"
-		if res != mctl.OK {
+		if res != lane000.OK {
 			ev = "failure"
 		}
 		l.audit(ev, req.RequestID, req.Team, req.SessionID, req.AgentID, req.Sender, string(res), false, detail, nil)
 	}
-	reply(mctl.AppendAck(nil, req, res, detail, duplicate, l.cfg.Now()))
+	reply(lane000.AppendAck(nil, req, res, detail, duplicate, l.cfg.Now()))
 }
 
 func (l *Lane) finish(k Key, o Outcome) {
 	if err := l.cfg.Store.Finish(k, o); err != nil {
-		l.audit("failure", k.RequestID, k.Team, k.SessionID, k.AgentID, "", string(mctl.InternalError), false, "recording the outcome: "+err.Error(), nil)
+		l.audit("failure", k.RequestID, k.Team, k.SessionID, k.AgentID, "", string(lane000.InternalError), false, "recording the outcome: "+err.Error(), nil)
 	}
 }
 
 func (l *Lane) release(k Key) {
 	if err := l.cfg.Store.Release(k); err != nil {
-		l.audit("failure", k.RequestID, k.Team, k.SessionID, k.AgentID, "", string(mctl.InternalError), false, "releasing the request: "+err.Error(), nil)
+		l.audit("failure", k.RequestID, k.Team, k.SessionID, k.AgentID, "", string(lane000.InternalError), false, "releasing the request: "+err.Error(), nil)
 	}
 }
 

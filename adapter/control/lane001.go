@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane001"
 )
 
 // Target001 is the run lane 001 steers. Its methods are called on the
@@ -19,10 +19,10 @@ type Target001 interface {
 	RunID() string
 	// StateLine is the run's STATE event now.
 	StateLine() []byte
-	Pause(done func(mctl.Result001))
-	Resume(done func(mctl.Result001))
-	Cancel(done func(mctl.Result001))
-	Escalate(model, reason string, done func(mctl.Result001))
+	Pause(done func(lane001.Result))
+	Resume(done func(lane001.Result))
+	Cancel(done func(lane001.Result))
+	Escalate(model, reason string, done func(lane001.Result))
 }
 
 // Peer is the controller a lane-001 line came from.
@@ -78,32 +78,32 @@ func NewLane001(cfg Lane001Config) *Lane001 {
 // or an ACK at once and then the RESULT. It returns once the RESULT is
 // written, so a connection's requests are carried out in order.
 func (l *Lane001) Handle(line []byte, p Peer) {
-	req, prob := mctl.Decode001(line)
+	req, prob := lane001.Decode(line)
 	if prob != nil {
-		l.audit("failure", prob.RequestID, prob.Target.RunID, mctl.CodeBadRequest, prob.Message)
+		l.audit("failure", prob.RequestID, prob.Target.RunID, lane001.CodeBadRequest, prob.Message)
 		if prob.NoReply {
 			l.cfg.Logger.Warn("control lane 001: a line that is an answer, not a request, was ignored", "reason", prob.Message)
 			return
 		}
-		p.Send(mctl.AppendProblem001(nil, prob, l.cfg.Now()))
+		p.Send(lane001.AppendProblem(nil, prob, l.cfg.Now()))
 		return
 	}
 	// The ACK says the request arrived, before anything is judged.
-	p.Send(mctl.AppendAck001(nil, &req, l.cfg.Now()))
+	p.Send(lane001.AppendAck(nil, &req, l.cfg.Now()))
 	l.audit("request", req.RequestID, req.Target.RunID, "", req.Command)
 
 	key := Key{Lane: laneID001, RequestID: req.RequestID}
 	prev, fresh, err := l.cfg.Store.Begin(key, l.cfg.Now())
 	switch {
 	case errors.Is(err, ErrStoreFull):
-		l.result(p, &req, mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeInvalidState, Message: "too many requests in flight; retry later"})
+		l.result(p, &req, lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeInvalidState, Message: "too many requests in flight; retry later"})
 		return
 	case err != nil:
-		l.result(p, &req, mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeInvalidState, Message: "the dedupe store failed: " + err.Error()})
+		l.result(p, &req, lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeInvalidState, Message: "the dedupe store failed: " + err.Error()})
 		return
 	case !fresh && prev.InFlight:
-		l.audit("duplicate", req.RequestID, req.Target.RunID, mctl.CodeDuplicate, "in flight")
-		l.result(p, &req, mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeDuplicate, Message: "request " + req.RequestID + " is still in flight"})
+		l.audit("duplicate", req.RequestID, req.Target.RunID, lane001.CodeDuplicate, "in flight")
+		l.result(p, &req, lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeDuplicate, Message: "request " + req.RequestID + " is still in flight"})
 		return
 	case !fresh:
 		// Done before: the same RESULT again, nothing run twice.
@@ -117,7 +117,7 @@ func (l *Lane001) Handle(line []byte, p Peer) {
 }
 
 // finish records the outcome of request key (once).
-func (l *Lane001) finish(key Key, req *mctl.Request001, res mctl.Result001) {
+func (l *Lane001) finish(key Key, req *lane001.Request, res lane001.Result) {
 	if err := l.cfg.Store.Finish(key, Outcome{Result: res.Status, Detail: encodeOutcome001(res), At: l.cfg.Now()}); err != nil {
 		l.audit("failure", req.RequestID, req.Target.RunID, "", "recording the outcome: "+err.Error())
 	}
@@ -125,22 +125,22 @@ func (l *Lane001) finish(key Key, req *mctl.Request001, res mctl.Result001) {
 
 // execute runs the command on the session's loop, which writes its RESULT
 // there (before the events it causes), and returns that result.
-func (l *Lane001) execute(key Key, req *mctl.Request001, p Peer) mctl.Result001 {
-	ch := make(chan mctl.Result001, 1)
-	notActive := mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeNotFound, Message: "Run " + req.Target.RunID + " is not active"}
+func (l *Lane001) execute(key Key, req *lane001.Request, p Peer) lane001.Result {
+	ch := make(chan lane001.Result, 1)
+	notActive := lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeNotFound, Message: "Run " + req.Target.RunID + " is not active"}
 	if l.cfg.Target == nil {
-		res := mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeInvalidState, Message: l.cfg.Refusal}
+		res := lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeInvalidState, Message: l.cfg.Refusal}
 		l.finish(key, req, res)
 		l.result(p, req, res)
 		return res
 	}
 	ok := l.cfg.Submit(func() {
 		t := l.cfg.Target
-		done := func(res mctl.Result001) {
+		done := func(res lane001.Result) {
 			// Recorded before it is sent: a controller that saw the
 			// RESULT gets it again for a retry, even after a crash.
 			l.finish(key, req, res)
-			p.SendOnLoop(mctl.AppendResult001(nil, req, res, l.cfg.Now()))
+			p.SendOnLoop(lane001.AppendResult(nil, req, res, l.cfg.Now()))
 			ch <- res
 		}
 		if req.Target.RunID != t.RunID() {
@@ -148,13 +148,13 @@ func (l *Lane001) execute(key Key, req *mctl.Request001, p Peer) mctl.Result001 
 			return
 		}
 		switch req.Command {
-		case mctl.CommandPause:
+		case lane001.CommandPause:
 			t.Pause(done)
-		case mctl.CommandResume:
+		case lane001.CommandResume:
 			t.Resume(done)
-		case mctl.CommandCancel:
+		case lane001.CommandCancel:
 			t.Cancel(done)
-		case mctl.CommandEscalate:
+		case lane001.CommandEscalate:
 			t.Escalate(req.Model, req.Reason, done)
 		}
 	})
@@ -186,8 +186,8 @@ func (l *Lane001) execute(key Key, req *mctl.Request001, p Peer) mctl.Result001 
 	}
 }
 
-func (l *Lane001) result(p Peer, req *mctl.Request001, res mctl.Result001) {
-	p.Send(mctl.AppendResult001(nil, req, res, l.cfg.Now()))
+func (l *Lane001) result(p Peer, req *lane001.Request, res lane001.Result) {
+	p.Send(lane001.AppendResult(nil, req, res, l.cfg.Now()))
 }
 
 // outcome001 is a RESULT's payload as an Outcome's Detail keeps it.
@@ -198,21 +198,21 @@ type outcome001 struct {
 	NewModel      string `json:"new_model,omitempty"`
 }
 
-func encodeOutcome001(r mctl.Result001) string {
+func encodeOutcome001(r lane001.Result) string {
 	b, _ := json.Marshal(outcome001{r.Code, r.Message, r.PreviousModel, r.NewModel})
 	return string(b)
 }
 
-func decodeOutcome001(o Outcome) mctl.Result001 {
-	if o.Result != mctl.StatusSuccess && o.Result != mctl.StatusFailure {
+func decodeOutcome001(o Outcome) lane001.Result {
+	if o.Result != lane001.StatusSuccess && o.Result != lane001.StatusFailure {
 		// In flight when a durable store's ccbridge stopped (OpenStore
 		// ends such entries): whether it ran is not known.
-		return mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeInvalidState,
+		return lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeInvalidState,
 			Message: "the request was in flight when ccbridge stopped; whether it took effect is not known"}
 	}
 	var d outcome001
 	_ = json.Unmarshal([]byte(o.Detail), &d) // a damaged entry gives a bare status
-	return mctl.Result001{Status: o.Result, Code: d.Code, Message: d.Message, PreviousModel: d.PreviousModel, NewModel: d.NewModel}
+	return lane001.Result{Status: o.Result, Code: d.Code, Message: d.Message, PreviousModel: d.PreviousModel, NewModel: d.NewModel}
 }
 
 func (l *Lane001) audit(event, requestID, runID, result, detail string) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane001"
 )
 
 const testRun001 = "loop-abc-123"
@@ -69,22 +69,22 @@ func (lp *loop001) stop() {
 // answers each with res; with hold set it keeps done on held instead.
 type target001 struct {
 	runID string
-	res   mctl.Result001
+	res   lane001.Result
 	hold  bool
-	held  chan func(mctl.Result001)
+	held  chan func(lane001.Result)
 
 	mu    sync.Mutex
 	calls []string
 }
 
 func newTarget001() *target001 {
-	return &target001{runID: testRun001, res: mctl.Result001{Status: mctl.StatusSuccess}, held: make(chan func(mctl.Result001), 4)}
+	return &target001{runID: testRun001, res: lane001.Result{Status: lane001.StatusSuccess}, held: make(chan func(lane001.Result), 4)}
 }
 
 func (f *target001) RunID() string     { return f.runID }
 func (f *target001) StateLine() []byte { return []byte(`{"event":"STATE"}`) }
 
-func (f *target001) command(call string, done func(mctl.Result001)) {
+func (f *target001) command(call string, done func(lane001.Result)) {
 	f.mu.Lock()
 	f.calls = append(f.calls, call)
 	f.mu.Unlock()
@@ -95,10 +95,10 @@ func (f *target001) command(call string, done func(mctl.Result001)) {
 	done(f.res)
 }
 
-func (f *target001) Pause(done func(mctl.Result001))  { f.command("pause", done) }
-func (f *target001) Resume(done func(mctl.Result001)) { f.command("resume", done) }
-func (f *target001) Cancel(done func(mctl.Result001)) { f.command("cancel", done) }
-func (f *target001) Escalate(model, reason string, done func(mctl.Result001)) {
+func (f *target001) Pause(done func(lane001.Result))  { f.command("pause", done) }
+func (f *target001) Resume(done func(lane001.Result)) { f.command("resume", done) }
+func (f *target001) Cancel(done func(lane001.Result)) { f.command("cancel", done) }
+func (f *target001) Escalate(model, reason string, done func(lane001.Result)) {
 	f.command("escalate "+model+" / "+reason, done)
 }
 
@@ -224,7 +224,7 @@ func wantAnswer(t *testing.T, s sent001, onLoop bool, typ, id, cmd, runID string
 		t.Fatalf("not JSON: %s", s.line)
 	}
 	for _, f := range []struct{ path, want string }{
-		{"type", typ}, {"topic", mctl.TopicControl}, {"request_id", id}, {"command", cmd}, {"target.run_id", runID},
+		{"type", typ}, {"topic", lane001.TopicControl}, {"request_id", id}, {"command", cmd}, {"target.run_id", runID},
 	} {
 		if got := r.Get(f.path).Str; got != f.want {
 			t.Errorf("%s: %s = %q, want %q", s, f.path, got, f.want)
@@ -237,9 +237,9 @@ func wantAnswer(t *testing.T, s sent001, onLoop bool, typ, id, cmd, runID string
 }
 
 // wantPayload checks a RESULT's payload members (absent ones must be "").
-func wantPayload(t *testing.T, r gjson.Result, want mctl.Result001) {
+func wantPayload(t *testing.T, r gjson.Result, want lane001.Result) {
 	t.Helper()
-	got := mctl.Result001{
+	got := lane001.Result{
 		Status:        r.Get("payload.status").Str,
 		Code:          r.Get("payload.code").Str,
 		Message:       r.Get("payload.message").Str,
@@ -255,14 +255,14 @@ func TestLane001Commands(t *testing.T) {
 	for _, tc := range []struct {
 		cmd, payload string
 		call         string
-		res          mctl.Result001
+		res          lane001.Result
 	}{
-		{"pause", `{}`, "pause", mctl.Result001{Status: mctl.StatusSuccess}},
-		{"resume", `{}`, "resume", mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeInvalidState, Message: "Run is not paused"}},
-		{"cancel", `{}`, "cancel", mctl.Result001{Status: mctl.StatusSuccess}},
+		{"pause", `{}`, "pause", lane001.Result{Status: lane001.StatusSuccess}},
+		{"resume", `{}`, "resume", lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeInvalidState, Message: "Run is not paused"}},
+		{"cancel", `{}`, "cancel", lane001.Result{Status: lane001.StatusSuccess}},
 		{"escalate", `{"model":"opus","reason":"stuck on tests"}`, "escalate opus / stuck on tests",
-			mctl.Result001{Status: mctl.StatusSuccess, PreviousModel: "sonnet", NewModel: "opus"}},
-		{"escalate", `{"model":"haiku"}`, "escalate haiku / ", mctl.Result001{Status: mctl.StatusSuccess, PreviousModel: "opus", NewModel: "haiku"}},
+			lane001.Result{Status: lane001.StatusSuccess, PreviousModel: "sonnet", NewModel: "opus"}},
+		{"escalate", `{"model":"haiku"}`, "escalate haiku / ", lane001.Result{Status: lane001.StatusSuccess, PreviousModel: "opus", NewModel: "haiku"}},
 	} {
 		t.Run(tc.call, func(t *testing.T) {
 			e := newLane001Env(t, nil)
@@ -298,7 +298,7 @@ func TestLane001Commands(t *testing.T) {
 // controller that saw it and retries gets it again.
 func TestLane001OutcomeRecordedBeforeResult(t *testing.T) {
 	e := newLane001Env(t, nil)
-	e.target.res = mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeInvalidState, Message: "already paused"}
+	e.target.res = lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeInvalidState, Message: "already paused"}
 	var checks []string
 	p := &peer001{t: t, loop: e.loop}
 	// A store check of our own, so that what it saw can be asserted here.
@@ -332,10 +332,10 @@ func (h *hookPeer001) SendOnLoop(line []byte) {
 func TestLane001CompletedDuplicate(t *testing.T) {
 	for _, tc := range []struct {
 		name, cmd, payload string
-		res                mctl.Result001
+		res                lane001.Result
 	}{
-		{"escalate success", "escalate", `{"model":"opus","reason":"r"}`, mctl.Result001{Status: mctl.StatusSuccess, PreviousModel: "sonnet", NewModel: "opus"}},
-		{"pause failure", "pause", `{}`, mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeInvalidState, Message: "Run is already paused"}},
+		{"escalate success", "escalate", `{"model":"opus","reason":"r"}`, lane001.Result{Status: lane001.StatusSuccess, PreviousModel: "sonnet", NewModel: "opus"}},
+		{"pause failure", "pause", `{}`, lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeInvalidState, Message: "Run is already paused"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newLane001Env(t, nil)
@@ -373,7 +373,7 @@ func TestLane001InFlightDuplicate(t *testing.T) {
 		defer close(firstDone)
 		e.lane.Handle(line, p1)
 	}()
-	var done func(mctl.Result001)
+	var done func(lane001.Result)
 	select {
 	case done = <-e.target.held:
 	case <-time.After(5 * time.Second):
@@ -397,7 +397,7 @@ func TestLane001InFlightDuplicate(t *testing.T) {
 	}
 	wantAnswer(t, got[0], false, "ACK", "req-slow", "cancel", testRun001)
 	r := wantAnswer(t, got[1], false, "RESULT", "req-slow", "cancel", testRun001)
-	wantPayload(t, r, mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeDuplicate, Message: "request req-slow is still in flight"})
+	wantPayload(t, r, lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeDuplicate, Message: "request req-slow is still in flight"})
 	select {
 	case <-firstDone:
 		t.Fatal("the first request returned before the target answered")
@@ -409,7 +409,7 @@ func TestLane001InFlightDuplicate(t *testing.T) {
 
 	// The target answers (on the loop, as done must be called).
 	ok := e.loop.submit(func() {
-		done(mctl.Result001{Status: mctl.StatusSuccess})
+		done(lane001.Result{Status: lane001.StatusSuccess})
 	})
 	if !ok {
 		t.Fatal("loop refused")
@@ -424,7 +424,7 @@ func TestLane001InFlightDuplicate(t *testing.T) {
 		t.Fatalf("first: sent %v", got)
 	}
 	wantAnswer(t, got[0], false, "ACK", "req-slow", "cancel", testRun001)
-	wantPayload(t, wantAnswer(t, got[1], true, "RESULT", "req-slow", "cancel", testRun001), mctl.Result001{Status: mctl.StatusSuccess})
+	wantPayload(t, wantAnswer(t, got[1], true, "RESULT", "req-slow", "cancel", testRun001), lane001.Result{Status: lane001.StatusSuccess})
 	if calls := e.target.called(); len(calls) != 1 {
 		t.Errorf("target calls %q, want one", calls)
 	}
@@ -440,7 +440,7 @@ func TestLane001OtherRunNotFound(t *testing.T) {
 	}
 	wantAnswer(t, got[0], false, "ACK", "req-race-001", "pause", "loop-completed-xyz")
 	r := wantAnswer(t, got[1], true, "RESULT", "req-race-001", "pause", "loop-completed-xyz")
-	wantPayload(t, r, mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeNotFound, Message: "Run loop-completed-xyz is not active"})
+	wantPayload(t, r, lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeNotFound, Message: "Run loop-completed-xyz is not active"})
 	if calls := e.target.called(); len(calls) != 0 {
 		t.Errorf("target called: %q", calls)
 	}
@@ -459,9 +459,9 @@ func TestLane001SessionOver(t *testing.T) {
 		}
 		wantAnswer(t, got[0], false, "ACK", "req-late", "resume", testRun001)
 		r := wantAnswer(t, got[1], false, "RESULT", "req-late", "resume", testRun001)
-		wantPayload(t, r, mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeNotFound, Message: "Run " + testRun001 + " is not active"})
+		wantPayload(t, r, lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeNotFound, Message: "Run " + testRun001 + " is not active"})
 	}
-	if prev, fresh, err := e.store.Begin(Key{Lane: "001", RequestID: "req-late"}, t0); err != nil || fresh || prev.InFlight || prev.Outcome.Result != mctl.StatusFailure {
+	if prev, fresh, err := e.store.Begin(Key{Lane: "001", RequestID: "req-late"}, t0); err != nil || fresh || prev.InFlight || prev.Outcome.Result != lane001.StatusFailure {
 		t.Errorf("store after not_found: %+v, fresh %v, %v", prev, fresh, err)
 	}
 	if calls := e.target.called(); len(calls) != 0 {
@@ -488,7 +488,7 @@ func TestLane001NoTarget(t *testing.T) {
 		}
 		wantAnswer(t, got[0], false, "ACK", "req-"+cmd, cmd, testRun001)
 		wantPayload(t, wantAnswer(t, got[1], false, "RESULT", "req-"+cmd, cmd, testRun001),
-			mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeInvalidState, Message: refusal})
+			lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeInvalidState, Message: refusal})
 	}
 	if n := submits.Load(); n != 0 {
 		t.Errorf("Submit called %d times with no target", n)
@@ -531,13 +531,13 @@ func TestLane001BadLines(t *testing.T) {
 				t.Fatalf("sent %v, want one %s and no ACK", got, tc.typ)
 			}
 			r := gjson.Parse(got[0].line)
-			if got[0].onLoop || r.Get("type").Str != tc.typ || r.Get("topic").Str != mctl.TopicControl {
+			if got[0].onLoop || r.Get("type").Str != tc.typ || r.Get("topic").Str != lane001.TopicControl {
 				t.Errorf("answer %s, want a %s through Send", got[0], tc.typ)
 			}
 			if id := r.Get("request_id"); id.Str != tc.id || id.Exists() != (tc.id != "") {
 				t.Errorf("request_id %s, want %q", id.Raw, tc.id)
 			}
-			if r.Get("payload.status").Str != mctl.StatusFailure || r.Get("payload.code").Str != mctl.CodeBadRequest ||
+			if r.Get("payload.status").Str != lane001.StatusFailure || r.Get("payload.code").Str != lane001.CodeBadRequest ||
 				!strings.Contains(r.Get("payload.message").Str, tc.msg) {
 				t.Errorf("payload %s, want failure/bad_request mentioning %q", r.Get("payload").Raw, tc.msg)
 			}
@@ -579,7 +579,7 @@ func TestLane001RecoveredInFlight(t *testing.T) {
 	}
 	wantAnswer(t, got[0], false, "ACK", "req-crash", "pause", testRun001)
 	r := wantAnswer(t, got[1], false, "RESULT", "req-crash", "pause", testRun001)
-	if st := r.Get("payload.status").Str; st != mctl.StatusFailure || r.Get("payload.code").Str != mctl.CodeInvalidState ||
+	if st := r.Get("payload.status").Str; st != lane001.StatusFailure || r.Get("payload.code").Str != lane001.CodeInvalidState ||
 		!strings.Contains(r.Get("payload.message").Str, "in flight when ccbridge stopped") {
 		t.Errorf("payload %s, want failure/invalid_state saying it was in flight", r.Get("payload").Raw)
 	}
@@ -623,7 +623,7 @@ func TestLane001LoopStoppedBeforeRunning(t *testing.T) {
 	}
 	wantAnswer(t, got[0], false, "ACK", "req-lost", "pause", testRun001)
 	wantPayload(t, wantAnswer(t, got[1], false, "RESULT", "req-lost", "pause", testRun001),
-		mctl.Result001{Status: mctl.StatusFailure, Code: mctl.CodeNotFound, Message: "Run " + testRun001 + " is not active"})
+		lane001.Result{Status: lane001.StatusFailure, Code: lane001.CodeNotFound, Message: "Run " + testRun001 + " is not active"})
 	if prev, fresh, err := store.Begin(Key{Lane: "001", RequestID: "req-lost"}, t0); err != nil || fresh || prev.InFlight {
 		t.Errorf("store after not_found: %+v, fresh %v, %v; want completed", prev, fresh, err)
 	}

@@ -8,7 +8,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
+	"github.com/ccbridge/ccbridge/mapping/lane004"
 )
 
 // Target004 is the worker lane 004 drives. Do is called on the session's
@@ -16,7 +17,7 @@ import (
 // on the loop; the events the request causes (turn/started, say) are
 // published after done returned, so that the receipt comes first.
 type Target004 interface {
-	Do(req *mctl.Request004, done func(Receipt004))
+	Do(req *lane004.Request, done func(Receipt004))
 }
 
 // Receipt004 is a request's outcome: a worker.response (OK, Response) or
@@ -101,22 +102,22 @@ func (l *Lane004) WorkerID() string { return l.cfg.WorkerID }
 // whose stream is asked for by its cursor) moves the peer's stream back
 // to the cursor, before the receipt is published, so that the events
 // come before it.
-func (l *Lane004) Request(line []byte, replay func(after uint64)) (receipt []byte, fresh bool, decoded *mctl.Request004) {
-	req, prob := mctl.Decode004(line)
+func (l *Lane004) Request(line []byte, replay func(after uint64)) (receipt []byte, fresh bool, decoded *lane004.Request) {
+	req, prob := lane004.Decode(line)
 	if prob != nil && prob.NoReply {
 		l.cfg.Logger.Warn("control lane 004: a line that is a worker event, not a request, was ignored")
 		return nil, false, nil
 	}
 	if prob != nil && !prob.HasID {
-		l.audit("failure", "", mctl.Code004InvalidRequest, prob.Message)
-		return mctl.AppendProblem004(nil, l.cfg.WorkerID, prob, l.cfg.Now()), false, nil
+		l.audit("failure", "", lane004.CodeInvalidRequest, prob.Message)
+		return lane004.AppendProblem(nil, l.cfg.WorkerID, prob, l.cfg.Now()), false, nil
 	}
 	if prob != nil {
-		req = mctl.Request004{RequestID: prob.RequestID, Method: prob.Method}
+		req = lane004.Request{RequestID: prob.RequestID, Method: prob.Method}
 	}
 	if l.cfg.Target == nil {
-		p := &mctl.Problem004{RequestID: req.RequestID, HasID: true, Method: req.Method, Code: mctl.Code004WorkerUnavailable, Message: l.cfg.Refusal}
-		return mctl.AppendProblem004(nil, l.cfg.WorkerID, p, l.cfg.Now()), false, &req
+		p := &lane004.Problem{RequestID: req.RequestID, HasID: true, Method: req.Method, Code: lane004.CodeWorkerUnavailable, Message: l.cfg.Refusal}
+		return lane004.AppendProblem(nil, l.cfg.WorkerID, p, l.cfg.Now()), false, &req
 	}
 	l.audit("request", req.RequestID, req.Method, "")
 
@@ -138,9 +139,9 @@ func (l *Lane004) Request(line []byte, replay func(after uint64)) (receipt []byt
 
 	switch {
 	case errors.Is(err, ErrStoreFull):
-		return l.refuse(&req, mctl.Code004WorkerUnavailable, "too many requests in flight; retry later"), false, &req
+		return l.refuse(&req, lane004.CodeWorkerUnavailable, "too many requests in flight; retry later"), false, &req
 	case err != nil:
-		return l.refuse(&req, mctl.Code004InternalError, "the receipt store failed: "+err.Error()), false, &req
+		return l.refuse(&req, lane004.CodeInternalError, "the receipt store failed: "+err.Error()), false, &req
 	case f == nil:
 		// Done before: the same receipt, nothing run twice.
 		l.audit("duplicate", req.RequestID, req.Method, "cached receipt")
@@ -155,7 +156,7 @@ func (l *Lane004) Request(line []byte, replay func(after uint64)) (receipt []byt
 	if !isNew {
 		// In flight when the last ccbridge on this --state-dir stopped:
 		// whether it took effect is not known, and this says so, once.
-		f.line = l.publish(key, &req, Fail004(mctl.Code004InternalError,
+		f.line = l.publish(key, &req, Fail004(lane004.CodeInternalError,
 			"the request was in flight when ccbridge stopped; whether it took effect is not known"))
 		return f.line, true, &req
 	}
@@ -163,7 +164,7 @@ func (l *Lane004) Request(line []byte, replay func(after uint64)) (receipt []byt
 		f.line = l.publish(key, &req, Fail004(prob.Code, prob.Message))
 		return f.line, true, &req
 	}
-	if req.Method == mctl.Method004Replay {
+	if req.Method == lane004.MethodReplay {
 		f.line = l.publish(key, &req, l.replay(&req, replay))
 		return f.line, true, &req
 	}
@@ -173,12 +174,12 @@ func (l *Lane004) Request(line []byte, replay func(after uint64)) (receipt []byt
 
 // replay moves the peer's stream back to the request's cursor; the
 // receipt says where the stream resumes.
-func (l *Lane004) replay(req *mctl.Request004, replay func(uint64)) Receipt004 {
+func (l *Lane004) replay(req *lane004.Request, replay func(uint64)) Receipt004 {
 	if replay == nil {
-		return Fail004(mctl.Code004InvalidRequest, "this connection follows no stream to replay: ask the stream for the events after your cursor (GET .../stream?after=N)")
+		return Fail004(lane004.CodeInvalidRequest, "this connection follows no stream to replay: ask the stream for the events after your cursor (GET .../stream?after=N)")
 	}
 	latest, oldest := l.cfg.Log.Latest(), l.cfg.Log.Oldest()
-	o := mctl.NewObj(nil).Int("after", int64(req.After)).Int("latest_seq", int64(latest))
+	o := jsonw.NewObj(nil).Int("after", int64(req.After)).Int("latest_seq", int64(latest))
 	if req.After+1 < oldest || req.After > latest {
 		o.Int("resume_after", int64(oldest-1))
 	} else {
@@ -209,7 +210,7 @@ func (l *Lane004) Follow(cursor uint64, send func(seq uint64, line []byte) bool,
 		lines, stale, resume := l.cfg.Log.After(cursor, 256, buf[:0])
 		buf = lines
 		if stale {
-			if !send(0, mctl.AppendCursorStale004(nil, l.cfg.WorkerID, cursor, resume, l.cfg.Log.Latest(), l.cfg.Now())) {
+			if !send(0, lane004.AppendCursorStale(nil, l.cfg.WorkerID, cursor, resume, l.cfg.Log.Latest(), l.cfg.Now())) {
 				return
 			}
 			cursor = resume
@@ -250,23 +251,23 @@ func receiptLine(detail string) bool {
 
 // refuse answers a request that could not be carried out and ends its
 // store entry, so that a retry is judged anew (nothing ran).
-func (l *Lane004) refuse(req *mctl.Request004, code, message string) []byte {
-	p := &mctl.Problem004{RequestID: req.RequestID, HasID: true, Method: req.Method, Code: code, Message: message}
+func (l *Lane004) refuse(req *lane004.Request, code, message string) []byte {
+	p := &lane004.Problem{RequestID: req.RequestID, HasID: true, Method: req.Method, Code: code, Message: message}
 	l.audit("failure", req.RequestID, req.Method, message)
-	return mctl.AppendProblem004(nil, l.cfg.WorkerID, p, l.cfg.Now())
+	return lane004.AppendProblem(nil, l.cfg.WorkerID, p, l.cfg.Now())
 }
 
 // publish makes the receipt, keeps it for retries (before anyone can see
 // it) and appends it to the event log.
-func (l *Lane004) publish(key Key, req *mctl.Request004, r Receipt004) []byte {
+func (l *Lane004) publish(key Key, req *lane004.Request, r Receipt004) []byte {
 	var line []byte
 	l.cfg.Log.Append(func(seq uint64) []byte {
 		var b []byte
 		now := l.cfg.Now()
 		if r.OK {
-			b = mctl.AppendResponse004(nil, l.cfg.WorkerID, seq, req.RequestID, req.Method, r.Response, now)
+			b = lane004.AppendResponse(nil, l.cfg.WorkerID, seq, req.RequestID, req.Method, r.Response, now)
 		} else {
-			b = mctl.AppendError004(nil, l.cfg.WorkerID, seq, req.RequestID, req.Method, r.Code, r.Message, mctl.Retryable004(r.Code), r.Details, now)
+			b = lane004.AppendError(nil, l.cfg.WorkerID, seq, req.RequestID, req.Method, r.Code, r.Message, lane004.Retryable(r.Code), r.Details, now)
 		}
 		status := "ok"
 		if !r.OK {
@@ -287,9 +288,9 @@ func (l *Lane004) publish(key Key, req *mctl.Request004, r Receipt004) []byte {
 }
 
 // execute runs the request on the session's loop and returns its receipt.
-func (l *Lane004) execute(key Key, req *mctl.Request004) []byte {
+func (l *Lane004) execute(key Key, req *lane004.Request) []byte {
 	ch := make(chan []byte, 1)
-	gone := Fail004(mctl.Code004WorkerUnavailable, "the worker's session has ended")
+	gone := Fail004(lane004.CodeWorkerUnavailable, "the worker's session has ended")
 	// The first receipt wins: a done that came after the loop was given
 	// up for gone publishes nothing.
 	var once sync.Once

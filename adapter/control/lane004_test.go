@@ -14,7 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane004"
 )
 
 // The helpers of this file are named l4…, so that they cannot collide
@@ -46,7 +46,7 @@ func newL4Target(t *testing.T, loop *loop001) *l4Target {
 	return &l4Target{t: t, loop: loop, res: Receipt004{OK: true, Response: `{"data":[],"nextCursor":null}`}, started: make(chan string, 64)}
 }
 
-func (f *l4Target) Do(req *mctl.Request004, done func(Receipt004)) {
+func (f *l4Target) Do(req *lane004.Request, done func(Receipt004)) {
 	if f.loop != nil && !f.loop.on.Load() {
 		f.t.Errorf("Do called off the loop for %s", req.RequestID)
 	}
@@ -136,7 +136,7 @@ func l4Stored(t *testing.T, s Store, id string) Outcome {
 func l4Event(l *EventLog, n int) []byte {
 	var line []byte
 	l.Append(func(seq uint64) []byte {
-		line = mctl.AppendEvent004(nil, l4Worker, seq, "item/agentMessage/delta", fmt.Sprintf(`{"n":%d}`, n), l4Now)
+		line = lane004.AppendEvent(nil, l4Worker, seq, "item/agentMessage/delta", fmt.Sprintf(`{"n":%d}`, n), l4Now)
 		return line
 	})
 	return line
@@ -168,7 +168,7 @@ func TestLane004FreshRequest(t *testing.T) {
 	if !fresh {
 		t.Error("fresh = false for a request run now")
 	}
-	if req == nil || req.RequestID != "r-1" || req.Method != mctl.Method004ThreadList || req.Limit != 5 {
+	if req == nil || req.RequestID != "r-1" || req.Method != lane004.MethodThreadList || req.Limit != 5 {
 		t.Errorf("decoded %+v", req)
 	}
 	if calls := e.target.called(); len(calls) != 1 || calls[0] != "r-1 thread/list" {
@@ -191,7 +191,7 @@ func TestLane004CompletedDuplicate(t *testing.T) {
 		want string // payload after method
 	}{
 		{"response", Receipt004{OK: true, Response: `{"thread":{"id":"x"}}`}, `"ok":true,"response":{"thread":{"id":"x"}}`},
-		{"error", Receipt004{Code: mctl.Code004Conflict, Message: "a turn is running", Details: `{"turnId":"t-1"}`},
+		{"error", Receipt004{Code: lane004.CodeConflict, Message: "a turn is running", Details: `{"turnId":"t-1"}`},
 			`"code":"conflict","message":"a turn is running","retryable":false,"details":{"turnId":"t-1"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -367,7 +367,7 @@ func TestLane004ReceiptAcrossRestart(t *testing.T) {
 	s, l := open()
 	e := newL4Env(t, s, l)
 	r1, fresh, _ := e.lane.Request(l4Req("r-1", "thread/list", ""), nil)
-	e.target.res = Receipt004{Code: mctl.Code004InvalidRequest, Message: "no such thread"}
+	e.target.res = Receipt004{Code: lane004.CodeInvalidRequest, Message: "no such thread"}
 	r2, fresh2, _ := e.lane.Request(l4Req("r-2", "thread/read", `{"threadId":"0c5e3f4e-9a1b-4c2d-8e7f-123456789abc"}`), nil)
 	if !fresh || !fresh2 || l.Latest() != 2 {
 		t.Fatalf("before the restart: fresh %v %v, latest %d", fresh, fresh2, l.Latest())
@@ -416,7 +416,7 @@ func TestLane004Refusals(t *testing.T) {
 		p := gjson.ParseBytes(r)
 		if !gjson.ValidBytes(r) || p.Get("event_type").Str != "worker.error" || p.Get("seq").Exists() ||
 			p.Get("worker_id").Str != l4Worker || p.Get("payload.request_id").Raw != "null" ||
-			p.Get("payload.code").Str != mctl.Code004InvalidRequest || p.Get("payload.retryable").Raw != "false" {
+			p.Get("payload.code").Str != lane004.CodeInvalidRequest || p.Get("payload.retryable").Raw != "false" {
 			t.Errorf("refusal %s", r)
 		}
 		if fresh || req != nil {
@@ -432,7 +432,7 @@ func TestLane004Refusals(t *testing.T) {
 		r, fresh, req := e.lane.Request(line, nil)
 		p := gjson.ParseBytes(r)
 		if p.Get("event_type").Str != "worker.error" || p.Get("seq").Uint() != 1 || p.Get("payload.request_id").Str != "r-u" ||
-			p.Get("payload.method").Str != "thread/delete" || p.Get("payload.code").Str != mctl.Code004UnsupportedMethod {
+			p.Get("payload.method").Str != "thread/delete" || p.Get("payload.code").Str != lane004.CodeUnsupportedMethod {
 			t.Errorf("receipt %s", r)
 		}
 		if !fresh || req == nil || req.RequestID != "r-u" {
@@ -477,7 +477,7 @@ func TestLane004Refusals(t *testing.T) {
 	})
 	t.Run("echoed worker.event", func(t *testing.T) {
 		e := newL4Env(t, nil, nil)
-		line := mctl.AppendEvent004(nil, l4Worker, 7, "turn/started", `{"turn":{"id":"t-1"}}`, l4Now)
+		line := lane004.AppendEvent(nil, l4Worker, 7, "turn/started", `{"turn":{"id":"t-1"}}`, l4Now)
 		r, fresh, req := e.lane.Request(line, nil)
 		if r != nil || fresh || req != nil {
 			t.Errorf("an echoed event was answered: %s, fresh %v, decoded %+v", r, fresh, req)
@@ -547,7 +547,7 @@ func TestLane004LoopStoppedBeforeRunning(t *testing.T) {
 	t.Logf("answered after %v", time.Since(start).Round(time.Millisecond))
 	p := gjson.ParseBytes(res.r)
 	if !res.fresh || p.Get("event_type").Str != "worker.error" || p.Get("seq").Uint() != 1 ||
-		p.Get("payload.code").Str != mctl.Code004WorkerUnavailable || p.Get("payload.message").Str != "the worker's session has ended" {
+		p.Get("payload.code").Str != lane004.CodeWorkerUnavailable || p.Get("payload.message").Str != "the worker's session has ended" {
 		t.Errorf("fresh %v, receipt %s", res.fresh, res.r)
 	}
 	if n := submits.Load(); n < 2 {
@@ -582,7 +582,7 @@ func TestLane004Replay(t *testing.T) {
 			e := newL4Env(t, nil, log)
 			var calls []call
 			replay := func(after uint64) { calls = append(calls, call{after, log.Latest()}) }
-			r, fresh, req := e.lane.Request(l4Req("rp-1", mctl.Method004Replay, fmt.Sprintf(`{"after":%d}`, tc.after)), replay)
+			r, fresh, req := e.lane.Request(l4Req("rp-1", lane004.MethodReplay, fmt.Sprintf(`{"after":%d}`, tc.after)), replay)
 			if len(calls) != 1 || calls[0] != (call{tc.wantReplayArg, uint64(tc.n)}) {
 				t.Errorf("replay calls %+v, want [{after %d, log latest %d}] (before the receipt is in the log)", calls, tc.wantReplayArg, tc.n)
 			}
@@ -606,10 +606,10 @@ func TestLane004Replay(t *testing.T) {
 	t.Run("no stream", func(t *testing.T) {
 		log := l4Log(t, 0, 3)
 		e := newL4Env(t, nil, log)
-		r, fresh, _ := e.lane.Request(l4Req("rp-2", mctl.Method004Replay, `{"after":1}`), nil)
+		r, fresh, _ := e.lane.Request(l4Req("rp-2", lane004.MethodReplay, `{"after":1}`), nil)
 		p := gjson.ParseBytes(r)
 		if !fresh || p.Get("event_type").Str != "worker.error" || p.Get("seq").Uint() != 4 ||
-			p.Get("payload.code").Str != mctl.Code004InvalidRequest || p.Get("payload.retryable").Raw != "false" ||
+			p.Get("payload.code").Str != lane004.CodeInvalidRequest || p.Get("payload.retryable").Raw != "false" ||
 			!strings.Contains(p.Get("payload.message").Str, "no stream") {
 			t.Errorf("fresh %v, receipt %s", fresh, r)
 		}
@@ -788,7 +788,7 @@ func TestLane004FollowSeqGaps(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.ndjson")
 	var file []byte
 	for _, seq := range []uint64{1, 2, 5, 6, 9} {
-		file = append(mctl.AppendEvent004(file, l4Worker, seq, "turn/started", `{}`, l4Now), '\n')
+		file = append(lane004.AppendEvent(file, l4Worker, seq, "turn/started", `{}`, l4Now), '\n')
 	}
 	if err := os.WriteFile(path, file, 0o600); err != nil {
 		t.Fatal(err)

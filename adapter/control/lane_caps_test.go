@@ -6,17 +6,19 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
 // capsTarget is a session that only knows its id.
 type capsTarget struct{ sid string }
 
 func (c capsTarget) ControlSessionID() string { return c.sid }
-func (capsTarget) ControlInject(_ []byte, _ bool, done func(mctl.Result, string)) {
-	done(mctl.OK, "sent")
+func (capsTarget) ControlInject(_ []byte, _ bool, done func(lane000.Result, string)) {
+	done(lane000.OK, "sent")
 }
-func (capsTarget) ControlInterrupt(done func(mctl.Result, string)) { done(mctl.OK, "no turn running") }
+func (capsTarget) ControlInterrupt(done func(lane000.Result, string)) {
+	done(lane000.OK, "no turn running")
+}
 
 // TestLaneCapabilitiesRequestID: the answer to a
 // control.capabilities.request echoes its request_id (lane000.md), and
@@ -26,7 +28,7 @@ func TestLaneCapabilitiesRequestID(t *testing.T) {
 	defer store.Close()
 	l := NewLane(LaneConfig{
 		Store:  store,
-		Policy: mctl.Policy{Team: "t", AgentID: "a", SoftLimit: 10, HardLimit: 20},
+		Policy: lane000.Policy{Team: "t", AgentID: "a", SoftLimit: 10, HardLimit: 20},
 		Target: capsTarget{sid: "s1"},
 		Submit: func(fn func()) bool { fn(); return true },
 	})

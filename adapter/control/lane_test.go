@@ -14,7 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
 const testSession = "11111111-2222-4333-8444-555555555555"
@@ -69,16 +69,16 @@ func (f *fakeTarget) count() int {
 }
 
 func (f *fakeTarget) ControlSessionID() string { return testSession }
-func (f *fakeTarget) ControlInject(text []byte, interrupt bool, done func(mctl.Result, string)) {
+func (f *fakeTarget) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
 	f.prompts = append(f.prompts, slices.Clone(text))
 	if f.hold {
-		f.late <- func() { done(mctl.OK, "sent") }
+		f.late <- func() { done(lane000.OK, "sent") }
 		return
 	}
-	done(mctl.OK, "sent")
+	done(lane000.OK, "sent")
 }
-func (f *fakeTarget) ControlInterrupt(done func(mctl.Result, string)) {
-	done(mctl.OK, "no turn running")
+func (f *fakeTarget) ControlInterrupt(done func(lane000.Result, string)) {
+	done(lane000.OK, "no turn running")
 }
 
 func newTestLane(t testing.TB, f *fakeTarget, store Store) *Lane {
@@ -88,7 +88,7 @@ func newTestLane(t testing.TB, f *fakeTarget, store Store) *Lane {
 	t.Cleanup(func() { store.Close() })
 	return NewLane(LaneConfig{
 		Store:   store,
-		Policy:  mctl.Policy{Team: "t", AgentID: "a1", Senders: []string{"boss"}, MaxAge: time.Minute, ClockSkew: time.Minute, SoftLimit: 64 << 10, HardLimit: 1 << 20},
+		Policy:  lane000.Policy{Team: "t", AgentID: "a1", Senders: []string{"boss"}, MaxAge: time.Minute, ClockSkew: time.Minute, SoftLimit: 64 << 10, HardLimit: 1 << 20},
 		Timeout: time.Second,
 		Target:  f,
 		Submit:  f.submit,
@@ -280,12 +280,12 @@ type subTarget struct {
 }
 
 func (s *subTarget) ControlSessionID() string { return s.id }
-func (s *subTarget) ControlInject(text []byte, _ bool, done func(mctl.Result, string)) {
+func (s *subTarget) ControlInject(text []byte, _ bool, done func(lane000.Result, string)) {
 	s.prompts = append(s.prompts, slices.Clone(text))
-	done(mctl.OK, "sent")
+	done(lane000.OK, "sent")
 }
-func (s *subTarget) ControlInterrupt(done func(mctl.Result, string)) {
-	done(mctl.OK, "no turn running")
+func (s *subTarget) ControlInterrupt(done func(lane000.Result, string)) {
+	done(lane000.OK, "no turn running")
 }
 
 // multiTarget hosts several sessions, as the acp dialect does: its own

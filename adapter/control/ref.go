@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
 // DefaultRefMax is the largest file ReadRef reads when max is 0 or less
@@ -44,13 +44,13 @@ func refErr(format string, args ...any) error {
 // size is taken from the open file, and the hash is of exactly the bytes
 // read from it. See docs/control/ref-and-socket.md for why the checks
 // cannot be raced.
-func ReadRef(roots []string, ref mctl.ContentRef, max int64, now time.Time) ([]byte, error) {
+func ReadRef(roots []string, ref lane000.ContentRef, max int64, now time.Time) ([]byte, error) {
 	return readRef(roots, ref, max, now, nil)
 }
 
 // readRef is ReadRef; beforeOpen, when not nil, runs between the checks on
 // the path and the open (tests swap the file there).
-func readRef(roots []string, ref mctl.ContentRef, max int64, now time.Time, beforeOpen func(resolved string)) ([]byte, error) {
+func readRef(roots []string, ref lane000.ContentRef, max int64, now time.Time, beforeOpen func(resolved string)) ([]byte, error) {
 	if max <= 0 {
 		max = DefaultRefMax
 	}

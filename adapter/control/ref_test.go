@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	mctl "github.com/ccbridge/ccbridge/mapping/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
 var refNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -50,9 +50,9 @@ func symlink(t *testing.T, target, p string) {
 	}
 }
 
-func refTo(p string, data []byte) mctl.ContentRef {
+func refTo(p string, data []byte) lane000.ContentRef {
 	sum := sha256.Sum256(data)
-	return mctl.ContentRef{Path: p, SHA256: hex.EncodeToString(sum[:]), MIME: "text/plain", Size: int64(len(data))}
+	return lane000.ContentRef{Path: p, SHA256: hex.EncodeToString(sum[:]), MIME: "text/plain", Size: int64(len(data))}
 }
 
 // wantRefErr checks that err is a *RefError whose Detail holds want.
@@ -152,7 +152,7 @@ func TestReadRefRefused(t *testing.T) {
 	empty := filepath.Join(root, "empty")
 	writeFile(t, empty, nil)
 
-	with := func(p string, edit func(*mctl.ContentRef)) mctl.ContentRef {
+	with := func(p string, edit func(*lane000.ContentRef)) lane000.ContentRef {
 		r := refTo(p, content)
 		if edit != nil {
 			edit(&r)
@@ -162,7 +162,7 @@ func TestReadRefRefused(t *testing.T) {
 	cases := []struct {
 		name  string
 		roots []string
-		ref   mctl.ContentRef
+		ref   lane000.ContentRef
 		max   int64
 		want  string
 	}{
@@ -184,17 +184,17 @@ func TestReadRefRefused(t *testing.T) {
 		{"directory", []string{root}, with(filepath.Join(root, "dir"), nil), 0, "not a regular file (a directory)"},
 		{"root itself", []string{root}, with(root, nil), 0, "not a regular file (a directory)"},
 		{"fifo", []string{root}, with(filepath.Join(root, "fifo"), nil), 0, "not a regular file (a fifo)"},
-		{"size mismatch", []string{root}, with(in, func(r *mctl.ContentRef) { r.Size++ }), 0, "size_bytes is 19 but the file has 18 bytes"},
-		{"size smaller", []string{root}, with(in, func(r *mctl.ContentRef) { r.Size-- }), 0, "size_bytes is 17 but the file has 18 bytes"},
-		{"hash mismatch", []string{root}, with(in, func(r *mctl.ContentRef) { r.SHA256 = strings.Repeat("ab", 32) }), 0, "sha256 differs"},
-		{"hash not hex", []string{root}, with(in, func(r *mctl.ContentRef) { r.SHA256 = strings.Repeat("zz", 32) }), 0, "64 hex digits"},
-		{"hash short", []string{root}, with(in, func(r *mctl.ContentRef) { r.SHA256 = "abcd" }), 0, "64 hex digits"},
-		{"expired", []string{root}, with(in, func(r *mctl.ContentRef) { r.ExpiresAt = refNow.Add(-time.Second) }), 0, "expired at 2026-11-22T11:59:59Z"},
-		{"too big declared", []string{root}, with(big, func(r *mctl.ContentRef) { r.Size = 100 }), 99, "size_bytes 100 is over --ref-max 99"},
-		{"too big file", []string{root}, with(big, func(r *mctl.ContentRef) { r.Size = 50 }), 99, "file is 100 bytes, over --ref-max 99"},
-		{"too big default", []string{root}, with(in, func(r *mctl.ContentRef) { r.Size = DefaultRefMax + 1 }), 0, "over --ref-max 67108864"},
-		{"empty file", []string{root}, with(empty, func(r *mctl.ContentRef) { r.Size = 0 }), 0, "must be positive"},
-		{"negative size", []string{root}, with(in, func(r *mctl.ContentRef) { r.Size = -1 }), 0, "must be positive"},
+		{"size mismatch", []string{root}, with(in, func(r *lane000.ContentRef) { r.Size++ }), 0, "size_bytes is 19 but the file has 18 bytes"},
+		{"size smaller", []string{root}, with(in, func(r *lane000.ContentRef) { r.Size-- }), 0, "size_bytes is 17 but the file has 18 bytes"},
+		{"hash mismatch", []string{root}, with(in, func(r *lane000.ContentRef) { r.SHA256 = strings.Repeat("ab", 32) }), 0, "sha256 differs"},
+		{"hash not hex", []string{root}, with(in, func(r *lane000.ContentRef) { r.SHA256 = strings.Repeat("zz", 32) }), 0, "64 hex digits"},
+		{"hash short", []string{root}, with(in, func(r *lane000.ContentRef) { r.SHA256 = "abcd" }), 0, "64 hex digits"},
+		{"expired", []string{root}, with(in, func(r *lane000.ContentRef) { r.ExpiresAt = refNow.Add(-time.Second) }), 0, "expired at 2026-11-22T11:59:59Z"},
+		{"too big declared", []string{root}, with(big, func(r *lane000.ContentRef) { r.Size = 100 }), 99, "size_bytes 100 is over --ref-max 99"},
+		{"too big file", []string{root}, with(big, func(r *lane000.ContentRef) { r.Size = 50 }), 99, "file is 100 bytes, over --ref-max 99"},
+		{"too big default", []string{root}, with(in, func(r *lane000.ContentRef) { r.Size = DefaultRefMax + 1 }), 0, "over --ref-max 67108864"},
+		{"empty file", []string{root}, with(empty, func(r *lane000.ContentRef) { r.Size = 0 }), 0, "must be positive"},
+		{"negative size", []string{root}, with(in, func(r *lane000.ContentRef) { r.Size = -1 }), 0, "must be positive"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -215,7 +215,7 @@ func TestReadRefRefused(t *testing.T) {
 	}
 	// Expiry is checked against now, not the wall clock, and a ref that
 	// expires exactly now is still good.
-	r := with(in, func(r *mctl.ContentRef) { r.ExpiresAt = refNow })
+	r := with(in, func(r *lane000.ContentRef) { r.ExpiresAt = refNow })
 	if _, err := ReadRef([]string{root}, r, 0, refNow); err != nil {
 		t.Fatalf("expires exactly now: %v", err)
 	}

@@ -3,7 +3,9 @@
 // the long strings CLI frames carry (streamed text, tool results) cost
 // little to step over. The input must be valid JSON (callers validate
 // once at the boundary); on invalid input it stops early but never
-// panics.
+// panics. Beside the walkers, a few readers of raw JSON text (Text,
+// AppendUnescaped, LoneSurrogate, TrimSpace, Pick, IsNumber) take a
+// value's raw text as the walkers hand it over, without decoding it.
 package jscan
 
 import (

@@ -4,7 +4,8 @@
 // here are the same whatever main sets.
 //
 // Every function appends to dst and returns the extended slice; none keeps a
-// reference to its arguments. Safe for concurrent use.
+// reference to its arguments. Safe for concurrent use. Obj (NewObj) builds
+// one object member by member on top of them.
 package jsonw
 
 import (
