@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ccbridge/ccbridge/adapter"
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/fakemodel"
 	"github.com/ccbridge/ccbridge/serve"
 	"github.com/ccbridge/ccbridge/session"
@@ -54,7 +55,7 @@ type config struct {
 	interruptIn time.Duration
 	controlIn   time.Duration
 	maxCLILine  int
-	control     adapter.ControlConfig
+	control     control.Config
 	dialect     adapter.Dialect // the --ui dialect, its own flags parsed
 }
 
@@ -240,7 +241,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	fs.DurationVar(&cfg.interruptIn, "interrupt-timeout", 5*time.Second, "wait this long for the CLI to acknowledge an interrupt, then restart it")
 	fs.DurationVar(&cfg.controlIn, "control-timeout", 5*time.Second, "wait this long for the CLI's answer to a control request (model, mode, …), and for the worker to take a control lane's input or interrupt")
-	adapter.ControlFlags(fs, &cfg.control)
+	control.Flags(fs, &cfg.control)
 	fs.IntVar(&cfg.maxCLILine, "max-cli-line", 0, "largest CLI line held whole, in bytes (default: each dialect's, see its doc)")
 	fs.BoolVar(&cfg.demo, "demo", false, "run the offline demo: one turn with a permission request, answered")
 	fs.StringVar(&cfg.claude, "claude", cfg.claude, "path of the Claude Code CLI (default $CCBRIDGE_CLAUDE, else claude on PATH)")

@@ -127,7 +127,7 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 			a.Logger.Warn("removing ccbridge's private folder", "path", l.private.Path(), "err", err)
 		}
 	}()
-	stopControl, err := a.startControl(l, l.loop.Submit)
+	stopControl, err := a.StartControl(l, l.loop.Submit)
 	if err != nil {
 		return 2, err
 	}

@@ -2,7 +2,7 @@ package adapter
 
 // The acp dialect as a control lane's target (controltarget.go). A
 // connection hosts any number of ACP sessions: the lane addresses one by
-// its session id (SessionTargets); the connection's own ControlTarget
+// its session id (control.Sessions); the connection's own control.Target
 // methods address the oldest. An injected prompt is queued the way
 // session/prompt queues one (ccbridge holds the queue, never the CLI);
 // the client sees its turn's session/update notifications, and no
@@ -19,9 +19,9 @@ import (
 )
 
 var (
-	_ ControlTarget  = (*acpLoop)(nil)
-	_ SessionTargets = (*acpLoop)(nil)
-	_ ControlTarget  = acpTarget{}
+	_ control.Target   = (*acpLoop)(nil)
+	_ control.Sessions = (*acpLoop)(nil)
+	_ control.Target   = acpTarget{}
 )
 
 // detailNoSession: a connection with no ACP session has no worker yet.
@@ -57,7 +57,7 @@ func (l *acpLoop) ControlSessions() []string {
 	return ids
 }
 
-func (l *acpLoop) ControlSession(id string) (ControlTarget, bool) {
+func (l *acpLoop) ControlSession(id string) (control.Target, bool) {
 	s := l.sessions[id]
 	if s == nil {
 		return nil, false
@@ -72,14 +72,14 @@ func (l *acpLoop) ControlSessionID() string {
 	return ""
 }
 
-func (l *acpLoop) ControlState() WorkerState {
+func (l *acpLoop) ControlState() control.WorkerState {
 	if s := l.oldest(); s != nil {
 		return acpTarget{l, s}.ControlState()
 	}
 	if l.loop.Ending() {
-		return WorkerExited
+		return control.WorkerExited
 	}
-	return WorkerStarting
+	return control.WorkerStarting
 }
 
 func (l *acpLoop) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
@@ -100,7 +100,7 @@ func (l *acpLoop) ControlInterrupt(done func(lane000.Result, string)) {
 
 func (l *acpLoop) noSession() string {
 	if l.loop.Ending() {
-		return detailShuttingDown
+		return control.DetailShuttingDown
 	}
 	return detailNoSession
 }
@@ -110,19 +110,19 @@ func (t acpTarget) closed() bool { return t.l.sessions[t.s.id] != t.s }
 
 func (t acpTarget) ControlSessionID() string { return t.s.id }
 
-func (t acpTarget) ControlState() WorkerState {
+func (t acpTarget) ControlState() control.WorkerState {
 	s := t.s
 	switch {
 	case t.closed():
-		return WorkerExited
+		return control.WorkerExited
 	case s.pending != nil || s.sup.Respawning():
-		return WorkerStarting
+		return control.WorkerStarting
 	case s.running != nil || len(s.queue) > 0:
-		return WorkerRunning
+		return control.WorkerRunning
 	case s.sup.Live() == nil && t.l.loop.Ending():
-		return WorkerExited
+		return control.WorkerExited
 	}
-	return WorkerIdle
+	return control.WorkerIdle
 }
 
 func (t acpTarget) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
@@ -133,7 +133,7 @@ func (t acpTarget) ControlInject(text []byte, interrupt bool, done func(lane000.
 		done(lane000.NotLive, "the session was closed")
 		return
 	case l.loop.Ending():
-		done(lane000.NotLive, detailShuttingDown)
+		done(lane000.NotLive, control.DetailShuttingDown)
 		return
 	case len(text) == 0 || !utf8.Valid(text):
 		done(lane000.Rejected, "the prompt must be non-empty UTF-8 text")
@@ -145,7 +145,7 @@ func (t acpTarget) ControlInject(text []byte, interrupt bool, done func(lane000.
 	q := acpQueued{stdin: mapping.AppendUserMessage(nil, mapping.UserOptions{}, mapping.Block{Text: string(text)})}
 	if s.running != nil || s.pending != nil || len(s.queue) > 0 || s.sup.Respawning() {
 		s.queue = append(s.queue, q)
-		done(lane000.OK, detailQueued)
+		done(lane000.OK, control.DetailQueued)
 		return
 	}
 	// Nothing ahead of it: next writes it now, starting a child first
@@ -163,11 +163,11 @@ func (t acpTarget) ControlInterrupt(done func(lane000.Result, string)) {
 		done(lane000.NotLive, "the session was closed")
 	case s.running != nil:
 		l.interruptTurn(s)
-		done(lane000.OK, detailInterrupted)
+		done(lane000.OK, control.DetailInterrupted)
 	case s.sup.Live() == nil:
-		done(lane000.NotLive, detailNotRunning)
+		done(lane000.NotLive, control.DetailNotRunning)
 	default:
-		done(lane000.OK, detailNoTurn)
+		done(lane000.OK, control.DetailNoTurn)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
@@ -410,7 +411,7 @@ func (l *acpLoop) next(s *acpSession) {
 		if err != nil {
 			l.failPrompt(q.id, startError("restarting the Claude Code CLI: ", err))
 			if q.took != nil {
-				q.took(lane000.NotLive, detailStartFailed+err.Error())
+				q.took(lane000.NotLive, control.DetailStartFailed+err.Error())
 			}
 			l.next(s)
 			return
@@ -418,7 +419,7 @@ func (l *acpLoop) next(s *acpSession) {
 		s.running = &acpTurn{id: q.id}
 		s.sup.Live().Write(q.stdin)
 		if q.took != nil {
-			q.took(lane000.OK, detailSent)
+			q.took(lane000.OK, control.DetailSent)
 		}
 	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/mapping/lanes"
@@ -87,11 +88,11 @@ type ptyWorker struct {
 	log    *slog.Logger
 	loop   *Loop
 	sup    *Supervisor
-	plane  *controlPlane
+	plane  *control.Plane
 	worker lane000.Worker
 	scr    *screen.Screen
 
-	state WorkerState
+	state control.WorkerState
 	// The screen as last looked at: its generation, its rows, and when
 	// its text last changed. sampleAt is the next look (zero: none due,
 	// nothing arrived since the last); stableAt is when the screen counts
@@ -175,7 +176,7 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 		log:   c.Logger,
 		loop:  NewLoop(LoopConfig{MaxLine: c.MaxLine, Clock: c.Clock, Logger: c.Logger}),
 		scr:   screen.New(pc.Cols, pc.Rows),
-		state: WorkerStarting,
+		state: control.WorkerStarting,
 	}
 	w.worker = lane000.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: opts.SessionID}
 	if w.worker.SessionID == "" {
@@ -183,16 +184,16 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 	}
 	w.sup = w.loop.NewSupervisor(SupervisorConfig{Child: child, BaseArgs: base, Transport: Bytes, Started: w.started})
 	w.child = w.liveChild
-	plane, err := openControlPlane(&c.Settings, w, w.loop.Submit)
+	plane, err := control.Open(c.Control, c.ControlTimeout, c.Logger, w, w.loop.Submit)
 	if err != nil {
 		return 2, err
 	}
-	defer plane.close()
+	defer plane.Close()
 	w.plane = plane
-	if err := plane.listen(&c.Settings); err != nil {
+	if err := plane.Listen(); err != nil {
 		return 2, err
 	}
-	w.loop.Emit(plane.lane.CapabilitiesOf(w.worker.SessionID))
+	w.loop.Emit(plane.Lane().CapabilitiesOf(w.worker.SessionID))
 	if _, err := w.sup.Start(opts, false); err != nil {
 		return 1, err
 	}
@@ -201,13 +202,13 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 
 func (w *ptyWorker) started(*Proc) {
 	w.seen = false
-	w.setState(WorkerStarting, "")
+	w.setState(control.WorkerStarting, "")
 	w.emit()
 }
 
 func (w *ptyWorker) emit() { w.out = w.loop.EmitAll(w.out) }
 
-func (w *ptyWorker) setState(s WorkerState, detail string) {
+func (w *ptyWorker) setState(s control.WorkerState, detail string) {
 	if w.state == s && detail == "" {
 		return
 	}
@@ -249,8 +250,8 @@ func (w *ptyWorker) sample(now time.Time) {
 	}
 	w.rows = rows
 	w.changedAt, w.stableAt, w.seen = now, now.Add(w.pc.StableAfter), true
-	if w.state == WorkerIdle {
-		w.setState(WorkerRunning, "")
+	if w.state == control.WorkerIdle {
+		w.setState(control.WorkerRunning, "")
 	}
 	if in := w.inj; in != nil && in.submitted && gen != in.crGen {
 		w.inj = nil
@@ -303,14 +304,14 @@ func (w *ptyWorker) NextDeadline() time.Time {
 // stable: the screen has not changed for --stable-after. The worker is
 // idle; interrupts waiting for that are done, and the next input goes.
 func (w *ptyWorker) stable() {
-	if w.state == WorkerExited || !w.seen {
+	if w.state == control.WorkerExited || !w.seen {
 		return
 	}
 	if w.inj != nil {
 		return // an input in hand: the worker is not idle before its ack
 	}
-	if w.state != WorkerIdle {
-		w.setState(WorkerIdle, "")
+	if w.state != control.WorkerIdle {
+		w.setState(control.WorkerIdle, "")
 	}
 	for _, done := range w.interrupts {
 		done(lane000.OK, "the screen is stable after the interrupt keys")
@@ -319,11 +320,11 @@ func (w *ptyWorker) stable() {
 	w.next()
 }
 
-// ControlSessionID implements ControlTarget.
+// ControlSessionID implements control.Target.
 func (w *ptyWorker) ControlSessionID() string { return w.worker.SessionID }
 
-// ControlState implements ControlTarget.
-func (w *ptyWorker) ControlState() WorkerState { return w.state }
+// ControlState implements control.Target.
+func (w *ptyWorker) ControlState() control.WorkerState { return w.state }
 
 // ControlInject hands text to the program: not_live while it starts or
 // after it exited, busy while it works (unless interrupt, which
@@ -332,18 +333,18 @@ func (w *ptyWorker) ControlState() WorkerState { return w.state }
 func (w *ptyWorker) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
 	defer w.emit()
 	switch {
-	case w.child() == nil || w.state == WorkerExited:
+	case w.child() == nil || w.state == control.WorkerExited:
 		done(lane000.NotLive, "the program is not running")
 		return
-	case w.state == WorkerStarting:
+	case w.state == control.WorkerStarting:
 		done(lane000.NotLive, "the program is starting: its screen has not been stable yet")
 		return
-	case w.state == WorkerRunning && !interrupt:
+	case w.state == control.WorkerRunning && !interrupt:
 		done(lane000.Busy, "the program is working (its screen changes); ask with interrupt to interrupt it first")
 		return
 	}
 	in := &ptyInput{text: pasteSafe(text), done: done, giveUp: w.loop.Now().Add(w.cfg.ControlTimeout)}
-	if w.state == WorkerRunning {
+	if w.state == control.WorkerRunning {
 		w.keys()
 		w.interrupts = append(w.interrupts, func(lane000.Result, string) {})
 	}
@@ -354,7 +355,7 @@ func (w *ptyWorker) ControlInject(text []byte, interrupt bool, done func(lane000
 // next starts the oldest queued input once the worker is idle and no
 // input is being handed over.
 func (w *ptyWorker) next() {
-	if w.inj != nil || len(w.queue) == 0 || w.state != WorkerIdle {
+	if w.inj != nil || len(w.queue) == 0 || w.state != control.WorkerIdle {
 		return
 	}
 	p := w.child()
@@ -443,9 +444,9 @@ func pasteSafe(text []byte) []byte {
 func (w *ptyWorker) ControlInterrupt(done func(lane000.Result, string)) {
 	defer w.emit()
 	switch {
-	case w.child() == nil || w.state == WorkerExited:
+	case w.child() == nil || w.state == control.WorkerExited:
 		done(lane000.NotLive, "the program is not running")
-	case w.state == WorkerIdle:
+	case w.state == control.WorkerIdle:
 		done(lane000.OK, "no turn running: the screen is stable")
 	default:
 		w.keys()
@@ -486,7 +487,7 @@ func (w *ptyWorker) ScreenAnswer(requestID string) []byte {
 
 // take returns a UI line's lane work: lane 000's, the others refused.
 func (w *ptyWorker) take(line []byte) func() {
-	lane := w.plane.lane
+	lane := w.plane.Lane()
 	return func() {
 		if k := lanes.Classify(line); k == lanes.Lane001 || k == lanes.Lane004 {
 			w.reply(lane000.AppendProblem(nil, &lane000.Problem{Ack: lane000.TypeError, Result: lane000.Rejected, Error: "unsupported",
@@ -540,12 +541,12 @@ func (w *ptyWorker) ChildExited(_ *Proc, exit session.Exit) {
 	}
 	w.interrupts = nil
 	w.stableAt, w.sampleAt = time.Time{}, time.Time{}
-	w.setState(WorkerExited, exit.String())
+	w.setState(control.WorkerExited, exit.String())
 }
 
 // Interrupt handles SIGINT: the interrupt keys.
 func (w *ptyWorker) Interrupt() {
-	if w.state == WorkerRunning {
+	if w.state == control.WorkerRunning {
 		w.keys()
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/screen"
 	"github.com/ccbridge/ccbridge/session"
@@ -51,7 +52,7 @@ func newPTYHarness(t *testing.T) *ptyHarness {
 		log:   slog.New(slog.DiscardHandler),
 		loop:  NewLoop(LoopConfig{Clock: h.clock}),
 		scr:   screen.New(pc.Cols, pc.Rows),
-		state: WorkerStarting,
+		state: control.WorkerStarting,
 	}
 	h.w.child = func() ptyWriter {
 		if h.live {
@@ -74,7 +75,7 @@ func (h *ptyHarness) at(d time.Duration) {
 // draw is the program's output.
 func (h *ptyHarness) draw(s string) { h.w.CLIOutput(nil, []byte(s)) }
 
-func (h *ptyHarness) state(want WorkerState) {
+func (h *ptyHarness) state(want control.WorkerState) {
 	h.t.Helper()
 	if h.w.state != want {
 		h.t.Fatalf("state %s, want %s", h.w.state, want)
@@ -95,16 +96,16 @@ func (h *ptyHarness) idle() {
 	h.t.Helper()
 	h.draw("\x1b[2J\x1b[H> ")
 	h.at(ptySample)
-	h.state(WorkerStarting)
+	h.state(control.WorkerStarting)
 	h.at(h.w.pc.StableAfter)
-	h.state(WorkerIdle)
+	h.state(control.WorkerIdle)
 }
 
 func TestPTYStateStartingIdleRunning(t *testing.T) {
 	h := newPTYHarness(t)
 	// Nothing drawn: starting, and nothing to wait for (no busy polling).
 	h.at(10 * time.Second)
-	h.state(WorkerStarting)
+	h.state(control.WorkerStarting)
 	if d := h.w.NextDeadline(); !d.IsZero() {
 		t.Fatalf("a deadline with nothing drawn: %v", d)
 	}
@@ -116,28 +117,28 @@ func TestPTYStateStartingIdleRunning(t *testing.T) {
 	h.at(10 * time.Millisecond)
 	h.draw(" world")
 	h.at(15 * time.Millisecond)
-	h.state(WorkerStarting)
+	h.state(control.WorkerStarting)
 	// A change just before the screen would be stable puts it off.
 	h.at(h.w.pc.StableAfter - time.Millisecond)
 	h.draw("!")
 	h.at(ptySample)
 	h.at(h.w.pc.StableAfter - ptySample)
-	h.state(WorkerStarting)
+	h.state(control.WorkerStarting)
 	h.at(ptySample)
-	h.state(WorkerIdle)
+	h.state(control.WorkerIdle)
 	if d := h.w.NextDeadline(); !d.IsZero() {
 		t.Fatalf("an idle worker with an unchanging screen has a deadline: %v", d)
 	}
 	// The program draws on its own: running, then idle again.
 	h.draw("\r\nthinking")
 	h.at(ptySample)
-	h.state(WorkerRunning)
+	h.state(control.WorkerRunning)
 	h.at(h.w.pc.StableAfter)
-	h.state(WorkerIdle)
+	h.state(control.WorkerIdle)
 	// Output that changes no text (a colour) is no change.
 	h.draw("\x1b[31m\x1b[0m")
 	h.at(ptySample)
-	h.state(WorkerIdle)
+	h.state(control.WorkerIdle)
 }
 
 func TestPTYInjectPasteThenReturn(t *testing.T) {
@@ -171,7 +172,7 @@ func TestPTYInjectPasteThenReturn(t *testing.T) {
 	if r.n != 1 || r.res != lane000.OK {
 		t.Fatalf("after the screen moved: %d answers, %s %q", r.n, r.res, r.detail)
 	}
-	h.state(WorkerRunning)
+	h.state(control.WorkerRunning)
 	// Busy while it works, unless the request interrupts.
 	var busy result
 	h.w.ControlInject([]byte("more"), false, busy.done)
@@ -209,7 +210,7 @@ func TestPTYReturnSentAgain(t *testing.T) {
 		t.Fatalf("after --control-timeout: %d answers, %s", r.n, r.res)
 	}
 	h.at(0)
-	h.state(WorkerIdle)
+	h.state(control.WorkerIdle)
 	var next result
 	h.w.ControlInject([]byte("y"), false, next.done)
 	if !strings.HasSuffix(h.in.String(), "\x1b[200~y\x1b[201~") {
@@ -227,7 +228,7 @@ func TestPTYInterrupt(t *testing.T) {
 	}
 	h.draw("working")
 	h.at(ptySample)
-	h.state(WorkerRunning)
+	h.state(control.WorkerRunning)
 	r = result{}
 	h.w.ControlInterrupt(r.done)
 	if h.in.String() != "\x1b" {
@@ -242,7 +243,7 @@ func TestPTYInterrupt(t *testing.T) {
 	if r.n != 1 || r.res != lane000.OK {
 		t.Fatalf("the interrupt: %d answers, %s", r.n, r.res)
 	}
-	h.state(WorkerIdle)
+	h.state(control.WorkerIdle)
 
 	// Inject with interrupt while running: the keys, then the paste once idle.
 	h.draw(" again")
@@ -266,7 +267,7 @@ func TestPTYExited(t *testing.T) {
 	h.w.ControlInject([]byte("x"), false, r.done)
 	h.live = false
 	h.w.ChildExited(nil, session.Exit{Code: -1, Signal: 9})
-	h.state(WorkerExited)
+	h.state(control.WorkerExited)
 	if r.res != lane000.NotLive {
 		t.Fatalf("the input in hand when the program died: %s", r.res)
 	}
@@ -321,7 +322,7 @@ func TestPTYQueuedInputGivenUp(t *testing.T) {
 	h.idle()
 	h.draw("working")
 	h.at(ptySample)
-	h.state(WorkerRunning)
+	h.state(control.WorkerRunning)
 	var r result
 	h.w.ControlInject([]byte("x"), true, r.done)
 	// The program keeps drawing: never stable, never idle.

@@ -29,6 +29,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/session"
@@ -86,7 +87,7 @@ func startPTW(t *testing.T, cfg ptwConfig) *ptwRun {
 			Child:          adaptertest.Config(t, "ptyagent", nil, env...),
 			Options:        session.Options{Extra: []string{os.Args[0]}}, // the command after --
 			ControlTimeout: cfg.timeout,
-			Control:        ControlConfig{Team: ptwTeam, AgentID: ptwAgent, Senders: []string{ptwSender}, Socket: cfg.socket},
+			Control:        control.Config{Team: ptwTeam, AgentID: ptwAgent, Senders: []string{ptwSender}, Socket: cfg.socket},
 			Logger:         testLogger(t),
 		},
 		PTY: PTYConfig{On: true, Cols: cfg.cols, Rows: cfg.rows, StableAfter: ptwStable},

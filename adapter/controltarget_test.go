@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
@@ -130,7 +131,7 @@ const multiline = "first line\nsecond line with \"quotes\" and a tab\t\n\nlast Ã
 // ctlHook is what a dialect hands a control lane: its target and Submit.
 type ctlHook struct {
 	t      *testing.T
-	target ControlTarget
+	target control.Target
 	submit func(func()) bool
 	ready  chan struct{}
 	log    func() string
@@ -138,13 +139,13 @@ type ctlHook struct {
 
 func newCtlHook(t *testing.T) *ctlHook { return &ctlHook{t: t, ready: make(chan struct{})} }
 
-func (c *ctlHook) hook(target ControlTarget, submit func(func()) bool) {
+func (c *ctlHook) hook(target control.Target, submit func(func()) bool) {
 	c.target, c.submit = target, submit
 	close(c.ready)
 }
 
 // on runs fn on the session's goroutine and waits for it.
-func (c *ctlHook) on(fn func(ControlTarget)) {
+func (c *ctlHook) on(fn func(control.Target)) {
 	c.t.Helper()
 	select {
 	case <-c.ready:
@@ -160,10 +161,10 @@ func (c *ctlHook) on(fn func(ControlTarget)) {
 
 // call runs one inject or interrupt and returns what done was told; done
 // must be called exactly once, before the method returns.
-func (c *ctlHook) call(fn func(ControlTarget, func(lane000.Result, string))) string {
+func (c *ctlHook) call(fn func(control.Target, func(lane000.Result, string))) string {
 	c.t.Helper()
 	var got []string
-	c.on(func(t ControlTarget) {
+	c.on(func(t control.Target) {
 		fn(t, func(res lane000.Result, detail string) { got = append(got, string(res)+": "+detail) })
 	})
 	if len(got) != 1 {
@@ -174,32 +175,32 @@ func (c *ctlHook) call(fn func(ControlTarget, func(lane000.Result, string))) str
 
 func (c *ctlHook) inject(text string, interrupt bool) string {
 	c.t.Helper()
-	return c.call(func(t ControlTarget, done func(lane000.Result, string)) {
+	return c.call(func(t control.Target, done func(lane000.Result, string)) {
 		t.ControlInject([]byte(text), interrupt, done)
 	})
 }
 
 func (c *ctlHook) interrupt() string {
 	c.t.Helper()
-	return c.call(func(t ControlTarget, done func(lane000.Result, string)) { t.ControlInterrupt(done) })
+	return c.call(func(t control.Target, done func(lane000.Result, string)) { t.ControlInterrupt(done) })
 }
 
-func (c *ctlHook) state() WorkerState {
+func (c *ctlHook) state() control.WorkerState {
 	c.t.Helper()
-	var s WorkerState
-	c.on(func(t ControlTarget) { s = t.ControlState() })
+	var s control.WorkerState
+	c.on(func(t control.Target) { s = t.ControlState() })
 	return s
 }
 
 func (c *ctlHook) sessionID() string {
 	c.t.Helper()
 	var s string
-	c.on(func(t ControlTarget) { s = t.ControlSessionID() })
+	c.on(func(t control.Target) { s = t.ControlSessionID() })
 	return s
 }
 
 // waitState polls the state until it is want.
-func (c *ctlHook) waitState(want WorkerState) {
+func (c *ctlHook) waitState(want control.WorkerState) {
 	c.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -265,7 +266,7 @@ func (c *ctlHook) waitStdin(want ...string) {
 // release writes the fake's release line to the live child of sup.
 func (c *ctlHook) release(sup func() *Supervisor) {
 	c.t.Helper()
-	c.on(func(ControlTarget) {
+	c.on(func(control.Target) {
 		sup().Live().Write([]byte(`{"type":"control_request","request_id":"release","request":{"subtype":"noop"}}`))
 	})
 }
@@ -292,7 +293,7 @@ func TestControlIPC(t *testing.T) {
 	if got := c.sessionID(); got != sid || sid == "" {
 		t.Errorf("ControlSessionID %q, want the session's %q", got, sid)
 	}
-	if st := c.state(); st != WorkerIdle {
+	if st := c.state(); st != control.WorkerIdle {
 		t.Errorf("state before any turn %q, want idle", st)
 	}
 	if got := c.interrupt(); got != "ok: no turn running" {
@@ -314,7 +315,7 @@ func TestControlIPC(t *testing.T) {
 	// During a turn: queued (the CLI runs it after the running one).
 	h.Send(`{"type":"user_message","text":"WAIT"}`)
 	h.NextOf("assistant_text")
-	if st := c.state(); st != WorkerRunning {
+	if st := c.state(); st != control.WorkerRunning {
 		t.Errorf("state during a turn %q, want running", st)
 	}
 	if got := c.inject("after the wait", false); got != "ok: queued" {
@@ -326,7 +327,7 @@ func TestControlIPC(t *testing.T) {
 	if l := h.NextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
 		t.Fatalf("the queued injected turn: %s", l)
 	}
-	c.waitState(WorkerIdle)
+	c.waitState(control.WorkerIdle)
 
 	// With interrupt: the interrupt first, then the prompt.
 	h.Send(`{"type":"user_message","text":"WAIT again"}`)
@@ -349,15 +350,15 @@ func TestControlIPC(t *testing.T) {
 		t.Fatalf("interrupt while running: %q", got)
 	}
 	c.waitStdin("user:WAIT a third time", "interrupt")
-	c.waitState(WorkerIdle)
+	c.waitState(control.WorkerIdle)
 
 	// Shutting down: nothing can take a prompt.
 	var got string
-	c.on(func(ct ControlTarget) {
+	c.on(func(ct control.Target) {
 		ct.(*ipcLoop).loop.Shutdown("test")
 		ct.ControlInject([]byte("too late"), false, func(res lane000.Result, d string) { got = string(res) + ": " + d })
 	})
-	if got != "not_live: "+detailShuttingDown {
+	if got != "not_live: "+control.DetailShuttingDown {
 		t.Errorf("inject while shutting down: %q", got)
 	}
 	h.Wait()
@@ -377,15 +378,15 @@ func TestControlIPCStartingAndRespawn(t *testing.T) {
 	s := &IPC{Settings: ctlSettings(t, c)}
 	h := adaptertest.StartRunner(t, s.Run)
 	h.NextOf("session_init")
-	var st WorkerState
+	var st control.WorkerState
 	var got string
-	c.on(func(ct ControlTarget) {
+	c.on(func(ct control.Target) {
 		l := ct.(*ipcLoop)
 		l.UILine([]byte(`{"type":"session_command","command":"new"}`))
 		st = ct.ControlState()
 		ct.ControlInject([]byte("to the new child"), false, func(res lane000.Result, d string) { got = string(res) + ": " + d })
 	})
-	if st != WorkerStarting || got != "ok: queued" {
+	if st != control.WorkerStarting || got != "ok: queued" {
 		t.Fatalf("while the child is replaced: state %q, inject %q; want starting and queued", st, got)
 	}
 	if l := h.NextOf("turn_complete"); gjson.GetBytes(l, "result").Str != "ok" {
@@ -406,12 +407,12 @@ func TestControlIPCStartingAndRespawn(t *testing.T) {
 		t.Fatalf("inject during a turn: %q", got)
 	}
 	c.waitStdin("user:WAIT STUCK", "user:queued behind")
-	c.on(func(ct ControlTarget) { ct.(*ipcLoop).sup.Live().child.Kill() })
+	c.on(func(ct control.Target) { ct.(*ipcLoop).sup.Live().child.Kill() })
 	if got := terminalsOf(h, 2); got != "error/child_exited error/child_exited" {
 		t.Fatalf("terminal messages after the child died: %q", got)
 	}
-	c.waitState(WorkerIdle)
-	if got := c.interrupt(); got != "not_live: "+detailNotRunning {
+	c.waitState(control.WorkerIdle)
+	if got := c.interrupt(); got != "not_live: "+control.DetailNotRunning {
 		t.Errorf("interrupt with no child: %q", got)
 	}
 	if got := c.inject("revive", false); got != "ok: sent" {
@@ -432,12 +433,12 @@ func TestControlRPC(t *testing.T) {
 	s := &RPC{Settings: ctlSettings(t, c, "FAKE_HOLDINIT=1")}
 	h := adaptertest.StartRunner(t, s.Run)
 	// The CLI has not answered initialize: starting.
-	if st := c.state(); st != WorkerStarting {
+	if st := c.state(); st != control.WorkerStarting {
 		t.Errorf("state before the CLI's initialize answer %q, want starting", st)
 	}
 	rl := func() *Supervisor { return c.target.(*rpcLoop).sup }
 	c.release(rl)
-	c.waitState(WorkerIdle)
+	c.waitState(control.WorkerIdle)
 	if sid := c.sessionID(); len(sid) != 36 {
 		t.Errorf("ControlSessionID %q, want the session's uuid", sid)
 	}
@@ -457,10 +458,10 @@ func TestControlRPC(t *testing.T) {
 	// During a run: busy, and nothing reaches the CLI.
 	run := runStart(h, "r2", "WAIT")
 	h.Until(func(l []byte) bool { return gjson.GetBytes(l, "method").Str == rpc.MethodAgentEvent })
-	if st := c.state(); st != WorkerRunning {
+	if st := c.state(); st != control.WorkerRunning {
 		t.Errorf("state during a run %q, want running", st)
 	}
-	if got := c.inject("refused", false); got != "busy: "+detailRunActive {
+	if got := c.inject("refused", false); got != "busy: "+control.DetailRunActive {
 		t.Fatalf("inject during a run: %q", got)
 	}
 	// With interrupt: the run is cancelled, the interrupt written, and
@@ -480,14 +481,14 @@ func TestControlRPC(t *testing.T) {
 	}
 	h.Until(status(run, "cancelled"))
 	c.waitStdin("user:WAIT more", "interrupt")
-	c.waitState(WorkerIdle)
+	c.waitState(control.WorkerIdle)
 
 	var got string
-	c.on(func(ct ControlTarget) {
+	c.on(func(ct control.Target) {
 		ct.(*rpcLoop).loop.Shutdown("test")
 		ct.ControlInject([]byte("too late"), false, func(res lane000.Result, d string) { got = string(res) + ": " + d })
 	})
-	if got != "not_live: "+detailShuttingDown {
+	if got != "not_live: "+control.DetailShuttingDown {
 		t.Errorf("inject while shutting down: %q", got)
 	}
 	h.Wait()
@@ -514,7 +515,7 @@ func TestControlACP(t *testing.T) {
 	h := &acpHost{Host: adaptertest.StartRunner(t, a.Run), dir: t.TempDir(), claude: a.ClaudeDir, log: c.log}
 
 	// No session yet.
-	if st := c.state(); st != WorkerStarting {
+	if st := c.state(); st != control.WorkerStarting {
 		t.Errorf("state with no session %q, want starting", st)
 	}
 	if got := c.inject("nobody", false); got != "not_live: "+detailNoSession {
@@ -524,21 +525,21 @@ func TestControlACP(t *testing.T) {
 	newID := h.call("session/new", `{"cwd":"`+h.dir+`","mcpServers":[]}`)
 	c.waitStdin("initialize")
 	// The session is set up: a prompt waits for it.
-	if st := c.state(); st != WorkerStarting {
+	if st := c.state(); st != control.WorkerStarting {
 		t.Errorf("state during the setup %q, want starting", st)
 	}
 	if got := c.inject("during setup", false); got != "ok: queued" {
 		t.Fatalf("inject during the setup: %q", got)
 	}
 	var sid string
-	c.on(func(ct ControlTarget) { sid = ct.ControlSessionID() })
+	c.on(func(ct control.Target) { sid = ct.ControlSessionID() })
 	sup := func() *Supervisor { return c.target.(*acpLoop).sessions[sid].sup }
 	c.release(sup)
 	if r := h.answer(newID); r.Get("result.sessionId").Str != sid {
 		t.Fatalf("session/new: %s (the target's session %q)", r.Raw, sid)
 	}
 	c.waitStdin("initialize", "user:during setup")
-	c.waitState(WorkerIdle)
+	c.waitState(control.WorkerIdle)
 
 	// Idle: sent at once; the client sees the turn, and no request is
 	// answered for it.
@@ -553,7 +554,7 @@ func TestControlACP(t *testing.T) {
 	if got := c.inject("queued one", false); got != "ok: queued" {
 		t.Fatalf("inject during a turn: %q", got)
 	}
-	if st := c.state(); st != WorkerRunning {
+	if st := c.state(); st != control.WorkerRunning {
 		t.Errorf("state during a turn %q, want running", st)
 	}
 	if us := c.users(); us[len(us)-1] != "WAIT" {
@@ -567,7 +568,7 @@ func TestControlACP(t *testing.T) {
 
 	// With interrupt: the interrupt, then the prompt; the client's prompt
 	// is answered cancelled.
-	c.waitState(WorkerIdle)
+	c.waitState(control.WorkerIdle)
 	p = h.prompt(sid, "WAIT again")
 	h.until(func(l gjson.Result) bool { return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" })
 	if got := c.inject("instead", true); got != "ok: queued" {
@@ -577,7 +578,7 @@ func TestControlACP(t *testing.T) {
 		t.Fatalf("the interrupted prompt: %s", r.Raw)
 	}
 	c.waitStdin("user:WAIT again", "interrupt", "user:instead")
-	c.waitState(WorkerIdle)
+	c.waitState(control.WorkerIdle)
 	if got := c.interrupt(); got != "ok: no turn running" {
 		t.Errorf("interrupt while idle: %q", got)
 	}
@@ -595,37 +596,37 @@ func TestControlACP(t *testing.T) {
 	var ids []string
 	deadline := time.Now().Add(10 * time.Second)
 	for len(ids) < 2 && time.Now().Before(deadline) {
-		c.on(func(ct ControlTarget) { ids = ct.(SessionTargets).ControlSessions() })
+		c.on(func(ct control.Target) { ids = ct.(control.Sessions).ControlSessions() })
 	}
 	if len(ids) != 2 || ids[0] != sid {
 		t.Fatalf("ControlSessions %q, want %s first", ids, sid)
 	}
-	var second ControlTarget
-	c.on(func(ct ControlTarget) {
+	var second control.Target
+	c.on(func(ct control.Target) {
 		var ok bool
-		second, ok = ct.(SessionTargets).ControlSession(ids[1])
+		second, ok = ct.(control.Sessions).ControlSession(ids[1])
 		if !ok {
 			t.Error("ControlSession of the second session: not found")
 		}
-		if _, ok := ct.(SessionTargets).ControlSession("nope"); ok {
+		if _, ok := ct.(control.Sessions).ControlSession("nope"); ok {
 			t.Error("ControlSession of an unknown id: found")
 		}
 	})
-	var st WorkerState
-	c.on(func(ControlTarget) { st = second.ControlState() })
-	if st != WorkerStarting {
+	var st control.WorkerState
+	c.on(func(control.Target) { st = second.ControlState() })
+	if st != control.WorkerStarting {
 		t.Errorf("the second session during its setup: %q", st)
 	}
 	// Closing the first: its target is gone.
-	var first ControlTarget
-	c.on(func(ct ControlTarget) { first, _ = ct.(SessionTargets).ControlSession(sid) })
+	var first control.Target
+	c.on(func(ct control.Target) { first, _ = ct.(control.Sessions).ControlSession(sid) })
 	h.answer(h.call("session/close", `{"sessionId":"`+sid+`"}`))
 	var got string
-	c.on(func(ControlTarget) {
+	c.on(func(control.Target) {
 		st = first.ControlState()
 		first.ControlInject([]byte("to a closed session"), false, func(res lane000.Result, d string) { got = string(res) + ": " + d })
 	})
-	if st != WorkerExited || got != "not_live: the session was closed" {
+	if st != control.WorkerExited || got != "not_live: the session was closed" {
 		t.Errorf("a closed session: state %q, inject %q", st, got)
 	}
 	if got := c.sessionID(); got != ids[1] {
@@ -653,7 +654,7 @@ func TestControlDropIn(t *testing.T) {
 	if got := c.sessionID(); got != "dropin-sid" {
 		t.Errorf("ControlSessionID %q, want the --session-id", got)
 	}
-	if st := c.state(); st != WorkerIdle {
+	if st := c.state(); st != control.WorkerIdle {
 		t.Errorf("state before any turn %q", st)
 	}
 	if got := c.interrupt(); got != "ok: no turn running" {
@@ -671,13 +672,13 @@ func TestControlDropIn(t *testing.T) {
 	if us := c.users(); len(us) != 1 || us[0] != multiline {
 		t.Fatalf("the CLI read prompts %q", us)
 	}
-	c.waitState(WorkerIdle)
+	c.waitState(control.WorkerIdle)
 
 	// During a turn: written behind it (the CLI queues it).
 	h.Send(`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"WAIT"}]}}`)
 	h.Next() // init
 	h.Next() // delta
-	if st := c.state(); st != WorkerRunning {
+	if st := c.state(); st != control.WorkerRunning {
 		t.Errorf("state during a turn %q", st)
 	}
 	if got := c.inject("queued", false); got != "ok: queued" {
@@ -694,7 +695,7 @@ func TestControlDropIn(t *testing.T) {
 			}
 		}
 	}
-	c.waitState(WorkerIdle)
+	c.waitState(control.WorkerIdle)
 
 	// With interrupt.
 	h.Send(`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"WAIT again"}]}}`)
@@ -713,7 +714,7 @@ func TestControlDropIn(t *testing.T) {
 			n++
 		}
 	}
-	c.waitState(WorkerIdle)
+	c.waitState(control.WorkerIdle)
 
 	// Many host lines while prompts are injected: every line reaches the
 	// CLI whole.
@@ -751,7 +752,7 @@ func TestControlDropIn(t *testing.T) {
 	// The host's input ends: nothing can be written any more (the child
 	// lingers a second after the end of its input).
 	h.In.Close()
-	c.waitState(WorkerExited)
+	c.waitState(control.WorkerExited)
 	if got := c.inject("too late", false); got != "not_live: the CLI's input is closed" {
 		t.Errorf("inject after the host's input ended: %q", got)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
@@ -62,11 +63,11 @@ type controlWorker struct {
 	log    *slog.Logger
 	loop   *Loop
 	sup    *Supervisor
-	plane  *controlPlane
+	plane  *control.Plane
 	worker lane000.Worker
 	// ui carries the UI's lines to the lanes (laneQueue).
 	ui    laneQueue
-	state WorkerState
+	state control.WorkerState
 	out   [][]byte
 
 	// prompts are the prompts written to the live child without a result
@@ -77,9 +78,9 @@ type controlWorker struct {
 	interruptID string
 	interrupted []func(lane000.Result, string)
 
-	run    runState     // lane 001
-	w4     worker004    // lane 004
-	follow *follower004 // lane 004's stream to stdout, from the first lane-004 line
+	run    runState          // lane 001
+	w4     worker004         // lane 004
+	follow *control.Follower // lane 004's stream to stdout, from the first lane-004 line
 }
 
 type controlPrompt struct {
@@ -103,27 +104,27 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 		cfg:   c,
 		log:   c.Logger,
 		loop:  NewLoop(LoopConfig{MaxLine: c.MaxLine, CLIMaxLine: c.CLIMaxLine, ReuseBlocks: true, Clock: c.Clock, Logger: c.Logger}),
-		state: WorkerStarting,
+		state: control.WorkerStarting,
 	}
 	w.worker = lane000.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: sessionOf(opts)}
 	w.run.id, w.run.Model, w.run.max = c.Control.RunID, opts.Model, maxTurns(opts.Extra)
 	w.loadRun()
 	w.sup = w.loop.NewSupervisor(SupervisorConfig{Child: c.Child, BaseArgs: ControlArgs, Started: w.started})
-	plane, err := openControlPlane(&c.Settings, w, w.loop.Submit)
+	plane, err := control.Open(c.Control, c.ControlTimeout, c.Logger, w, w.loop.Submit)
 	if err != nil {
 		return 2, err
 	}
-	defer plane.close()
+	defer plane.Close()
 	w.plane = plane
-	w.w4.active = c.Control.Worker004 || plane.log004.Latest() > 0
+	w.w4.active = c.Control.Worker004 || plane.Log004().Latest() > 0
 	if c.WorkerHook != nil {
-		c.WorkerHook(Worker004{Lane: plane.lane004, Log: plane.log004, Status: w.status004})
+		c.WorkerHook(Worker004{Lane: plane.Lane004(), Log: plane.Log004(), Status: w.status004})
 	}
-	if err := plane.listen(&c.Settings); err != nil {
+	if err := plane.Listen(); err != nil {
 		return 2, err
 	}
 	// The first line on a control lane says what it takes.
-	w.loop.Emit(plane.lane.CapabilitiesOf(w.worker.SessionID))
+	w.loop.Emit(plane.Lane().CapabilitiesOf(w.worker.SessionID))
 	// Then lane 001's: the run's state (paused, when it was at the end of
 	// the last ccbridge on this --state-dir).
 	w.publishState()
@@ -143,11 +144,11 @@ func (w *controlWorker) started(p *Proc) {
 		w.worker.SessionID = sid
 	}
 	w.sendInit(p)
-	w.setState(WorkerIdle, "")
+	w.setState(control.WorkerIdle, "")
 	w.emit()
 }
 
-func (w *controlWorker) setState(s WorkerState, detail string) {
+func (w *controlWorker) setState(s control.WorkerState, detail string) {
 	if w.state == s && detail == "" {
 		return
 	}
@@ -163,11 +164,11 @@ func (w *controlWorker) UILine(line []byte) { w.ui.push(w.loop, line, w.take, w.
 // take starts one UI line on the loop (lane 004's stream begins with a
 // peer's first lane-004 line) and returns its lane's work.
 func (w *controlWorker) take(line []byte) func() {
-	lane, lane001 := w.plane.lane, w.plane.lane001
+	lane, lane001 := w.plane.Lane(), w.plane.Lane001()
 	kind := lanes.Classify(line)
-	if kind == lanes.Lane004 && w.follow == nil && w.plane.log004 != nil {
+	if kind == lanes.Lane004 && w.follow == nil && w.plane.Log004() != nil {
 		// The stream from now: this request's receipt is in it.
-		w.follow = w.plane.follow004(w.plane.log004.Latest(), func(lines [][]byte) bool {
+		w.follow = w.plane.Follow004(w.plane.Log004().Latest(), func(lines [][]byte) bool {
 			out := make([][]byte, len(lines))
 			copy(out, lines)
 			return w.loop.Submit(func() { w.loop.EmitAll(out) })
@@ -181,9 +182,9 @@ func (w *controlWorker) take(line []byte) func() {
 		case lanes.Lane004:
 			var rewind func(uint64)
 			if follow != nil {
-				rewind = follow.rewind
+				rewind = follow.Rewind
 			}
-			if receipt, fresh, _ := w.plane.lane004.Request(line, rewind); receipt != nil && !fresh {
+			if receipt, fresh, _ := w.plane.Lane004().Request(line, rewind); receipt != nil && !fresh {
 				w.reply(receipt)
 			}
 		default:
@@ -290,7 +291,7 @@ func (w *controlWorker) CLILine(p *Proc, line string) {
 			w.worker.SessionID = strings.Clone(ev.SessionID) // the line's buffer is reused
 		}
 		w.loadRun() // --continue: the run's id is known now
-		w.setState(WorkerRunning, "")
+		w.setState(control.WorkerRunning, "")
 	case mapping.KindResult:
 		ids = w.endPrompts(&ev)
 		w.run.Iter++
@@ -306,7 +307,7 @@ func (w *controlWorker) CLILine(p *Proc, line string) {
 	out := w.loop.Out()
 	*out = w.worker.AppendCLI(*out, &ev, ids, w.loop.Now())
 	if ev.Kind == mapping.KindResult && len(w.prompts) == 0 {
-		w.setState(WorkerIdle, "")
+		w.setState(control.WorkerIdle, "")
 		w.releaseInput()
 	}
 }
@@ -359,7 +360,7 @@ func (w *controlWorker) ChildExited(_ *Proc, exit session.Exit) {
 		detail += "; the next input resumes the session"
 	}
 	w.runExited(exit.Code)
-	w.setState(WorkerExited, detail)
+	w.setState(control.WorkerExited, detail)
 }
 
 func (w *controlWorker) settleInterrupt(res lane000.Result, detail string) {
@@ -369,13 +370,13 @@ func (w *controlWorker) settleInterrupt(res lane000.Result, detail string) {
 	w.interrupted = nil
 }
 
-// ControlSessionID implements ControlTarget.
+// ControlSessionID implements control.Target.
 func (w *controlWorker) ControlSessionID() string { return w.worker.SessionID }
 
-// ControlState implements ControlTarget.
-func (w *controlWorker) ControlState() WorkerState { return w.state }
+// ControlState implements control.Target.
+func (w *controlWorker) ControlState() control.WorkerState { return w.state }
 
-// ControlInject implements ControlTarget.
+// ControlInject implements control.Target.
 func (w *controlWorker) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
 	w.ControlInjectFor("", text, interrupt, done)
 }
@@ -420,9 +421,9 @@ func (w *controlWorker) sendPrompt(requestID, id string, blocks []mapping.Block,
 	}
 	if w.sup.Live() == nil && !w.sup.Respawning() {
 		opts, resumed := w.sup.ResumeOpts()
-		w.setState(WorkerStarting, "") // started sets idle
+		w.setState(control.WorkerStarting, "") // started sets idle
 		if _, err := w.sup.Start(opts, resumed); err != nil {
-			w.setState(WorkerExited, "the CLI could not start: "+err.Error())
+			w.setState(control.WorkerExited, "the CLI could not start: "+err.Error())
 			done(lane000.NotLive, "the CLI could not start: "+err.Error())
 			return
 		}
@@ -450,7 +451,7 @@ func (w *controlWorker) sendPrompt(requestID, id string, blocks []mapping.Block,
 	})
 }
 
-// ControlInterrupt implements ControlTarget: the CLI's answer to the
+// ControlInterrupt implements control.Target: the CLI's answer to the
 // in-band interrupt is the worker taking it.
 func (w *controlWorker) ControlInterrupt(done func(lane000.Result, string)) {
 	defer w.emit()
@@ -496,7 +497,7 @@ func (w *controlWorker) interruptTimedOut() {
 	w.prompts = nil
 	w.settleInterrupt(lane000.OK, interruptUnanswered)
 	opts, resumed := w.sup.ResumeOpts()
-	w.setState(WorkerStarting, "restarting after an unanswered interrupt")
+	w.setState(control.WorkerStarting, "restarting after an unanswered interrupt")
 	w.sup.Replace("interrupt_timeout", w.cfg.InterruptTimeout, true, opts, resumed, func(error) {})
 }
 

@@ -140,7 +140,7 @@ func (w *controlWorker) StateLine() []byte {
 func (w *controlWorker) publish(line []byte) {
 	w.emit()
 	w.loop.Emit(line)
-	w.plane.feed.Publish(line)
+	w.plane.Feed().Publish(line)
 }
 
 func (w *controlWorker) publishState() {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -127,7 +128,7 @@ func startCtlRun(t *testing.T, env ...string) *ctlRun {
 		Child: adaptertest.Config(t, "ctlrun", nil, append([]string{"FAKE_LOG=" + r.log, "FAKE_SAY=" + fifo,
 			"HOME=" + t.TempDir(), "CLAUDE_CONFIG_DIR="}, env...)...),
 		Options:          session.Options{Model: ctlRunModel},
-		Control:          ControlConfig{RunID: ctlRunID},
+		Control:          control.Config{RunID: ctlRunID},
 		InterruptTimeout: 5 * time.Second,
 		ControlTimeout:   5 * time.Second,
 		Logger:           testLogger(t),

@@ -57,7 +57,7 @@ type approval004 struct {
 }
 
 // log004 is the worker's event log; nil when lane 004 is not served.
-func (w *controlWorker) log004() *control.EventLog { return w.plane.log004 }
+func (w *controlWorker) log004() *control.EventLog { return w.plane.Log004() }
 
 // event appends one worker.event to the log, when the worker's events
 // are kept.
@@ -67,7 +67,7 @@ func (w *controlWorker) event(method string, params []byte) {
 		return
 	}
 	l.Append(func(seq uint64) []byte {
-		return lane004.AppendEvent(nil, w.plane.lane004.WorkerID(), seq, method, string(params), w.loop.Now())
+		return lane004.AppendEvent(nil, w.plane.Lane004().WorkerID(), seq, method, string(params), w.loop.Now())
 	})
 }
 
@@ -174,11 +174,11 @@ func (w *controlWorker) threadStart(req *lane004.Request, done func(control.Rece
 // (started sets it); until then, requests that need the worker between
 // turns are a conflict.
 func (w *controlWorker) switchThread(opts session.Options, resumed bool, then func(error)) {
-	w.setState(WorkerStarting, "")
+	w.setState(control.WorkerStarting, "")
 	if w.sup.Live() == nil && !w.sup.Respawning() {
 		_, err := w.sup.Start(opts, resumed)
 		if err != nil {
-			w.setState(WorkerExited, "the CLI could not start: "+err.Error())
+			w.setState(control.WorkerExited, "the CLI could not start: "+err.Error())
 		}
 		then(err)
 		return
@@ -188,7 +188,7 @@ func (w *controlWorker) switchThread(opts session.Options, resumed bool, then fu
 		defer w.emit()
 		w.w4.switching = false
 		if err != nil || w.sup.Live() == nil {
-			w.setState(WorkerExited, "the CLI could not start")
+			w.setState(control.WorkerExited, "the CLI could not start")
 			if err == nil {
 				err = errShuttingDown
 			}

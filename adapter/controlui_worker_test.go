@@ -3,13 +3,13 @@ package adapter
 import (
 	"log/slog"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/mapping/lane004"
 )
 
@@ -21,21 +21,15 @@ import (
 // tool.
 func TestWorker004ItemsOutliveTheirLine(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
-	log, err := control.OpenEventLog(control.EventLogConfig{Logger: quiet})
+	plane, err := control.Open(control.Config{}, 0, quiet, okTarget{}, func(fn func()) bool { go fn(); return true })
 	if err != nil {
 		t.Fatal(err)
 	}
-	lane := control.NewLane004(control.Lane004Config{
-		WorkerID: "w",
-		Store:    control.NewMemoryStore(control.StoreConfig{TTL: time.Hour, MaxKeys: 10}),
-		Log:      log,
-		Target:   okTarget{},
-		Submit:   func(fn func()) bool { go fn(); return true },
-		Logger:   quiet,
-	})
+	defer plane.Close()
+	log := plane.Log004()
 	w := &controlWorker{
 		loop:    NewLoop(LoopConfig{Logger: quiet}),
-		plane:   &controlPlane{log004: log, lane004: lane},
+		plane:   plane,
 		prompts: []controlPrompt{{uuid: "turn-1"}},
 	}
 	w.w4.active = true
@@ -63,8 +57,18 @@ func TestWorker004ItemsOutliveTheirLine(t *testing.T) {
 	}
 }
 
-// okTarget answers every lane-004 request with an empty success.
+// okTarget is a worker that takes every input, and answers every lane-004
+// request with an empty success.
 type okTarget struct{}
+
+func (okTarget) ControlSessionID() string          { return "" }
+func (okTarget) ControlState() control.WorkerState { return control.WorkerIdle }
+func (okTarget) ControlInject(_ []byte, _ bool, done func(lane000.Result, string)) {
+	done(lane000.OK, control.DetailSent)
+}
+func (okTarget) ControlInterrupt(done func(lane000.Result, string)) {
+	done(lane000.OK, control.DetailNoTurn)
+}
 
 func (okTarget) Do(req *lane004.Request, done func(control.Receipt004)) {
 	go done(control.Receipt004{OK: true, Response: `{}`})

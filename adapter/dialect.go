@@ -54,14 +54,14 @@ type Settings struct {
 	ControlTimeout time.Duration
 	// Control configures the control plane: --ui control, and --control
 	// beside any dialect.
-	Control ControlConfig
+	Control control.Config
 	// Clock is the session's time; nil means the real one.
 	Clock  Clock
 	Logger *slog.Logger
-	// ControlHook, when set, is handed the session's ControlTarget and
+	// ControlHook, when set, is handed the session's control.Target and
 	// its loop's Submit once Run has built them (tests; --control goes
 	// through Control.Socket).
-	ControlHook ControlHook
+	ControlHook control.Hook
 	// WorkerHook, when set, is handed lane 004 of a --ui control session
 	// once its Run has opened the control plane: ccbridge serve drives the
 	// worker through it.
@@ -171,4 +171,29 @@ func DialectNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// StartControl hands the session to its control lanes once its Run has
+// built the target: the ControlHook, and --control's socket. stop closes
+// them once the session is over.
+func (s *Settings) StartControl(t control.Target, submit func(func()) bool) (stop func(), err error) {
+	if s.ControlHook != nil {
+		s.ControlHook(t, submit)
+	}
+	if s.Control.Socket == "" {
+		return func() {}, nil
+	}
+	cp, err := control.Open(s.Control, s.ControlTimeout, s.Logger, t, submit)
+	if err != nil {
+		return nil, err
+	}
+	if err := cp.Listen(); err != nil {
+		cp.Close()
+		return nil, err
+	}
+	return func() {
+		if err := cp.Close(); err != nil {
+			s.Logger.Warn("closing the control lanes", "err", err)
+		}
+	}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/dropin"
@@ -56,12 +57,12 @@ type DropIn struct {
 	// shorten it.
 	stall time.Duration
 
-	// StartControl, when set, is handed the session's ControlTarget and
+	// StartControl, when set, is handed the session's control.Target and
 	// Submit once Run has started the child, and returns what stops the
-	// control lanes (the stream dialect's Settings.startControl:
+	// control lanes (the stream dialect's Settings.StartControl:
 	// --control). ControlHook is the bare hook, for tests.
-	StartControl func(ControlTarget, func(func()) bool) (stop func(), err error)
-	ControlHook  ControlHook
+	StartControl func(control.Target, func(func()) bool) (stop func(), err error)
+	ControlHook  control.Hook
 
 	// submitCh carries work to Run's goroutine (Submit); ended is closed
 	// when Run returns.

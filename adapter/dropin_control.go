@@ -10,11 +10,12 @@ package adapter
 import (
 	"unicode/utf8"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
-var _ ControlTarget = (*relay)(nil)
+var _ control.Target = (*relay)(nil)
 
 func (r *relay) ControlSessionID() string {
 	if s := r.sid.Load(); s != nil {
@@ -23,17 +24,17 @@ func (r *relay) ControlSessionID() string {
 	return ""
 }
 
-func (r *relay) ControlState() WorkerState {
+func (r *relay) ControlState() control.WorkerState {
 	switch {
 	case r.gone:
-		return WorkerExited
+		return control.WorkerExited
 	case r.running.Load() || r.outstanding() > 0:
-		return WorkerRunning
+		return control.WorkerRunning
 	case r.stdinClosed.Load():
 		// The host's input is over: the CLI finished and is stopping.
-		return WorkerExited
+		return control.WorkerExited
 	}
-	return WorkerIdle
+	return control.WorkerIdle
 }
 
 // notLive reports why no prompt or interrupt can reach the CLI ("" when
@@ -73,10 +74,10 @@ func (r *relay) ControlInject(text []byte, interrupt bool, done func(lane000.Res
 		return
 	}
 	if ahead > 0 {
-		done(lane000.OK, detailQueued)
+		done(lane000.OK, control.DetailQueued)
 		return
 	}
-	done(lane000.OK, detailSent)
+	done(lane000.OK, control.DetailSent)
 }
 
 func (r *relay) ControlInterrupt(done func(lane000.Result, string)) {
@@ -84,12 +85,12 @@ func (r *relay) ControlInterrupt(done func(lane000.Result, string)) {
 	case why != "":
 		done(lane000.NotLive, why)
 	case r.outstanding() == 0 && !r.running.Load():
-		done(lane000.OK, detailNoTurn)
+		done(lane000.OK, control.DetailNoTurn)
 	default:
 		if err := r.interrupt("a control request"); err != nil {
 			done(lane000.NotLive, "writing to the CLI: "+err.Error())
 			return
 		}
-		done(lane000.OK, detailInterrupted)
+		done(lane000.OK, control.DetailInterrupted)
 	}
 }

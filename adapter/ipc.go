@@ -96,7 +96,7 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		return 2, err
 	}
 	l := s.newLoop()
-	stopControl, err := s.startControl(l, l.loop.Submit)
+	stopControl, err := s.StartControl(l, l.loop.Submit)
 	if err != nil {
 		return 2, err
 	}

@@ -7,23 +7,24 @@ package adapter
 import (
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
-var _ ControlTarget = (*ipcLoop)(nil)
+var _ control.Target = (*ipcLoop)(nil)
 
 func (l *ipcLoop) ControlSessionID() string { return l.sup.SessionID }
 
-func (l *ipcLoop) ControlState() WorkerState {
+func (l *ipcLoop) ControlState() control.WorkerState {
 	switch {
 	case l.sup.Respawning():
-		return WorkerStarting
+		return control.WorkerStarting
 	case l.sup.Live() == nil && l.loop.Ending():
-		return WorkerExited
+		return control.WorkerExited
 	case l.openPrompts() > 0:
-		return WorkerRunning
+		return control.WorkerRunning
 	}
-	return WorkerIdle
+	return control.WorkerIdle
 }
 
 // openPrompts counts the prompts written to the CLI that have no
@@ -41,7 +42,7 @@ func (l *ipcLoop) openPrompts() int {
 func (l *ipcLoop) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
 	defer l.emit()
 	if l.loop.Ending() {
-		done(lane000.NotLive, detailShuttingDown)
+		done(lane000.NotLive, control.DetailShuttingDown)
 		return
 	}
 	line := make([]byte, 0, len(text)+48)
@@ -64,7 +65,7 @@ func (l *ipcLoop) ControlInject(text []byte, interrupt bool, done func(lane000.R
 			}
 			l.command(cmd)
 		})
-		done(lane000.OK, detailQueued)
+		done(lane000.OK, control.DetailQueued)
 		return
 	}
 	ahead := l.openPrompts()
@@ -78,28 +79,28 @@ func (l *ipcLoop) ControlInject(text []byte, interrupt bool, done func(lane000.R
 		opts, resumed := l.sup.ResumeOpts()
 		if _, err := l.sup.Start(opts, resumed); err != nil {
 			l.emitError("spawn_failed", err.Error(), false)
-			done(lane000.NotLive, detailStartFailed+err.Error())
+			done(lane000.NotLive, control.DetailStartFailed+err.Error())
 			return
 		}
 	}
 	l.command(cmd)
 	if ahead > 0 {
-		done(lane000.OK, detailQueued)
+		done(lane000.OK, control.DetailQueued)
 		return
 	}
-	done(lane000.OK, detailSent)
+	done(lane000.OK, control.DetailSent)
 }
 
 func (l *ipcLoop) ControlInterrupt(done func(lane000.Result, string)) {
 	defer l.emit()
 	switch {
 	case l.sup.Live() == nil:
-		done(lane000.NotLive, detailNotRunning)
+		done(lane000.NotLive, control.DetailNotRunning)
 	case l.openPrompts() == 0:
-		done(lane000.OK, detailNoTurn)
+		done(lane000.OK, control.DetailNoTurn)
 	default:
 		l.interruptTurn()
-		done(lane000.OK, detailInterrupted)
+		done(lane000.OK, control.DetailInterrupted)
 	}
 }
 

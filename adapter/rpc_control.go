@@ -8,30 +8,31 @@ package adapter
 import (
 	"unicode/utf8"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
-var _ ControlTarget = (*rpcLoop)(nil)
+var _ control.Target = (*rpcLoop)(nil)
 
 func (l *rpcLoop) ControlSessionID() string { return l.sup.SessionID }
 
-func (l *rpcLoop) ControlState() WorkerState {
+func (l *rpcLoop) ControlState() control.WorkerState {
 	switch {
 	case l.sup.Live() == nil && l.loop.Ending():
-		return WorkerExited
+		return control.WorkerExited
 	case l.sup.Respawning() || l.sup.Live() != nil && l.initWaiting:
-		return WorkerStarting
+		return control.WorkerStarting
 	case l.tr.ActiveRun() != "" || l.tr.Busy():
-		return WorkerRunning
+		return control.WorkerRunning
 	}
-	return WorkerIdle
+	return control.WorkerIdle
 }
 
 func (l *rpcLoop) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
 	defer l.emit()
 	if l.loop.Ending() {
-		done(lane000.NotLive, detailShuttingDown)
+		done(lane000.NotLive, control.DetailShuttingDown)
 		return
 	}
 	if len(text) == 0 || !utf8.Valid(text) {
@@ -40,24 +41,24 @@ func (l *rpcLoop) ControlInject(text []byte, interrupt bool, done func(lane000.R
 	}
 	if active := l.tr.ActiveRun(); active != "" {
 		if !interrupt {
-			done(lane000.Busy, detailRunActive)
+			done(lane000.Busy, control.DetailRunActive)
 			return
 		}
 		// As run.cancel: run.status cancelled, and an in-band interrupt
 		// of its turn; the new run's prompt waits for the turn's end.
-		l.cancelRun(active, detailInterruptedBy)
+		l.cancelRun(active, control.DetailInterruptedBy)
 	}
 	if e := l.prepareRun(""); e != nil {
-		done(lane000.NotLive, detailStartFailed+e.Message)
+		done(lane000.NotLive, control.DetailStartFailed+e.Message)
 		return
 	}
 	runID := l.newRunID()
 	l.launchRun(runID, []mapping.Block{{Text: string(text)}})
 	if l.tr.Held() == runID {
-		done(lane000.OK, detailQueued)
+		done(lane000.OK, control.DetailQueued)
 		return
 	}
-	done(lane000.OK, detailSent)
+	done(lane000.OK, control.DetailSent)
 }
 
 func (l *rpcLoop) ControlInterrupt(done func(lane000.Result, string)) {
@@ -65,14 +66,14 @@ func (l *rpcLoop) ControlInterrupt(done func(lane000.Result, string)) {
 	id := l.tr.ActiveRun()
 	switch {
 	case id != "":
-		if l.cancelRun(id, detailInterruptedBy).Interrupt {
-			done(lane000.OK, detailInterrupted)
+		if l.cancelRun(id, control.DetailInterruptedBy).Interrupt {
+			done(lane000.OK, control.DetailInterrupted)
 		} else {
 			done(lane000.OK, "the run was cancelled before its prompt reached the CLI")
 		}
 	case l.sup.Live() == nil:
-		done(lane000.NotLive, detailNotRunning)
+		done(lane000.NotLive, control.DetailNotRunning)
 	default:
-		done(lane000.OK, detailNoTurn)
+		done(lane000.OK, control.DetailNoTurn)
 	}
 }

@@ -29,7 +29,7 @@ func (s *stream) Configure(c DialectConfig) error {
 			return err
 		}
 	}
-	s.d = DropIn{Child: child, MaxLine: c.MaxLine, Logger: c.Logger, StartControl: c.Settings.startControl}
+	s.d = DropIn{Child: child, MaxLine: c.MaxLine, Logger: c.Logger, StartControl: c.Settings.StartControl}
 	return nil
 }
 

@@ -449,7 +449,7 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 		Options:          session.Options{Model: cfg.model, PermissionMode: cfg.permissionMode, Extra: cfg.extra},
 		InterruptTimeout: cfg.interruptIn,
 		ControlTimeout:   cfg.controlIn,
-		Control:          adapter.ControlConfig{RetainEvents: cfg.retain, Worker004: true},
+		Control:          control.Config{RetainEvents: cfg.retain, Worker004: true},
 		Logger:           log,
 	}
 	var hosted []*hostedWorker
@@ -492,7 +492,7 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 	srv.requestWait = cfg.requestWait
 	if cfg.web {
 		web := base
-		web.Control = adapter.ControlConfig{}
+		web.Control = control.Config{}
 		web.Options.Extra = slices.Clone(cfg.extra)
 		srv.web = newWebHost(webConfig{
 			dirs: cfg.dirs, retain: cfg.webRetain, max: cfg.webSessions, base: web, child: child,

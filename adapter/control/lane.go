@@ -10,29 +10,6 @@ import (
 	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
-// Target is the session a lane steers. Its methods are called on the
-// session's loop only (through LaneConfig.Submit), and call done exactly
-// once, on the loop.
-type Target interface {
-	ControlSessionID() string
-	ControlInject(text []byte, interrupt bool, done func(res lane000.Result, detail string))
-	ControlInterrupt(done func(res lane000.Result, detail string))
-}
-
-// Sessions is a Target that hosts several sessions (acp: one CLI per ACP
-// session): a request goes to the session its session_id names, and only
-// a session_id none of them has is not_found. The Target's own methods
-// address its first session.
-type Sessions interface {
-	ControlTargetOf(sessionID string) (Target, bool)
-}
-
-// IDTarget is a Target that also takes the control request's id with a
-// prompt, to name it when the turn that answers it ends.
-type IDTarget interface {
-	ControlInjectFor(requestID string, text []byte, interrupt bool, done func(res lane000.Result, detail string))
-}
-
 // LaneConfig is what a lane-000 receiver needs.
 type LaneConfig struct {
 	Store  Store
@@ -123,7 +100,7 @@ func (l *Lane) TooLong(e *framing.LineTooLongError) []byte {
 // Target itself.
 func (l *Lane) target(want string) Target {
 	if s, ok := l.cfg.Target.(Sessions); ok && want != "" {
-		if t, ok := s.ControlTargetOf(want); ok {
+		if t, ok := s.ControlSession(want); ok {
 			return t
 		}
 	}

@@ -12,7 +12,8 @@ import (
 // capsTarget is a session that only knows its id.
 type capsTarget struct{ sid string }
 
-func (c capsTarget) ControlSessionID() string { return c.sid }
+func (c capsTarget) ControlSessionID() string  { return c.sid }
+func (c capsTarget) ControlState() WorkerState { return WorkerIdle }
 func (capsTarget) ControlInject(_ []byte, _ bool, done func(lane000.Result, string)) {
 	done(lane000.OK, "sent")
 }

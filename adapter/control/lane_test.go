@@ -68,7 +68,8 @@ func (f *fakeTarget) count() int {
 	return <-ch
 }
 
-func (f *fakeTarget) ControlSessionID() string { return testSession }
+func (f *fakeTarget) ControlSessionID() string  { return testSession }
+func (f *fakeTarget) ControlState() WorkerState { return WorkerIdle }
 func (f *fakeTarget) ControlInject(text []byte, interrupt bool, done func(lane000.Result, string)) {
 	f.prompts = append(f.prompts, slices.Clone(text))
 	if f.hold {
@@ -279,7 +280,8 @@ type subTarget struct {
 	prompts [][]byte
 }
 
-func (s *subTarget) ControlSessionID() string { return s.id }
+func (s *subTarget) ControlSessionID() string  { return s.id }
+func (s *subTarget) ControlState() WorkerState { return WorkerIdle }
 func (s *subTarget) ControlInject(text []byte, _ bool, done func(lane000.Result, string)) {
 	s.prompts = append(s.prompts, slices.Clone(text))
 	done(lane000.OK, "sent")
@@ -295,7 +297,15 @@ type multiTarget struct {
 	subs map[string]*subTarget
 }
 
-func (m *multiTarget) ControlTargetOf(id string) (Target, bool) {
+func (m *multiTarget) ControlSessions() []string {
+	ids := []string{testSession}
+	for id := range m.subs {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func (m *multiTarget) ControlSession(id string) (Target, bool) {
 	s, ok := m.subs[id]
 	if !ok {
 		return nil, false

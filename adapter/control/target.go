@@ -1,11 +1,11 @@
-package adapter
+package control
 
 // What a control lane (seed 000: control.stdin.*, control.interrupt.*)
 // needs of the session it drives. Each dialect that can host a lane
-// implements ControlTarget on its own state; the lane runs decoding,
-// checks and dedupe on its connection's goroutine and hands the inject
-// or the interrupt to the session's loop (Loop.Submit, DropIn.Submit).
-// docs/control/targets.md says how each dialect maps them.
+// implements Target on its own state; the lane runs decoding, checks and
+// dedupe on its connection's goroutine and hands the inject or the
+// interrupt to the session's loop (Loop.Submit). docs/control/targets.md
+// says how each dialect maps them.
 
 import (
 	"github.com/ccbridge/ccbridge/mapping/lane000"
@@ -28,11 +28,11 @@ const (
 	WorkerExited WorkerState = "exited"
 )
 
-// ControlTarget is a session a control lane drives. Its methods are
-// called on the session's loop goroutine only (through the Submit the
-// target was handed with); done is called exactly once, on that
-// goroutine, before the method returns.
-type ControlTarget interface {
+// Target is a session a control lane drives. Its methods are called on
+// the session's loop goroutine only (through the Submit the target was
+// handed with); done is called exactly once, on that goroutine, before
+// the method returns.
+type Target interface {
 	// ControlSessionID is the CLI session's id as ccbridge knows it, ""
 	// before it is known.
 	ControlSessionID() string
@@ -52,34 +52,39 @@ type ControlTarget interface {
 	ControlInterrupt(done func(res lane000.Result, detail string))
 }
 
-// SessionTargets is implemented by a target that hosts several CLI
-// sessions (acp: one per ACP session). Its own ControlTarget methods
-// address the oldest session; a lane that is given a session_id looks it
-// up with ControlSession.
-type SessionTargets interface {
+// Sessions is implemented by a Target that hosts several CLI sessions
+// (acp: one per ACP session). Its own Target methods address the oldest
+// session; a lane that is given a session_id looks it up with
+// ControlSession, and only a session_id none of them has is not_found.
+type Sessions interface {
 	// ControlSessions lists the ids of the sessions, oldest first.
 	ControlSessions() []string
 	// ControlSession is the target of session id; false when the
 	// connection has no such session.
-	ControlSession(id string) (ControlTarget, bool)
+	ControlSession(id string) (Target, bool)
 }
 
-// ControlHook is called once by a dialect's Run, before it serves
-// anything, with the session's target and the function that runs work
-// on the session's loop (Loop.Submit, DropIn.Submit): a control lane
-// (--control) drives the session through them. submit returns false once
-// the session has ended.
-type ControlHook func(t ControlTarget, submit func(fn func()) bool)
+// IDTarget is a Target that also takes the control request's id with a
+// prompt, to name it when the turn that answers it ends.
+type IDTarget interface {
+	ControlInjectFor(requestID string, text []byte, interrupt bool, done func(res lane000.Result, detail string))
+}
+
+// Hook is called once by a dialect's Run, before it serves anything,
+// with the session's target and the function that runs work on the
+// session's loop (Loop.Submit): a control lane (--control) drives the
+// session through them. submit returns false once the session has ended.
+type Hook func(t Target, submit func(fn func()) bool)
 
 // Detail strings of the acks the targets give.
 const (
-	detailSent          = "sent"
-	detailQueued        = "queued"
-	detailInterrupted   = "interrupt sent"
-	detailNoTurn        = "no turn running"
-	detailShuttingDown  = "ccbridge is shutting down"
-	detailNotRunning    = "the CLI is not running"
-	detailStartFailed   = "the CLI could not be started: "
-	detailRunActive     = "a run is active"
-	detailInterruptedBy = "interrupted by a control request"
+	DetailSent          = "sent"
+	DetailQueued        = "queued"
+	DetailInterrupted   = "interrupt sent"
+	DetailNoTurn        = "no turn running"
+	DetailShuttingDown  = "ccbridge is shutting down"
+	DetailNotRunning    = "the CLI is not running"
+	DetailStartFailed   = "the CLI could not be started: "
+	DetailRunActive     = "a run is active"
+	DetailInterruptedBy = "interrupted by a control request"
 )

@@ -1,4 +1,4 @@
-package adapter
+package control
 
 import (
 	"errors"
@@ -10,15 +10,14 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/mapping/lanes"
 )
 
-// ControlConfig configures the control plane and its lanes (lane 000 for
-// now): on stdio with --ui control, on a unix socket with --control PATH
-// beside any dialect. docs/protocol/control.md says what each flag does.
-type ControlConfig struct {
+// Config configures the control plane and its lanes: on stdio with --ui
+// control, on a unix socket with --control PATH beside any dialect. Its
+// zero values mean the defaults below, which the flags show too. docs/protocol/md says what each flag does.
+type Config struct {
 	// Socket is --control PATH: a unix socket beside the dialect; "" for none.
 	Socket string
 	// Team and AgentID are the worker's identity (--team, --agent-id).
@@ -61,98 +60,113 @@ type ControlConfig struct {
 // retries (at most --dedupe-max of them).
 const ReceiptTTL = 24 * time.Hour
 
-func (c *ControlConfig) defaults() {
+// The defaults of Config, in one place: Defaults and Flags use them.
+const (
+	DefaultMaxAge         = 10 * time.Minute
+	DefaultClockSkew      = 30 * time.Second
+	DefaultDedupeTTL      = 10 * time.Minute
+	DefaultDedupeMax      = 100_000
+	DefaultStdinSoftLimit = 64 << 10
+	DefaultStdinHardLimit = 1 << 20
+	DefaultWorkerID       = "local"
+	DefaultTimeout        = 5 * time.Second
+)
+
+// Defaults fills in the zero values.
+func (c *Config) Defaults() {
 	if c.MaxAge <= 0 {
-		c.MaxAge = 10 * time.Minute
+		c.MaxAge = DefaultMaxAge
 	}
 	if c.ClockSkew <= 0 {
-		c.ClockSkew = 30 * time.Second
+		c.ClockSkew = DefaultClockSkew
 	}
 	if c.DedupeTTL <= 0 {
-		c.DedupeTTL = 10 * time.Minute
+		c.DedupeTTL = DefaultDedupeTTL
 	}
 	if c.DedupeMax <= 0 {
-		c.DedupeMax = 100_000
+		c.DedupeMax = DefaultDedupeMax
 	}
 	if c.StdinSoftLimit <= 0 {
-		c.StdinSoftLimit = 64 << 10
+		c.StdinSoftLimit = DefaultStdinSoftLimit
 	}
 	if c.StdinHardLimit <= 0 {
-		c.StdinHardLimit = 1 << 20
+		c.StdinHardLimit = DefaultStdinHardLimit
 	}
 	if c.RefMax <= 0 {
-		c.RefMax = control.DefaultRefMax
+		c.RefMax = DefaultRefMax
 	}
 	if c.WorkerID == "" {
-		c.WorkerID = "local"
+		c.WorkerID = DefaultWorkerID
 	}
 	if c.RetainEvents <= 0 {
-		c.RetainEvents = control.DefaultRetain
+		c.RetainEvents = DefaultRetain
 	}
 }
 
-// controlPlane is the state every lane of one session shares: the dedupe
-// store and the audit trail. Its lanes are safe for concurrent use.
-type controlPlane struct {
-	store control.Store
-	audit *control.Audit
-	lane  *control.Lane
-	sock  *control.Listener
+// Plane is the state every lane of one session shares: the dedupe store,
+// the receipts, the event log and the audit trail. Its lanes are safe
+// for concurrent use.
+type Plane struct {
+	cfg Config
+
+	store Store
+	audit *Audit
+	lane  *Lane
+	sock  *Listener
 
 	// Lane 001: its own store (its five-minute window), and the socket
 	// connections that get its loop:current events.
-	store001 control.Store
-	lane001  *control.Lane001
-	feed     control.Feed
-	target   control.Target001 // nil: the dialect cannot be paused
+	store001 Store
+	lane001  *Lane001
+	feed     Feed
+	target   Target001 // nil: the dialect cannot be paused
 	submit   func(func()) bool
 	log      *slog.Logger
 
-	// screen is the target, for control.screen.request (screenTarget).
+	// screen is the target, for screen.request (screenTarget).
 	screen any
 
 	// Lane 004: the receipts, the worker's event log (nil when the
 	// dialect has no worker) and the lane.
-	store004 control.Store
-	log004   *control.EventLog
-	lane004  *control.Lane004
+	store004 Store
+	log004   *EventLog
+	lane004  *Lane004
 }
 
-// openControlPlane opens the store and the audit trail and makes the lane
-// that steers target through submit.
-func openControlPlane(s *Settings, target control.Target, submit func(func()) bool) (*controlPlane, error) {
-	c := s.Control
-	c.defaults()
-	cp := &controlPlane{submit: submit, log: s.Logger, screen: target}
-	scfg := control.StoreConfig{TTL: c.DedupeTTL, MaxKeys: c.DedupeMax}
+// Open opens the store and the audit trail and makes the lanes that
+// steer target through submit. timeout bounds the worker's taking of an
+// input or an interrupt (--control-timeout; DefaultTimeout when 0).
+func Open(c Config, timeout time.Duration, log *slog.Logger, target Target, submit func(func()) bool) (*Plane, error) {
+	c.Defaults()
+	cp := &Plane{cfg: c, submit: submit, log: log, screen: target}
+	scfg := StoreConfig{TTL: c.DedupeTTL, MaxKeys: c.DedupeMax}
 	var err error
 	if c.StateDir != "" {
-		if cp.store, err = control.OpenStore(c.StateDir, scfg); err != nil {
+		if cp.store, err = OpenStore(c.StateDir, scfg); err != nil {
 			return nil, fmt.Errorf("--state-dir: %w", err)
 		}
 	} else {
-		cp.store = control.NewMemoryStore(scfg)
+		cp.store = NewMemoryStore(scfg)
 	}
-	scfg001 := control.StoreConfig{TTL: control.DedupeWindow001, MaxKeys: c.DedupeMax}
+	scfg001 := StoreConfig{TTL: DedupeWindow001, MaxKeys: c.DedupeMax}
 	if c.StateDir != "" {
-		cp.store001, err = control.OpenStore(filepath.Join(c.StateDir, "lane001"), scfg001)
+		cp.store001, err = OpenStore(filepath.Join(c.StateDir, "lane001"), scfg001)
 	} else {
-		cp.store001 = control.NewMemoryStore(scfg001)
+		cp.store001 = NewMemoryStore(scfg001)
 	}
 	if err != nil {
 		cp.store.Close()
 		return nil, fmt.Errorf("--state-dir: %w", err)
 	}
-	if cp.audit, err = control.OpenAudit(c.AuditLog, c.AuditPayloads); err != nil {
+	if cp.audit, err = OpenAudit(c.AuditLog, c.AuditPayloads); err != nil {
 		cp.store.Close()
 		cp.store001.Close()
 		return nil, fmt.Errorf("--audit-log: %w", err)
 	}
-	timeout := s.ControlTimeout
 	if timeout <= 0 {
-		timeout = 5 * time.Second
+		timeout = DefaultTimeout
 	}
-	laneCfg := control.LaneConfig{
+	laneCfg := LaneConfig{
 		Store: cp.store,
 		Audit: cp.audit,
 		Policy: lane000.Policy{
@@ -167,11 +181,11 @@ func openControlPlane(s *Settings, target control.Target, submit func(func()) bo
 		Target:   target,
 		Submit:   submit,
 	}
-	cp.target, _ = target.(control.Target001)
+	cp.target, _ = target.(Target001)
 	if cp.target != nil {
 		laneCfg.Lanes = []string{lanes.Lane000, lanes.Lane001}
 	}
-	target004, _ := target.(control.Target004)
+	target004, _ := target.(Target004)
 	if target004 != nil {
 		laneCfg.Lanes = append(laneCfg.Lanes, lanes.Lane004)
 		if err := cp.open004(&c); err != nil {
@@ -181,16 +195,16 @@ func openControlPlane(s *Settings, target control.Target, submit func(func()) bo
 			return nil, err
 		}
 	}
-	cp.lane = control.NewLane(laneCfg)
-	cp.lane001 = control.NewLane001(control.Lane001Config{
+	cp.lane = NewLane(laneCfg)
+	cp.lane001 = NewLane001(Lane001Config{
 		Store:   cp.store001,
 		Audit:   cp.audit,
 		Target:  cp.target,
 		Refusal: "this worker cannot be paused: lane 001 (pause, resume, cancel, escalate) is served with --ui control",
 		Submit:  submit,
-		Logger:  s.Logger,
+		Logger:  log,
 	})
-	cp.lane004 = control.NewLane004(control.Lane004Config{
+	cp.lane004 = NewLane004(Lane004Config{
 		WorkerID: c.WorkerID,
 		Store:    cp.store004,
 		Log:      cp.log004,
@@ -198,70 +212,69 @@ func openControlPlane(s *Settings, target control.Target, submit func(func()) bo
 		Target:   target004,
 		Refusal:  "this worker takes no thread or turn requests: lane 004 is served with --ui control and ccbridge serve",
 		Submit:   submit,
-		Logger:   s.Logger,
+		Logger:   log,
 	})
 	return cp, nil
 }
 
 // open004 opens lane 004's receipt store and event log: under
 // --state-dir's lane004 folder, or in memory.
-func (cp *controlPlane) open004(c *ControlConfig) error {
-	scfg := control.StoreConfig{TTL: ReceiptTTL, MaxKeys: c.DedupeMax}
-	lcfg := control.EventLogConfig{Retain: c.RetainEvents, Logger: cp.log}
+func (cp *Plane) open004(c *Config) error {
+	scfg := StoreConfig{TTL: ReceiptTTL, MaxKeys: c.DedupeMax}
+	lcfg := EventLogConfig{Retain: c.RetainEvents, Logger: cp.log}
 	var err error
 	if c.StateDir != "" {
 		dir := filepath.Join(c.StateDir, "lane004")
-		if cp.store004, err = control.OpenStore(dir, scfg); err != nil {
+		if cp.store004, err = OpenStore(dir, scfg); err != nil {
 			return fmt.Errorf("--state-dir: %w", err)
 		}
 		lcfg.Path = filepath.Join(dir, "events.ndjson")
 	} else {
-		cp.store004 = control.NewMemoryStore(scfg)
+		cp.store004 = NewMemoryStore(scfg)
 	}
-	if cp.log004, err = control.OpenEventLog(lcfg); err != nil {
+	if cp.log004, err = OpenEventLog(lcfg); err != nil {
 		cp.store004.Close()
 		return fmt.Errorf("--state-dir: %w", err)
 	}
 	return nil
 }
 
-// listen serves the lane on --control PATH, if one was given.
-func (cp *controlPlane) listen(s *Settings) error {
-	if s.Control.Socket == "" {
+// Listen serves the lanes on --control PATH, if one was given.
+func (cp *Plane) Listen() error {
+	c := cp.cfg
+	if c.Socket == "" {
 		return nil
 	}
-	l, err := control.Listen(s.Control.Socket)
+	l, err := Listen(c.Socket)
 	if err != nil {
 		return fmt.Errorf("--control: %w", err)
 	}
 	cp.sock = l
-	c := s.Control
-	c.defaults()
-	l.Logger = s.Logger
+	l.Logger = cp.log
 	l.TooLong = cp.lane.TooLong
 	// Inline content may be JSON-escaped up to six bytes a byte.
 	go l.ServeConns(c.StdinHardLimit*6+64<<10, cp.open)
 	return nil
 }
 
-// sockConn is one socket connection: the lanes' lines, by their shape
+// planeConn is one socket connection: the lanes' lines, by their shape
 // (lanes.Classify), answered in order through an outbox; lane 004's
 // stream is written by a follower of its own.
-type sockConn struct {
-	cp     *controlPlane
-	out    *control.Outbox
+type planeConn struct {
+	cp     *Plane
+	out    *Outbox
 	reply  func([]byte)
-	follow *follower004
+	follow *Follower
 }
 
 // open greets a new connection with lane 000's capabilities.
-func (cp *controlPlane) open(reply func([]byte)) control.ConnHandler {
-	c := &sockConn{cp: cp, out: control.NewOutbox(reply, cp.log), reply: reply}
+func (cp *Plane) open(reply func([]byte)) ConnHandler {
+	c := &planeConn{cp: cp, out: NewOutbox(reply, cp.log), reply: reply}
 	c.out.Send(cp.lane.Capabilities())
 	return c
 }
 
-func (c *sockConn) Handle(line []byte) {
+func (c *planeConn) Handle(line []byte) {
 	switch lanes.Classify(line) {
 	case lanes.Lane001:
 		c.subscribe()
@@ -269,7 +282,7 @@ func (c *sockConn) Handle(line []byte) {
 	case lanes.Lane004:
 		if c.follow == nil && c.cp.log004 != nil {
 			// The stream from now: this request's receipt is in it.
-			c.follow = c.cp.follow004(c.cp.log004.Latest(), func(lines [][]byte) bool {
+			c.follow = c.cp.Follow004(c.cp.log004.Latest(), func(lines [][]byte) bool {
 				for _, l := range lines {
 					c.reply(l)
 				}
@@ -278,7 +291,7 @@ func (c *sockConn) Handle(line []byte) {
 		}
 		var rewind func(uint64)
 		if c.follow != nil {
-			rewind = c.follow.rewind
+			rewind = c.follow.Rewind
 		}
 		if receipt, fresh, _ := c.cp.lane004.Request(line, rewind); receipt != nil && !fresh {
 			c.out.Send(receipt)
@@ -293,22 +306,22 @@ func (c *sockConn) Handle(line []byte) {
 	}
 }
 
-// screenTarget is a worker with a screen (--pty): control.screen.request
+// screenTarget is a worker with a screen (--pty): screen.request
 // is answered on the socket too.
 type screenTarget interface{ ScreenAnswer(requestID string) []byte }
 
-// follower004 writes lane 004's stream to one peer, on a goroutine of its
-// own (control.Lane004.Follow).
-type follower004 struct {
+// Follower writes lane 004's stream to one peer, on a goroutine of its
+// own (Lane004.Follow).
+type Follower struct {
 	rw   chan uint64
 	stop chan struct{}
 	done chan struct{}
 }
 
-// follow004 starts a follower from cursor; send writes a batch of lines
+// Follow004 starts a follower from cursor; send writes a batch of lines
 // and reports whether the peer is still there.
-func (cp *controlPlane) follow004(cursor uint64, send func([][]byte) bool) *follower004 {
-	f := &follower004{rw: make(chan uint64), stop: make(chan struct{}), done: make(chan struct{})}
+func (cp *Plane) Follow004(cursor uint64, send func([][]byte) bool) *Follower {
+	f := &Follower{rw: make(chan uint64), stop: make(chan struct{}), done: make(chan struct{})}
 	var batch [][]byte
 	go func() {
 		defer close(f.done)
@@ -325,18 +338,18 @@ func (cp *controlPlane) follow004(cursor uint64, send func([][]byte) bool) *foll
 	return f
 }
 
-// rewind moves the stream back to cursor (a replay). It returns once the
+// Rewind moves the stream back to cursor (a replay). It returns once the
 // follower has taken the cursor (the channel is unbuffered), so that the
 // replay's receipt, published after, comes after the events replayed.
-func (f *follower004) rewind(cursor uint64) {
+func (f *Follower) Rewind(cursor uint64) {
 	select {
 	case f.rw <- cursor:
 	case <-f.done:
 	}
 }
 
-// close stops the follower and waits for it.
-func (f *follower004) close() {
+// Close stops the follower and waits for it.
+func (f *Follower) Close() {
 	if f == nil {
 		return
 	}
@@ -347,7 +360,7 @@ func (f *follower004) close() {
 // subscribe adds the connection to lane 001's events on its first
 // lane-001 line, with the run's STATE first (on the loop, so that no
 // event falls between the two).
-func (c *sockConn) subscribe() {
+func (c *planeConn) subscribe() {
 	if c.cp.target == nil || c.cp.feed.Has(c.out) {
 		return
 	}
@@ -362,17 +375,18 @@ func (c *sockConn) subscribe() {
 	<-done
 }
 
-func (c *sockConn) Send(line []byte)       { c.out.Send(line) }
-func (c *sockConn) SendOnLoop(line []byte) { c.out.Send(line) }
+func (c *planeConn) Send(line []byte)       { c.out.Send(line) }
+func (c *planeConn) SendOnLoop(line []byte) { c.out.Send(line) }
 
-func (c *sockConn) Close() {
-	c.follow.close()
+func (c *planeConn) Close() {
+	c.follow.Close()
 	c.cp.feed.Remove(c.out)
 	c.out.Close()
 }
 
-// close stops the socket and closes the store and the audit trail.
-func (cp *controlPlane) close() error {
+// Close stops the socket and closes the stores, the event log and the
+// audit trail.
+func (cp *Plane) Close() error {
 	if cp == nil {
 		return nil
 	}
@@ -387,9 +401,9 @@ func (cp *controlPlane) close() error {
 	return errors.Join(errs...)
 }
 
-// ControlFlags adds the control plane's flags, which every dialect takes
+// Flags adds the control plane's flags, which every dialect takes
 // (--control serves the lanes beside any of them).
-func ControlFlags(fs *flag.FlagSet, c *ControlConfig) {
+func Flags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Socket, "control", "", "serve the control lanes on a unix socket at this path (mode 0600), beside the dialect")
 	fs.StringVar(&c.Team, "team", "", "control lanes: the worker's team")
 	fs.StringVar(&c.AgentID, "agent-id", "", "control lanes: the worker's agent id")
@@ -397,14 +411,14 @@ func ControlFlags(fs *flag.FlagSet, c *ControlConfig) {
 		c.Senders = append(c.Senders, v)
 		return nil
 	})
-	fs.DurationVar(&c.MaxAge, "max-age", 10*time.Minute, "control lanes: refuse a request whose sent_at is older than this")
-	fs.DurationVar(&c.ClockSkew, "clock-skew", 30*time.Second, "control lanes: refuse a request whose sent_at is later than now plus this")
-	fs.DurationVar(&c.DedupeTTL, "dedupe-ttl", 10*time.Minute, "control lanes: how long a request id is remembered")
-	fs.IntVar(&c.DedupeMax, "dedupe-max", 100_000, "control lanes: how many request ids are remembered at most")
+	fs.DurationVar(&c.MaxAge, "max-age", DefaultMaxAge, "control lanes: refuse a request whose sent_at is older than this")
+	fs.DurationVar(&c.ClockSkew, "clock-skew", DefaultClockSkew, "control lanes: refuse a request whose sent_at is later than now plus this")
+	fs.DurationVar(&c.DedupeTTL, "dedupe-ttl", DefaultDedupeTTL, "control lanes: how long a request id is remembered")
+	fs.IntVar(&c.DedupeMax, "dedupe-max", DefaultDedupeMax, "control lanes: how many request ids are remembered at most")
 	fs.StringVar(&c.StateDir, "state-dir", "", "control lanes: keep request ids, outcomes and sequence numbers in this folder, across restarts")
 	fs.StringVar(&c.AuditLog, "audit-log", "", `control lanes: write the audit trail (JSON lines) to this file; "-" for stderr`)
 	fs.BoolVar(&c.AuditPayloads, "audit-payloads", false, "control lanes: include the content in the audit trail")
-	fs.IntVar(&c.StdinHardLimit, "stdin-hard-limit", 1<<20, "control lanes: largest inline content in bytes; more needs content_ref")
+	fs.IntVar(&c.StdinHardLimit, "stdin-hard-limit", DefaultStdinHardLimit, "control lanes: largest inline content in bytes; more needs content_ref")
 	fs.Func("ref-root", "control lanes: a folder content_ref may name files in (repeatable; none: content_ref is refused)", func(v string) error {
 		if !filepath.IsAbs(v) {
 			return errors.New("must be an absolute path")
@@ -412,33 +426,22 @@ func ControlFlags(fs *flag.FlagSet, c *ControlConfig) {
 		c.RefRoots = append(c.RefRoots, v)
 		return nil
 	})
-	fs.Int64Var(&c.RefMax, "ref-max", control.DefaultRefMax, "control lanes: largest content_ref file in bytes")
+	fs.Int64Var(&c.RefMax, "ref-max", DefaultRefMax, "control lanes: largest content_ref file in bytes")
 	fs.StringVar(&c.RunID, "run-id", "", "control lane 001: the run's id, which requests name in target.run_id (default: the session id)")
-	fs.StringVar(&c.WorkerID, "worker-id", "local", "control lane 004: the worker's id in its receipts and events")
-	fs.IntVar(&c.RetainEvents, "retain-events", control.DefaultRetain, "control lane 004: how many of the worker's events are kept for replay")
+	fs.StringVar(&c.WorkerID, "worker-id", DefaultWorkerID, "control lane 004: the worker's id in its receipts and events")
+	fs.IntVar(&c.RetainEvents, "retain-events", DefaultRetain, "control lane 004: how many of the worker's events are kept for replay")
 }
 
-// startControl hands the session to its control lanes once its Run has
-// built the target: the ControlHook, and --control's socket. stop closes
-// them once the session is over.
-func (s *Settings) startControl(t ControlTarget, submit func(func()) bool) (stop func(), err error) {
-	if s.ControlHook != nil {
-		s.ControlHook(t, submit)
-	}
-	if s.Control.Socket == "" {
-		return func() {}, nil
-	}
-	cp, err := openControlPlane(s, t, submit)
-	if err != nil {
-		return nil, err
-	}
-	if err := cp.listen(s); err != nil {
-		cp.close()
-		return nil, err
-	}
-	return func() {
-		if err := cp.close(); err != nil {
-			s.Logger.Warn("closing the control lanes", "err", err)
-		}
-	}, nil
-}
+// Lane is lane 000's receiver.
+func (cp *Plane) Lane() *Lane { return cp.lane }
+
+// Lane001 is lane 001's receiver.
+func (cp *Plane) Lane001() *Lane001 { return cp.lane001 }
+
+// Feed is lane 001's subscribers (its loop:current events).
+func (cp *Plane) Feed() *Feed { return &cp.feed }
+
+// Lane004 is lane 004's receiver; Log004 its event log, nil when the
+// target takes no lane-004 requests.
+func (cp *Plane) Lane004() *Lane004 { return cp.lane004 }
+func (cp *Plane) Log004() *EventLog { return cp.log004 }
