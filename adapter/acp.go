@@ -99,13 +99,13 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	if a.SetupTimeout <= 0 {
 		a.SetupTimeout = 60 * time.Second
 	}
-	a.defaults()
+	a.Defaults()
 	o := a.Options
 	if o.Resume != "" || o.Continue || o.ForkSession || o.SessionID != "" {
 		a.Logger.Warn("acp: --resume, --continue, --fork-session and --session-id are ignored; the client picks sessions")
 	}
 	o.Resume, o.Continue, o.ForkSession, o.SessionID = "", false, false, ""
-	if _, err := session.BuildArgs(coreArgs, o); err != nil {
+	if _, err := session.BuildArgs(CoreArgs, o); err != nil {
 		return 2, err
 	}
 	a.Options = o
@@ -488,7 +488,7 @@ func (l *acpLoop) NextDeadline() time.Time {
 	var next time.Time
 	for _, s := range l.sessions {
 		for _, at := range s.deadlines() {
-			next = earliest(next, at)
+			next = Earliest(next, at)
 		}
 	}
 	return next

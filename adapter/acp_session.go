@@ -193,7 +193,7 @@ func (l *acpLoop) newSession(st acp.SessionSetup) (*acpSession, *acp.Error) {
 	}
 	s.sup = l.loop.NewSupervisor(SupervisorConfig{
 		Child:    child,
-		BaseArgs: coreArgs,
+		BaseArgs: CoreArgs,
 		Logger:   child.Logger,
 		// The session files are where session/load finds them (ClaudeDir),
 		// and a file without a conversation is not resumable.

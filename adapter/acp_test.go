@@ -553,3 +553,38 @@ func TestACPCLIResultTooLong(t *testing.T) {
 		t.Fatalf("prompt queued behind it: %s", r.Raw)
 	}
 }
+
+// acp: prompts queued behind a running one are answered "cancelled" at the
+// client's end of input and at a shutdown; the running one gets its
+// answer when its child goes.
+func TestACPQueuedPromptsAnsweredAtTheEnd(t *testing.T) {
+	for _, end := range []string{"end of input", "SIGTERM"} {
+		t.Run(end, func(t *testing.T) {
+			h := startACP(t)
+			sid := h.newSession()
+			ids := []string{h.prompt(sid, "HANG"), h.prompt(sid, "two"), h.prompt(sid, "three")}
+			h.until(func(l gjson.Result) bool { return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" })
+			if end == "SIGTERM" {
+				h.Sigs <- syscall.SIGTERM
+			} else {
+				h.In.Close()
+			}
+			got := map[string]int{}
+			var stops []string
+			for _, l := range h.Rest() {
+				r := gjson.ParseBytes(l)
+				for _, id := range ids {
+					if r.Get("id").Raw == id && !r.Get("method").Exists() {
+						got[id]++
+						stops = append(stops, r.Get("result.stopReason").Str+r.Get("error.message").Str)
+					}
+				}
+			}
+			for _, id := range ids {
+				if got[id] != 1 {
+					t.Errorf("prompt %s: %d answers, want 1 (answers %q)", id, got[id], stops)
+				}
+			}
+		})
+	}
+}

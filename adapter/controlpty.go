@@ -168,7 +168,7 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 		child.LeadArgs = nil
 		opts = session.Options{}
 	} else {
-		opts = withSessionID(opts)
+		opts = WithSessionID(opts)
 	}
 	w := &ptyWorker{
 		cfg:   c,
@@ -291,12 +291,12 @@ func (w *ptyWorker) Expire(now time.Time) {
 
 // NextDeadline is the earliest of the looks and waits due.
 func (w *ptyWorker) NextDeadline() time.Time {
-	d := earliest(w.sampleAt, w.stableAt)
+	d := Earliest(w.sampleAt, w.stableAt)
 	if w.inj != nil {
-		d = earliest(d, w.inj.crAt)
+		d = Earliest(d, w.inj.crAt)
 	}
 	if len(w.queue) > 0 {
-		d = earliest(d, w.queue[0].giveUp)
+		d = Earliest(d, w.queue[0].giveUp)
 	}
 	return d
 }

@@ -45,7 +45,7 @@ func newPTYHarness(t *testing.T) *ptyHarness {
 	pc := PTYConfig{Cols: 40, Rows: 6}
 	pc.defaults()
 	cfg := &ControlUI{}
-	cfg.defaults() // --control-timeout 5 s
+	cfg.Defaults() // --control-timeout 5 s
 	h.w = &ptyWorker{
 		cfg:   cfg,
 		pc:    pc,

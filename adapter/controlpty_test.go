@@ -88,7 +88,7 @@ func startPTW(t *testing.T, cfg ptwConfig) *ptwRun {
 			Options:        session.Options{Extra: []string{os.Args[0]}}, // the command after --
 			ControlTimeout: cfg.timeout,
 			Control:        control.Config{Team: ptwTeam, AgentID: ptwAgent, Senders: []string{ptwSender}, Socket: cfg.socket},
-			Logger:         testLogger(t),
+			Logger:         adaptertest.Logger(t),
 		},
 		PTY: PTYConfig{On: true, Cols: cfg.cols, Rows: cfg.rows, StableAfter: ptwStable},
 	}

@@ -27,7 +27,7 @@ func init() { Register("control", func() Dialect { return &ControlUI{} }) }
 
 // ControlArgs are the CLI arguments of the control dialect: those of every
 // dialect on the core, with the user's prompts echoed back.
-var ControlArgs = append(slices.Clip(coreArgs), "--replay-user-messages")
+var ControlArgs = append(slices.Clip(CoreArgs), "--replay-user-messages")
 
 // ControlUI is `--ui control`: stdin carries control-lane requests (lane
 // 000: control.stdin.request, control.interrupt.request,
@@ -90,13 +90,13 @@ type controlPrompt struct {
 // Run serves the session until the UI's input ends (or a shutdown signal)
 // and the child has exited.
 func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
-	c.defaults()
+	c.Defaults()
 	if c.PTY.On {
 		// After --: the program to run, not the CLI's arguments.
 		c.PTY.Command, c.Options.Extra = c.Options.Extra, nil
 		return c.runPTY(ctx, uiIn, uiOut, signals)
 	}
-	opts := withSessionID(c.Options)
+	opts := WithSessionID(c.Options)
 	if _, err := session.BuildArgs(ControlArgs, opts); err != nil {
 		return 2, err
 	}
@@ -106,7 +106,7 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 		loop:  NewLoop(LoopConfig{MaxLine: c.MaxLine, CLIMaxLine: c.CLIMaxLine, ReuseBlocks: true, Clock: c.Clock, Logger: c.Logger}),
 		state: control.WorkerStarting,
 	}
-	w.worker = lane000.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: sessionOf(opts)}
+	w.worker = lane000.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: SessionOf(opts)}
 	w.run.id, w.run.Model, w.run.max = c.Control.RunID, opts.Model, maxTurns(opts.Extra)
 	w.loadRun()
 	w.sup = w.loop.NewSupervisor(SupervisorConfig{Child: c.Child, BaseArgs: ControlArgs, Started: w.started})
@@ -140,7 +140,7 @@ func (w *controlWorker) reply(line []byte) {
 }
 
 func (w *controlWorker) started(p *Proc) {
-	if sid := sessionOf(p.Opts); sid != "" {
+	if sid := SessionOf(p.Opts); sid != "" {
 		w.worker.SessionID = sid
 	}
 	w.sendInit(p)

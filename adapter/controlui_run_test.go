@@ -131,7 +131,7 @@ func startCtlRun(t *testing.T, env ...string) *ctlRun {
 		Control:          control.Config{RunID: ctlRunID},
 		InterruptTimeout: 5 * time.Second,
 		ControlTimeout:   5 * time.Second,
-		Logger:           testLogger(t),
+		Logger:           adaptertest.Logger(t),
 	}}
 	r.h = adaptertest.StartRunner(t, c.Run)
 	// Registered after startRunner's cleanup, so run before it: the fake

@@ -190,7 +190,7 @@ func (w *controlWorker) switchThread(opts session.Options, resumed bool, then fu
 		if err != nil || w.sup.Live() == nil {
 			w.setState(control.WorkerExited, "the CLI could not start")
 			if err == nil {
-				err = errShuttingDown
+				err = ErrShuttingDown
 			}
 		}
 		then(err)

@@ -435,9 +435,9 @@ func (l *Loop) Shutdown(reason string) {
 
 func (l *Loop) armTimer() {
 	l.timer.Stop()
-	next := earliest(l.h.NextDeadline(), l.stallAt)
+	next := Earliest(l.h.NextDeadline(), l.stallAt)
 	for s := range l.sups {
-		next = earliest(next, s.interruptAt)
+		next = Earliest(next, s.interruptAt)
 	}
 	if !next.IsZero() {
 		l.timer.Reset(max(next.Sub(l.Now()), 0))

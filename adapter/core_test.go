@@ -318,7 +318,7 @@ func TestSupervisorStartsNothingOnceEnding(t *testing.T) {
 		if len(h.starts) != 1 {
 			t.Errorf("%d children started, want 1: none once the session is ending", len(h.starts))
 		}
-		if waited != errShuttingDown {
+		if waited != ErrShuttingDown {
 			t.Errorf("the waiting work got %v, want errShuttingDown", waited)
 		}
 	})

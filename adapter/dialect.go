@@ -79,7 +79,7 @@ type Worker004 struct {
 }
 
 // defaults fills in the zero values.
-func (s *Settings) defaults() {
+func (s *Settings) Defaults() {
 	if s.MaxLine <= 0 {
 		s.MaxLine = framing.DefaultMaxLine
 	}
@@ -109,7 +109,7 @@ type DialectConfig struct {
 // coreArgs are the CLI arguments of the dialects on the session core,
 // before the session options and the user's extra arguments: stream-json
 // both ways with partial messages, permission prompts over stdio.
-var coreArgs = []string{
+var CoreArgs = []string{
 	"--output-format", "stream-json",
 	"--input-format", "stream-json",
 	"--verbose",

@@ -1224,7 +1224,7 @@ func TestPTYAgentScript(t *testing.T) {
 		p.wantPrompts("short line one\nline two\nline three", long)
 	})
 
-	t.Run("multiline/120x40", func(t *testing.T) {
+	t.Run("controltest.Multiline/120x40", func(t *testing.T) {
 		t.Parallel()
 		p := startPTYAgent(t, 40, 120, "PTYAGENT_START_DELAY=20ms", "PTYAGENT_CHAR_DELAY=0", "PTYAGENT_ANSWER_LINES=36")
 		p.waitBox(false, "")

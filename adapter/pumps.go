@@ -245,7 +245,7 @@ func sendBlock(gen int, block []byte, maxLine int, pool blockPool, send func(cli
 
 // withSessionID gives a new session, and a fork, a fresh session id when
 // opts has none, so that the UI knows the id before the first turn.
-func withSessionID(opts session.Options) session.Options {
+func WithSessionID(opts session.Options) session.Options {
 	if opts.Resume == "" && !opts.Continue && opts.SessionID == "" {
 		opts.SessionID = uuid.NewString()
 	}
@@ -256,7 +256,7 @@ func withSessionID(opts session.Options) session.Options {
 }
 
 // sessionOf is the session id opts give the CLI, or "".
-func sessionOf(o session.Options) string {
+func SessionOf(o session.Options) string {
 	switch {
 	case o.SessionID != "":
 		return o.SessionID
@@ -267,7 +267,7 @@ func sessionOf(o session.Options) string {
 }
 
 // earliest returns the earlier of two deadlines; the zero time is none.
-func earliest(next, at time.Time) time.Time {
+func Earliest(next, at time.Time) time.Time {
 	if !at.IsZero() && (next.IsZero() || at.Before(next)) {
 		return at
 	}

@@ -123,12 +123,12 @@ func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	if s.DedupeWindow <= 0 {
 		s.DedupeWindow = 10 * time.Minute
 	}
-	s.defaults()
+	s.Defaults()
 	if s.Version == "" {
 		s.Version = Version
 	}
-	opts := withSessionID(s.Options)
-	if _, err := session.BuildArgs(coreArgs, opts); err != nil {
+	opts := WithSessionID(s.Options)
+	if _, err := session.BuildArgs(CoreArgs, opts); err != nil {
 		return 2, err
 	}
 	l := s.newLoop(opts)
@@ -158,7 +158,7 @@ func (s *RPC) newLoop(opts session.Options) *rpcLoop {
 		inflight:    make(map[string]*rpcInflight),
 		model:       cmp.Or(opts.Model, "default"),
 	}
-	l.sup = l.loop.NewSupervisor(SupervisorConfig{Child: s.Child, BaseArgs: coreArgs, Getenv: s.Getenv, Started: l.started})
+	l.sup = l.loop.NewSupervisor(SupervisorConfig{Child: s.Child, BaseArgs: CoreArgs, Getenv: s.Getenv, Started: l.started})
 	l.cwd, l.home = l.sup.Dirs()
 	return l
 }
@@ -172,7 +172,7 @@ func (l *rpcLoop) getenv(key string) string {
 // started tells the translator the session id of a new child and asks the
 // CLI who it is (initialize), before anything else is written to it.
 func (l *rpcLoop) started(p *Proc) {
-	if sid := sessionOf(p.Opts); sid != "" {
+	if sid := SessionOf(p.Opts); sid != "" {
 		l.tr.SetSessionID(sid)
 	}
 	l.initWaiting = true
@@ -407,7 +407,7 @@ func (l *rpcLoop) respawn(why string, opts session.Options, resumed, kill bool) 
 	l.sup.Replace(why, within, kill, opts, resumed, func(err error) {
 		defer l.emit()
 		if err != nil {
-			if err != errShuttingDown {
+			if err != ErrShuttingDown {
 				l.spawnFailed(err)
 			}
 			return
@@ -429,7 +429,7 @@ func (l *rpcLoop) spawnFailed(err error) {
 // rpcErr is the error of work that waited for a child that did not come.
 func (l *rpcLoop) rpcErr(err error) *rpc.Error {
 	switch {
-	case err != errShuttingDown:
+	case err != ErrShuttingDown:
 		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: err.Error()}
 	case l.loop.UIEnded() && !l.loop.Stopping():
 		return rpc.Internal("the UI's input ended")
@@ -486,7 +486,7 @@ func (l *rpcLoop) interruptTimedOut() {
 func (l *rpcLoop) NextDeadline() time.Time {
 	next := l.dedupe.nextExpiry()
 	for _, c := range l.ctl {
-		next = earliest(next, c.deadline)
+		next = Earliest(next, c.deadline)
 	}
 	return next
 }

@@ -2,7 +2,6 @@ package adapter
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,7 +48,7 @@ func startRPCFakeHome(t *testing.T) (*adaptertest.Host, func() string, func(sid 
 		}
 	}
 	s := &RPC{Settings: Settings{
-		Logger:           testLogger(t),
+		Logger:           adaptertest.Logger(t),
 		Child:            adaptertest.Config(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+home),
 		Options:          session.Options{},
 		InterruptTimeout: 300 * time.Millisecond,
@@ -179,7 +178,7 @@ func TestRPCResumeRefusedBeforeAnyChild(t *testing.T) {
 func TestRPCCLILineTooLong(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "log")
 	s := &RPC{Settings: Settings{
-		Logger:     testLogger(t),
+		Logger:     adaptertest.Logger(t),
 		Child:      adaptertest.Config(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
 		CLIMaxLine: 100000,
 	}}
@@ -327,28 +326,13 @@ func TestUserShell(t *testing.T) {
 	}
 }
 
-// testLogger logs to the test's output when CCBRIDGE_TEST_LOG is set.
-func testLogger(t *testing.T) *slog.Logger {
-	if os.Getenv("CCBRIDGE_TEST_LOG") == "" {
-		return nil
-	}
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
 // TestRPCCLIResultTooLong: a result line over CLIMaxLine whose head shows
 // it is a result (the real CLI's key order, "type" after the text) ends
 // the run with error at once, without asking the CLI for its state.
 func TestRPCCLIResultTooLong(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "log")
 	s := &RPC{Settings: Settings{
-		Logger:     testLogger(t),
+		Logger:     adaptertest.Logger(t),
 		Child:      adaptertest.Config(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
 		CLIMaxLine: 100000,
 	}}
@@ -364,4 +348,17 @@ func TestRPCCLIResultTooLong(t *testing.T) {
 	if n := strings.Count(string(b), `"subtype":"initialize"`); n != 1 {
 		t.Errorf("%d initialize requests, want the first only (no probe):\n%s", n, b)
 	}
+}
+
+// rpc: a run held while a cancelled turn drains ends at a shutdown (it
+// stayed open, as no CLI would take its prompt).
+func TestRPCShutdownEndsTheHeldRun(t *testing.T) {
+	h, _ := startRPCFake(t)
+	run := runStart(h, "a", "HANG")
+	h.Until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
+	h.Send(`{"jsonrpc":"2.0","id":"c","method":"run.cancel","params":{"run_id":"` + run + `"}}`)
+	h.Until(reply(`"c"`))
+	held := runStart(h, "b", "held")
+	h.Sigs <- syscall.SIGTERM
+	h.Until(status(held, rpc.StatusCancelled))
 }

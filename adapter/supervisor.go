@@ -251,7 +251,7 @@ func (s *Supervisor) Start(opts session.Options, resumed bool) (*Proc, error) {
 	if s.loop.Ending() {
 		// Nothing would close its stdin or stop it: the UI's input is
 		// over, or the shutdown already stopped every child.
-		return nil, errShuttingDown
+		return nil, ErrShuttingDown
 	}
 	args, err := session.BuildArgs(s.cfg.BaseArgs, opts)
 	if err != nil {
@@ -271,7 +271,7 @@ func (s *Supervisor) Start(opts session.Options, resumed bool) (*Proc, error) {
 	s.live = p
 	s.Opts = opts
 	s.persisted = resumed
-	if sid := sessionOf(opts); sid != "" {
+	if sid := SessionOf(opts); sid != "" {
 		s.SessionID = sid
 	}
 	s.log.Info("claude started", "pid", child.Pid(), "gen", p.Gen, "resume", opts.Resume,
@@ -374,7 +374,7 @@ func (s *Supervisor) WhenLive(fn func(error)) {
 	case s.next != nil:
 		s.waiting = append(s.waiting, fn)
 	case s.loop.Ending():
-		fn(errShuttingDown)
+		fn(ErrShuttingDown)
 	default:
 		opts, resumed := s.ResumeOpts()
 		_, err := s.Start(opts, resumed)
@@ -385,7 +385,7 @@ func (s *Supervisor) WhenLive(fn func(error)) {
 // Wait adds fn to the work that runs when the next child starts.
 func (s *Supervisor) Wait(fn func(error)) { s.waiting = append(s.waiting, fn) }
 
-var errShuttingDown = errors.New("ccbridge is shutting down")
+var ErrShuttingDown = errors.New("ccbridge is shutting down")
 
 // ResumeOpts are the options of a new child for the same conversation:
 // --resume when the CLI has saved the session and can resume it (resumed
@@ -482,7 +482,7 @@ func (s *Supervisor) dropPending() {
 	w := s.waiting
 	s.waiting = nil
 	for _, fn := range w {
-		fn(errShuttingDown)
+		fn(ErrShuttingDown)
 	}
 }
 

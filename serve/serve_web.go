@@ -36,6 +36,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
+	ipcdialect "github.com/ccbridge/ccbridge/adapter/ipc"
 	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/ipc"
@@ -583,7 +584,7 @@ func (h *webHost) start(mode, cwd string, opts session.Options, history string) 
 				log.Warn("reading the session's history", "file", history, "lines", n, "err", err)
 			}
 		}
-		d := &adapter.IPC{Settings: set, EchoInput: true}
+		d := &ipcdialect.IPC{Settings: set, EchoInput: true}
 		out := &webOut{s: s}
 		s.code, s.err = d.Run(context.Background(), pr, out, nil)
 		pr.Close()

@@ -122,7 +122,7 @@ func init() {
 	// FAKE_TRANSCRIPT. Each "<<" line is written once every ">>" line
 	// before it (that is valid JSON) has been read; what was read is
 	// written to FAKE_RECEIVED.
-	register("transcript", func() {
+	Share("transcript", func() {
 		in, out := ReadTranscript(os.Getenv("FAKE_TRANSCRIPT"))
 		_ = in
 		stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
@@ -156,7 +156,7 @@ func init() {
 	// turns: answers every user line with an init and a result; answers
 	// an interrupt control_request with a control_response. Exits at EOF
 	// with code 0.
-	register("turns", func() {
+	Share("turns", func() {
 		stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
 		n := 0
 		for {
@@ -179,7 +179,7 @@ func init() {
 	// die: reads one user line, starts the turn with a large frame and an
 	// init carrying the session id, then exits with code 3 and a last word
 	// on stderr.
-	register("die", func() {
+	Share("die", func() {
 		stdin := bufio.NewReader(os.Stdin)
 		if _, err := stdin.ReadBytes('\n'); err != nil {
 			os.Exit(9)
@@ -194,7 +194,7 @@ func init() {
 	// bigresult: answers a user line with a result line of FAKE_SIZE bytes
 	// whose type key comes last, then waits for EOF. The text is y's, or
 	// FAKE_FILL repeated (FAKE_SIZE must then be a multiple of its length).
-	register("bigresult", func() {
+	Share("bigresult", func() {
 		stdin := bufio.NewReader(os.Stdin)
 		size, _ := strconv.Atoi(os.Getenv("FAKE_SIZE"))
 		for {
@@ -223,7 +223,7 @@ func init() {
 	})
 
 	// echo: copies stdin to stdout unchanged.
-	register("echo", func() {
+	Share("echo", func() {
 		buf := make([]byte, 64<<10)
 		for {
 			n, err := os.Stdin.Read(buf)
@@ -272,7 +272,7 @@ func init() {
 	// success; initialize's carries session_state "idle". With
 	// FAKE_SAVE=1 every prompt is saved in the session's file, where the
 	// CLI keeps it, so that the session can be resumed.
-	register("session", func() {
+	Share("session", func() {
 		logf, _ := os.OpenFile(os.Getenv("FAKE_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		fmt.Fprintf(logf, "argv %s\n", strings.Join(os.Args[1:], " "))
 		sid := "fake-session"
@@ -341,8 +341,8 @@ func init() {
 	})
 }
 
-// register adds a shared mode.
-func register(name string, fn func()) {
+// Share adds a mode that every package may use without the unused check.
+func Share(name string, fn func()) {
 	Register(name, fn)
 	shared[name] = true
 }

@@ -1,4 +1,4 @@
-package adapter
+package ipc
 
 // The ipc dialect as a control lane's target (controltarget.go). An
 // injected prompt is a user_message as the UI would send it: tracked

@@ -1,4 +1,4 @@
-package adapter
+package ipc
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/ipc"
@@ -24,9 +25,9 @@ import (
 
 // IPCArgs are the CLI arguments of the ipc dialect, before the session
 // options and the user's extra arguments.
-var IPCArgs = append(slices.Clip(coreArgs), "--replay-user-messages")
+var IPCArgs = append(slices.Clip(adapter.CoreArgs), "--replay-user-messages")
 
-func init() { Register("ipc", func() Dialect { return &IPC{} }) }
+func init() { adapter.Register("ipc", func() adapter.Dialect { return &IPC{} }) }
 
 // Flags adds the ipc dialect's own flags.
 func (s *IPC) Flags(fs *flag.FlagSet) {
@@ -45,7 +46,7 @@ type IPC struct {
 	// Settings: a new session without Options.SessionID gets a fresh
 	// one, so that the UI knows the id before the first turn; CLIMaxLine
 	// defaults to MaxLine.
-	Settings
+	adapter.Settings
 
 	// ForwardUnknown forwards CLI lines of unknown types as "unknown".
 	ForwardUnknown bool
@@ -63,8 +64,8 @@ type IPC struct {
 type ipcLoop struct {
 	cfg  *IPC
 	log  *slog.Logger
-	loop *Loop
-	sup  *Supervisor
+	loop *adapter.Loop
+	sup  *adapter.Supervisor
 	tr   *ipc.Translator
 	out  [][]byte // lines to send, moved to the loop by emit
 
@@ -90,8 +91,8 @@ type ipcPrompt struct {
 // Run serves the session until the UI's input ends (or a shutdown signal)
 // and the child has exited. It returns the last child's exit code.
 func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
-	s.defaults()
-	opts := withSessionID(s.Options)
+	s.Defaults()
+	opts := adapter.WithSessionID(s.Options)
 	if _, err := session.BuildArgs(IPCArgs, opts); err != nil {
 		return 2, err
 	}
@@ -113,19 +114,19 @@ func (s *IPC) newLoop() *ipcLoop {
 	l := &ipcLoop{
 		cfg:       s,
 		log:       s.Logger,
-		loop:      NewLoop(LoopConfig{MaxLine: s.MaxLine, CLIMaxLine: s.CLIMaxLine, ReuseBlocks: true, Clock: s.Clock, Logger: s.Logger}),
+		loop:      adapter.NewLoop(adapter.LoopConfig{MaxLine: s.MaxLine, CLIMaxLine: s.CLIMaxLine, ReuseBlocks: true, Clock: s.Clock, Logger: s.Logger}),
 		tr:        ipc.New(ipc.Options{ForwardUnknown: s.ForwardUnknown, NewPromptID: uuid.NewString}),
 		deadlines: make(map[string]time.Time),
 	}
-	l.sup = l.loop.NewSupervisor(SupervisorConfig{Child: s.Child, BaseArgs: IPCArgs, Started: l.started})
+	l.sup = l.loop.NewSupervisor(adapter.SupervisorConfig{Child: s.Child, BaseArgs: IPCArgs, Started: l.started})
 	return l
 }
 
 // started resets the per-child state and tells the UI the session id.
-func (l *ipcLoop) started(p *Proc) {
+func (l *ipcLoop) started(p *adapter.Proc) {
 	defer l.emit()
 	l.endPrompts(nil) // none is open: every way a child goes ends them
-	if sid := sessionOf(p.Opts); sid != "" {
+	if sid := adapter.SessionOf(p.Opts); sid != "" {
 		l.out = l.tr.SetSessionID(sid, l.out)
 	}
 }
@@ -148,7 +149,7 @@ func (l *ipcLoop) UILine(line []byte) {
 		// and interrupts for the old one are refused by the translator.
 		l.sup.Wait(func(err error) {
 			defer l.emit()
-			if err != errShuttingDown {
+			if err != adapter.ErrShuttingDown {
 				l.UILine(line)
 				return
 			}
@@ -304,7 +305,7 @@ func (l *ipcLoop) retireAndRespawn(why string, opts session.Options, resumed boo
 	l.tr.ResetProcess()
 	l.sup.Replace(why, l.cfg.InterruptTimeout, false, opts, resumed, func(err error) {
 		// A session that ends first starts no child: nothing failed.
-		if err != nil && err != errShuttingDown {
+		if err != nil && err != adapter.ErrShuttingDown {
 			l.emitError("spawn_failed", err.Error(), false)
 			l.emit()
 		}
@@ -314,7 +315,7 @@ func (l *ipcLoop) retireAndRespawn(why string, opts session.Options, resumed boo
 // CLITooLong reports a CLI line over the limit (--max-cli-line), which was
 // dropped, with a line_too_long error. When the line was the turn's result
 // the turn still ends: its terminal message says the line was too long.
-func (l *ipcLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
+func (l *ipcLoop) CLITooLong(p *adapter.Proc, e *framing.LineTooLongError) {
 	l.emitError("line_too_long", fmt.Sprintf("a CLI line of %d bytes or more is over the %d-byte limit (--max-cli-line); it was dropped", e.Size, e.Max), true)
 	l.emit()
 	if line, ok := mapping.TooLongResult(e.Head, e.Size, e.Max, false); ok {
@@ -324,7 +325,7 @@ func (l *ipcLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
 }
 
 // CLILine handles one line of the live child.
-func (l *ipcLoop) CLILine(p *Proc, line string) {
+func (l *ipcLoop) CLILine(p *adapter.Proc, line string) {
 	ev := mapping.RouteString(line)
 	if ev.Kind.Unknown() {
 		l.log.Debug("a CLI line of an unknown type", "kind", ev.Kind.String(), "type", ev.Type, "subtype", ev.Subtype, "bytes", len(line))
@@ -508,7 +509,7 @@ func hasString(r gjson.Result, s string) bool {
 // with an error carrying the child's last stderr, and so does every
 // prompt queued behind it, also after the UI's end of input and during a
 // shutdown; the next input respawns it.
-func (l *ipcLoop) ChildExited(_ *Proc, exit session.Exit) {
+func (l *ipcLoop) ChildExited(_ *adapter.Proc, exit session.Exit) {
 	defer l.emit()
 	ending := l.loop.Ending()
 	if ending && len(l.prompts) == 0 {
@@ -592,7 +593,7 @@ func (l *ipcLoop) interruptTimedOut() {
 func (l *ipcLoop) NextDeadline() time.Time {
 	var next time.Time
 	for _, at := range l.deadlines {
-		next = earliest(next, at)
+		next = adapter.Earliest(next, at)
 	}
 	return next
 }

@@ -1,4 +1,4 @@
-package adapter
+package ipc
 
 import (
 	"os"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -20,7 +21,7 @@ import (
 func startIPC(t *testing.T, opts session.Options) (*adaptertest.Host, func() string) {
 	t.Helper()
 	logFile := filepath.Join(t.TempDir(), "log")
-	s := &IPC{Settings: Settings{
+	s := &IPC{Settings: adapter.Settings{
 		Child:            adaptertest.Config(t, "session", nil, "FAKE_LOG="+logFile, "FAKE_SAVE=1", "HOME="+t.TempDir(), "CLAUDE_CONFIG_DIR="),
 		Options:          opts,
 		InterruptTimeout: 300 * time.Millisecond,
@@ -193,7 +194,7 @@ func TestIPCResumeOfAnUnresumableSession(t *testing.T) {
 // behind it gets its own.
 func TestIPCCLIResultTooLong(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "log")
-	s := &IPC{Settings: Settings{
+	s := &IPC{Settings: adapter.Settings{
 		Child:      adaptertest.Config(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
 		CLIMaxLine: 100000,
 	}}

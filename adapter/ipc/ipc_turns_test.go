@@ -1,22 +1,21 @@
-package adapter
+package ipc
 
-// One terminal message per prompt in the ipc dialect, against a fake CLI
-// that merges queued prompts into one turn the way the real CLI 2.1.330
-// does (one result naming every prompt it answered in user_message_uuids).
+// One terminal message per prompt in the ipc dialect, against the fake
+// "merge" CLI (internal/adaptertest), which merges queued prompts into one
+// turn the way the real CLI 2.1.330 does.
 
 import (
 	"bufio"
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
-	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -100,7 +99,7 @@ func init() {
 // play, sends three prompts, and returns the host.
 func startMerge(t *testing.T, play string) *adaptertest.Host {
 	t.Helper()
-	s := &IPC{Settings: Settings{
+	s := &IPC{Settings: adapter.Settings{
 		Child:            adaptertest.Config(t, "merge", nil, "FAKE_PLAY="+play, "HOME="+t.TempDir(), "CLAUDE_CONFIG_DIR="),
 		InterruptTimeout: 5 * time.Second,
 	}}
@@ -210,53 +209,5 @@ func TestIPCLineHeldForARespawnGetsATerminalMessage(t *testing.T) {
 	}
 	if got := strings.Join(ts, " "); got != "turn_cancelled/session_command error/shutting_down" {
 		t.Fatalf("terminal messages after the end of input %q, want one error/shutting_down", got)
-	}
-}
-
-// rpc: a run held while a cancelled turn drains ends at a shutdown (it
-// stayed open, as no CLI would take its prompt).
-func TestRPCShutdownEndsTheHeldRun(t *testing.T) {
-	h, _ := startRPCFake(t)
-	run := runStart(h, "a", "HANG")
-	h.Until(func(l []byte) bool { return gjson.GetBytes(l, "params.event.type").Str == "text.delta" })
-	h.Send(`{"jsonrpc":"2.0","id":"c","method":"run.cancel","params":{"run_id":"` + run + `"}}`)
-	h.Until(reply(`"c"`))
-	held := runStart(h, "b", "held")
-	h.Sigs <- syscall.SIGTERM
-	h.Until(status(held, rpc.StatusCancelled))
-}
-
-// acp: prompts queued behind a running one are answered "cancelled" at the
-// client's end of input and at a shutdown; the running one gets its
-// answer when its child goes.
-func TestACPQueuedPromptsAnsweredAtTheEnd(t *testing.T) {
-	for _, end := range []string{"end of input", "SIGTERM"} {
-		t.Run(end, func(t *testing.T) {
-			h := startACP(t)
-			sid := h.newSession()
-			ids := []string{h.prompt(sid, "HANG"), h.prompt(sid, "two"), h.prompt(sid, "three")}
-			h.until(func(l gjson.Result) bool { return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" })
-			if end == "SIGTERM" {
-				h.Sigs <- syscall.SIGTERM
-			} else {
-				h.In.Close()
-			}
-			got := map[string]int{}
-			var stops []string
-			for _, l := range h.Rest() {
-				r := gjson.ParseBytes(l)
-				for _, id := range ids {
-					if r.Get("id").Raw == id && !r.Get("method").Exists() {
-						got[id]++
-						stops = append(stops, r.Get("result.stopReason").Str+r.Get("error.message").Str)
-					}
-				}
-			}
-			for _, id := range ids {
-				if got[id] != 1 {
-					t.Errorf("prompt %s: %d answers, want 1 (answers %q)", id, got[id], stops)
-				}
-			}
-		})
 	}
 }

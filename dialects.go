@@ -1,0 +1,8 @@
+package main
+
+// The dialects this build contains, as Caddy lists its modules: each
+// registers itself with adapter.Register from its own init, and this list
+// of imports decides which are in the binary.
+import (
+	_ "github.com/ccbridge/ccbridge/adapter/ipc"
+)
