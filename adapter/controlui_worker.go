@@ -20,7 +20,6 @@ import (
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping"
 	mctl "github.com/ccbridge/ccbridge/mapping/control"
-	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
@@ -364,40 +363,23 @@ func listThreads(ctx context.Context, w *controlWorker, configDir, cwd string, o
 	if err != nil && len(all) == 0 {
 		return "", control.Fail004(mctl.Code004InternalError, "reading the session folder: "+err.Error())
 	}
-	var files []clifiles.Session
-	for _, f := range all {
-		if rpc.ValidSessionID(f.ID) {
-			files = append(files, f)
-		}
-	}
-	next := ""
-	if offset > len(files) {
-		offset = len(files)
-	}
-	files = files[offset:]
-	if len(files) > limit {
-		files = files[:limit]
-		next = strconv.Itoa(offset + limit)
+	files, more, err := clifiles.Conversations(ctx, all, offset, limit, nil)
+	if err != nil {
+		return "", control.Fail004(mctl.Code004WorkerUnavailable, "the worker session is ending")
 	}
 	b := append([]byte(nil), `{"data":[`...)
 	for i, f := range files {
-		var s rpc.SessionSummary
-		if err := eachLine(ctx, f.Path, s.Line); ctx.Err() != nil {
-			return "", control.Fail004(mctl.Code004WorkerUnavailable, "the worker session is ending")
-		} else if err != nil {
-			continue
-		}
 		if i > 0 {
 			b = append(b, ',')
 		}
-		created, _ := time.Parse(time.RFC3339Nano, s.CreatedAt)
-		b = w.threadObj(b, f.ID, s.LastUserMessage(), created, f.ModTime)
+		created, _ := time.Parse(time.RFC3339Nano, f.CreatedAt)
+		b = w.threadObj(b, f.ID, f.LastUserMessage(), created, f.ModTime)
 	}
 	b = append(b, `],"nextCursor":`...)
-	if next == "" {
-		b = append(b, "null"...)
+	if more {
+		b = strconv.AppendQuote(b, strconv.Itoa(offset+limit))
 	} else {
-		b = strconv.AppendQuote(b, next)
+		b = append(b, "null"...)
 	}
 	return string(append(b, '}')), control.Receipt004{}
 }
@@ -413,7 +395,7 @@ func (w *controlWorker) threadRead(req *mctl.Request004, done func(control.Recei
 	}
 	id, include := req.ThreadID, req.IncludeTurns
 	w.loop.Go(func(ctx context.Context) func() {
-		var s rpc.SessionSummary
+		var s mapping.SessionSummary
 		var t mctl.Turns004
 		err := eachLine(ctx, path, func(line []byte) {
 			s.Line(line)
