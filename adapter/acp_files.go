@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -190,8 +189,8 @@ func (l *acpLoop) list(id string, params gjson.Result) {
 		}
 		offset = n
 	}
-	l.loop.Go(func(context.Context) func() {
-		result := acpListResult(l.claudeDir, cwd, offset)
+	l.loop.Go(func(ctx context.Context) func() {
+		result := acpListResult(ctx, l.claudeDir, cwd, offset)
 		return func() {
 			l.reply(id, result)
 			l.emit()
@@ -200,39 +199,33 @@ func (l *acpLoop) list(id string, params gjson.Result) {
 }
 
 // acpListResult builds the session/list result: the sessions of cwd (all
-// when cwd is "") from the offset-th on. A folder that cannot be read
-// lists nothing; the others still do.
-func acpListResult(claudeDir, cwd string, offset int) []byte {
+// when cwd is "") that hold a conversation and name their cwd (the one
+// asked for, when given), from the offset-th on. A folder that cannot be
+// read lists nothing; the others still do.
+func acpListResult(ctx context.Context, claudeDir, cwd string, offset int) []byte {
 	var files []clifiles.Session
 	if cwd != "" {
 		files, _ = clifiles.List(claudeDir, cwd)
 	} else {
 		files, _ = clifiles.ListAll(claudeDir)
 	}
-	var infos []acp.SessionInfo
-	next := ""
-	skipped := 0
-	for i, f := range files {
-		cwdOf, title, ok := readSessionInfo(f.Path)
-		if !ok || cwdOf == "" || (cwd != "" && cwdOf != cwd && !sameDir(cwdOf, cwd)) {
-			continue
-		}
-		if skipped < offset {
-			skipped++
-			continue
-		}
-		if len(infos) == acpListPage {
-			if i < len(files) {
-				next = strconv.Itoa(offset + len(infos))
-			}
-			break
-		}
+	// Two directories can share a folder name: the file's own cwd decides.
+	ofCwd := func(in *clifiles.Info) bool {
+		return in.CWD != "" && (cwd == "" || in.CWD == cwd || sameDir(in.CWD, cwd))
+	}
+	page, more, _ := clifiles.Conversations(ctx, files, offset, acpListPage, ofCwd)
+	infos := make([]acp.SessionInfo, 0, len(page))
+	for _, f := range page {
 		infos = append(infos, acp.SessionInfo{
 			ID:        f.ID,
-			CWD:       cwdOf,
-			Title:     title,
+			CWD:       f.CWD,
+			Title:     acp.SessionTitle(&f.SessionSummary),
 			UpdatedAt: f.ModTime.UTC().Format(time.RFC3339Nano),
 		})
+	}
+	next := ""
+	if more {
+		next = strconv.Itoa(offset + len(infos))
 	}
 	return acp.AppendListResult(nil, infos, next)
 }
@@ -241,19 +234,4 @@ func sameDir(a, b string) bool {
 	ra, err1 := filepath.EvalSymlinks(a)
 	rb, err2 := filepath.EvalSymlinks(b)
 	return err1 == nil && err2 == nil && ra == rb
-}
-
-// readSessionInfo reads the start and the end of a session file (64 KiB
-// each) for its working directory and title. A file with no conversation
-// yet (no user or assistant line) is left out.
-func readSessionInfo(path string) (cwd, title string, ok bool) {
-	head, tail, err := clifiles.ReadEnds(path, 64<<10)
-	if err != nil {
-		return "", "", false
-	}
-	if !strings.Contains(string(head), `"type":"user"`) && !strings.Contains(string(tail), `"type":"user"`) {
-		return "", "", false
-	}
-	cwd, title = acp.SessionFileInfo(head, tail)
-	return cwd, title, true
 }

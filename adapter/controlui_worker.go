@@ -22,7 +22,6 @@ import (
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/mapping/lane004"
-	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
@@ -366,40 +365,23 @@ func listThreads(ctx context.Context, w *controlWorker, configDir, cwd string, o
 	if err != nil && len(all) == 0 {
 		return "", control.Fail004(lane004.CodeInternalError, "reading the session folder: "+err.Error())
 	}
-	var files []clifiles.Session
-	for _, f := range all {
-		if rpc.ValidSessionID(f.ID) {
-			files = append(files, f)
-		}
-	}
-	next := ""
-	if offset > len(files) {
-		offset = len(files)
-	}
-	files = files[offset:]
-	if len(files) > limit {
-		files = files[:limit]
-		next = strconv.Itoa(offset + limit)
+	files, more, err := clifiles.Conversations(ctx, all, offset, limit, nil)
+	if err != nil {
+		return "", control.Fail004(lane004.CodeWorkerUnavailable, "the worker session is ending")
 	}
 	b := append([]byte(nil), `{"data":[`...)
 	for i, f := range files {
-		var s rpc.SessionSummary
-		if err := EachLine(ctx, f.Path, s.Line); ctx.Err() != nil {
-			return "", control.Fail004(lane004.CodeWorkerUnavailable, "the worker session is ending")
-		} else if err != nil {
-			continue
-		}
 		if i > 0 {
 			b = append(b, ',')
 		}
-		created, _ := time.Parse(time.RFC3339Nano, s.CreatedAt)
-		b = w.threadObj(b, f.ID, s.LastUserMessage(), created, f.ModTime)
+		created, _ := time.Parse(time.RFC3339Nano, f.CreatedAt)
+		b = w.threadObj(b, f.ID, f.LastUserMessage(), created, f.ModTime)
 	}
 	b = append(b, `],"nextCursor":`...)
-	if next == "" {
-		b = append(b, "null"...)
+	if more {
+		b = strconv.AppendQuote(b, strconv.Itoa(offset+limit))
 	} else {
-		b = strconv.AppendQuote(b, next)
+		b = append(b, "null"...)
 	}
 	return string(append(b, '}')), control.Receipt004{}
 }
@@ -415,9 +397,9 @@ func (w *controlWorker) threadRead(req *lane004.Request, done func(control.Recei
 	}
 	id, include := req.ThreadID, req.IncludeTurns
 	w.loop.Go(func(ctx context.Context) func() {
-		var s rpc.SessionSummary
+		var s mapping.SessionSummary
 		var t lane004.Turns
-		err := EachLine(ctx, path, func(line []byte) {
+		err := clifiles.Lines(ctx, path, func(line []byte) {
 			s.Line(line)
 			if include {
 				t.Line(line)

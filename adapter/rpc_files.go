@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -20,24 +19,11 @@ import (
 // background (goRequest), never on the loop, and stops when the request is
 // cancelled or the UI's input ends.
 
-// projectDir is where the CLI keeps this working directory's sessions.
-func (l *rpcLoop) projectDir() string {
-	return clifiles.ProjectDir(l.home, l.cwd)
-}
-
-// sessionFile is a session's file; sid must be a valid session id.
+// sessionFile is a session's file (where the CLI would write it, when it
+// has none); sid must be a valid session id.
 func (l *rpcLoop) sessionFile(sid string) string {
-	return filepath.Join(l.projectDir(), sid+".jsonl")
-}
-
-// eachLine calls fn with every line of the file at path, skipping lines
-// over clifiles.MaxLine, until ctx ends (then it returns ctx's error).
-func EachLine(ctx context.Context, path string, fn func([]byte)) error {
-	err := clifiles.EachLine(path, clifiles.MaxLine, func(line []byte) bool {
-		fn(line)
-		return ctx.Err() == nil
-	})
-	return cmp.Or(err, ctx.Err())
+	p, _ := clifiles.Find(l.home, l.cwd, sid)
+	return p
 }
 
 func (l *rpcLoop) sessionList(id string, p gjson.Result) {
@@ -66,26 +52,22 @@ func (l *rpcLoop) sessionList(id string, p gjson.Result) {
 	})
 }
 
-// listSessions reads the newest limit session files of cwd. A missing
+// listSessions lists the newest limit sessions of cwd that hold a
+// conversation, each file read whole for its message count. A missing
 // folder is an empty list; one that cannot be read is -32006.
 func listSessions(ctx context.Context, configDir, cwd string, limit int, runs map[string]string) ([]rpc.SessionInfo, *rpc.Error) {
 	all, err := clifiles.List(configDir, cwd)
 	if err != nil {
 		return nil, &rpc.Error{Code: rpc.CodeSessionListFailed, Message: "reading the session folder: " + err.Error()}
 	}
-	var files []clifiles.Session
-	for _, f := range all {
-		if rpc.ValidSessionID(f.ID) {
-			files = append(files, f)
-		}
-	}
-	if len(files) > limit {
-		files = files[:limit]
+	files, _, err := clifiles.Conversations(ctx, all, 0, limit, nil)
+	if err != nil {
+		return nil, stopped(ctx)
 	}
 	sessions := make([]rpc.SessionInfo, 0, len(files))
 	for _, f := range files {
-		var s rpc.SessionSummary
-		if err := EachLine(ctx, f.Path, s.Line); ctx.Err() != nil {
+		s, err := clifiles.Summarize(ctx, f.Path)
+		if ctx.Err() != nil {
 			return nil, stopped(ctx)
 		} else if err != nil {
 			continue // removed or unreadable meanwhile: not listed
@@ -138,7 +120,7 @@ func readHistory(ctx context.Context, path string, hp rpc.SessionHistoryParams) 
 		return nil, 0, false, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: path + " is not a regular file"}
 	}
 	h := rpc.History{SessionID: hp.SessionID, MaxRuns: hp.MaxRuns}
-	if err := EachLine(ctx, path, h.Line); ctx.Err() != nil {
+	if err := clifiles.Lines(ctx, path, h.Line); ctx.Err() != nil {
 		return nil, 0, false, stopped(ctx)
 	} else if err != nil {
 		return nil, 0, false, &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: "reading " + path + ": " + err.Error()}

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
@@ -45,7 +46,7 @@ func TestRPCRunLifecycle(t *testing.T) {
 		t.Errorf("tool.call or diagnostics claimed: %s", caps.Raw)
 	}
 	sid := init.Get("runtime.session_id").Str
-	if !rpc.ValidSessionID(sid) || init.Get("runtime.claude_code_version").Str != "2.1.330" {
+	if !mapping.ValidSessionID(sid) || init.Get("runtime.claude_code_version").Str != "2.1.330" {
 		t.Errorf("initialize runtime: %s", init.Get("runtime").Raw)
 	}
 

@@ -30,6 +30,14 @@
 // does. CheckImage is the check every dialect applies to an image before
 // it goes into a user message.
 //
+// # Session files
+//
+// SideEntry, UserText, PromptText and SessionSummary read the lines of the
+// CLI's session files (session/clifiles finds the files and hands over
+// their lines): SessionSummary is what every dialect's session list shows
+// of a file, and its Conversation the one rule for which files a list
+// shows.
+//
 // # Concurrency
 //
 // The package is pure: no I/O, no goroutines, no clock, no package state

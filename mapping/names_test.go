@@ -21,10 +21,12 @@ func TestValidModelName(t *testing.T) {
 }
 
 func TestValidSessionID(t *testing.T) {
-	if !ValidSessionID("5c3bb572-859f-4ecf-9616-2b9d21f1b011") {
-		t.Error("a UUID refused")
+	for _, s := range []string{"5c3bb572-859f-4ecf-9616-2b9d21f1b011", "5C3BB572-859F-4ECF-9616-2B9D21F1B011"} {
+		if !ValidSessionID(s) {
+			t.Errorf("ValidSessionID(%q) = false", s)
+		}
 	}
-	for _, s := range []string{"", "s", "../../etc/passwd", "5c3bb572-859f-4ecf-9616-2b9d21f1b01\x01", "5c3bb572x859f-4ecf-9616-2b9d21f1b011", "5c3bb572-859f-4ecf-9616-2b9d21f1b011 "} {
+	for _, s := range []string{"", "s", "../../etc/passwd", "../../../etc/passwd-aaaaaaaaaaaaaaaa", "5c3bb572859f-4ecf-9616-2b9d21f1b011x", "5c3bb572-859f-4ecf-9616-2b9d21f1b01\x01", "5c3bb572x859f-4ecf-9616-2b9d21f1b011", "5c3bb572-859f-4ecf-9616-2b9d21f1b011 "} {
 		if ValidSessionID(s) {
 			t.Errorf("ValidSessionID(%q) = true", s)
 		}

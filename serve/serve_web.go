@@ -40,7 +40,6 @@ import (
 	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/ipc"
-	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/serve/webui"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
@@ -379,9 +378,7 @@ func (h *webHost) files(ctx context.Context) []webFileJSON {
 	for _, dir := range cwds {
 		fs, _ := clifiles.List(h.configDir(dir), dir)
 		for _, f := range fs {
-			if rpc.ValidSessionID(f.ID) {
-				all = append(all, found{f, dir})
-			}
+			all = append(all, found{f, dir})
 		}
 	}
 	slices.SortStableFunc(all, func(a, b found) int { return b.f.ModTime.Compare(a.f.ModTime) })
@@ -390,11 +387,11 @@ func (h *webHost) files(ctx context.Context) []webFileJSON {
 		if len(out) == webMaxFiles || ctx.Err() != nil {
 			break
 		}
-		var s rpc.SessionSummary
-		if adapter.EachLine(ctx, a.f.Path, s.Line) != nil || s.Messages == 0 {
+		f, err := clifiles.Read(a.f)
+		if err != nil || !f.Conversation() {
 			continue
 		}
-		out = append(out, webFileJSON{SessionID: a.f.ID, Cwd: a.cwd, Title: clip(s.LastPrompt, webTitleRunes), Created: s.CreatedAt, Modified: a.f.ModTime.UTC()})
+		out = append(out, webFileJSON{SessionID: f.ID, Cwd: a.cwd, Title: clip(f.LastPrompt, webTitleRunes), Created: f.CreatedAt, Modified: f.ModTime.UTC()})
 	}
 	return out
 }
@@ -479,7 +476,7 @@ func (h *webHost) create(w http.ResponseWriter, r *http.Request) {
 	configDir := h.configDir(cwd)
 	history := "" // the session file whose conversation the page is shown first
 	needFile := func() bool {
-		if !rpc.ValidSessionID(req.SessionID) {
+		if !mapping.ValidSessionID(req.SessionID) {
 			webError(w, http.StatusBadRequest, "invalid_request", "session_id must be a session id (a UUID)")
 			return false
 		}
@@ -841,13 +838,13 @@ func webHistory(ctx context.Context, path string, events *control.EventLog) (int
 		events.Append(func(uint64) []byte { return l })
 		n++
 	}
-	err := adapter.EachLine(ctx, path, func(line []byte) {
+	err := clifiles.Lines(ctx, path, func(line []byte) {
 		e := gjson.ParseBytes(line)
 		typ := e.Get("type").Str
 		if typ != "user" && typ != "assistant" || mapping.SideEntry(e) {
 			return
 		}
-		if text, ok := rpc.PromptText(e.Get("message.content")); ok && typ == "user" {
+		if text, ok := mapping.PromptText(e.Get("message.content")); ok && typ == "user" {
 			add(jsonw.NewObj(nil).Str("type", "user_message").Int("ipc_version", 2).Bool("echo", true).Bool("history", true).Str("text", text).End())
 			return
 		}

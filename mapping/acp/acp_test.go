@@ -419,23 +419,30 @@ func TestConfigFromInitialize(t *testing.T) {
 	}
 }
 
-func TestSessionFileInfo(t *testing.T) {
-	head := []byte(`{"type":"queue-operation"}
-{"type":"user","cwd":"/p","isMeta":true,"message":{"role":"user","content":"<system-reminder>x</system-reminder>"}}
-{"type":"user","cwd":"/p","message":{"role":"user","content":[{"type":"text","text":"<system-reminder>r</system-reminder>"},{"type":"text","text":"fix the bug\nplease"}]}}
-{"type":"ai-title","aiTitle":"Bug fixing"}
-{"type":"assistant","cwd":"/p","mess`)
-	if cwd, title := acp.SessionFileInfo(head, nil); cwd != "/p" || title != "Bug fixing" {
-		t.Errorf("%q %q", cwd, title)
+func TestSessionTitle(t *testing.T) {
+	var s mapping.SessionSummary
+	for _, l := range []string{
+		`{"type":"queue-operation"}`,
+		`{"type":"user","cwd":"/p","isMeta":true,"message":{"role":"user","content":"<system-reminder>x</system-reminder>"}}`,
+		`{"type":"user","cwd":"/p","message":{"role":"user","content":[{"type":"text","text":"<system-reminder>r</system-reminder>"},{"type":"text","text":"fix the bug\nplease"}]}}`,
+	} {
+		s.Line([]byte(l))
 	}
-	tail := []byte(`ge":1}
-{"type":"custom-title","customTitle":"My title"}`)
-	if _, title := acp.SessionFileInfo(head, tail); title != "My title" {
+	if title := acp.SessionTitle(&s); title != "fix the bug" {
+		t.Errorf("prompt title: %q", title)
+	}
+	s.Line([]byte(`{"type":"ai-title","aiTitle":"Bug fixing"}`))
+	if title := acp.SessionTitle(&s); title != "Bug fixing" {
+		t.Errorf("AI title: %q", title)
+	}
+	s.Line([]byte(`{"type":"custom-title","customTitle":"My title"}`))
+	s.Line([]byte(`{"type":"ai-title","aiTitle":"Later AI title"}`))
+	if title := acp.SessionTitle(&s); title != "My title" {
 		t.Errorf("custom title: %q", title)
 	}
-	head = []byte(`{"type":"user","cwd":"/p","message":{"role":"user","content":[{"type":"text","text":"fix the bug\nplease"}]}}`)
-	if _, title := acp.SessionFileInfo(head, nil); title != "fix the bug" {
-		t.Errorf("prompt title: %q", title)
+	long := mapping.SessionSummary{FirstPrompt: strings.Repeat("é", 80)}
+	if title := acp.SessionTitle(&long); title != strings.Repeat("é", 50)+"…" {
+		t.Errorf("a long prompt's title: %q", title)
 	}
 	list := acp.AppendListResult(nil, []acp.SessionInfo{{ID: "a", CWD: "/p", Title: "t", UpdatedAt: "2026-01-01T00:00:00Z"}, {ID: "b", CWD: "/q"}}, "2")
 	if !json.Valid(list) || gjson.GetBytes(list, "sessions.1.title").Exists() || gjson.GetBytes(list, "nextCursor").Str != "2" {

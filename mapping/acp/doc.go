@@ -19,8 +19,8 @@
 //   - TurnOutcome: the stop reason (or JSON-RPC error) a result line ends a
 //     prompt turn with.
 //   - PromptBlocks, MCPConfig, the initialize result and the session-file
-//     helpers (SessionFileInfo, Translator.Replay); finding the files is
-//     session/clifiles' job.
+//     helpers (SessionTitle, Translator.Replay); finding, listing and
+//     summarizing the files is session/clifiles' job.
 //
 // Lines are read with gjson and written with append-style builders; raw
 // subtrees (tool inputs, tool results, permission suggestions) are copied

@@ -78,8 +78,9 @@ func FuzzACP(f *testing.F) {
 			check("Config", c.AppendSetupResult(nil, "s"))
 			check("Commands", acp.AppendAvailableCommands(nil, "s", res, res))
 		}
-		cwd, title := acp.SessionFileInfo(line, line)
-		check("List", acp.AppendListResult(nil, []acp.SessionInfo{{ID: "i", CWD: cwd, Title: title}}, ""))
+		var s mapping.SessionSummary
+		s.Line(line)
+		check("List", acp.AppendListResult(nil, []acp.SessionInfo{{ID: "i", CWD: s.CWD, Title: acp.SessionTitle(&s)}}, ""))
 	})
 }
 

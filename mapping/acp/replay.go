@@ -47,84 +47,17 @@ func AppendListResult(dst []byte, sessions []SessionInfo, nextCursor string) []b
 	return append(dst, '}')
 }
 
-// SessionFileInfo reads what session/list shows from the start (head) and
-// the end (tail) of a session file: the working directory (the first
-// "cwd"), and a title: the newest custom title (/rename), else the newest
-// AI title, else the first line of the first prompt. Either part may be
-// cut mid-line; partial lines are skipped.
-func SessionFileInfo(head, tail []byte) (cwd, title string) {
-	var prompt, custom, ai string
-	scan := func(l []byte) {
-		switch gjson.GetBytes(l, "type").Str {
-		case "custom-title":
-			custom = gjson.GetBytes(l, "customTitle").Str
-		case "ai-title":
-			ai = gjson.GetBytes(l, "aiTitle").Str
-		}
-	}
-	forLines(head, func(l []byte) bool {
-		if cwd == "" {
-			if c := gjson.GetBytes(l, "cwd"); c.Type == gjson.String {
-				cwd = c.Str
-			}
-		}
-		if prompt == "" && gjson.GetBytes(l, "type").Str == "user" && !mapping.SideEntry(gjson.ParseBytes(l)) {
-			prompt = promptText(gjson.GetBytes(l, "message.content"))
-		}
-		scan(l)
-		return true
-	})
-	forLines(tail, func(l []byte) bool {
-		scan(l)
-		return true
-	})
+// SessionTitle is the title session/list shows for a session file
+// summarized in s: the newest custom title (/rename), else the newest AI
+// title, else the first line of the first prompt (at most 100 bytes).
+func SessionTitle(s *mapping.SessionSummary) string {
 	switch {
-	case custom != "":
-		return cwd, custom
-	case ai != "":
-		return cwd, ai
+	case s.CustomTitle != "":
+		return s.CustomTitle
+	case s.AITitle != "":
+		return s.AITitle
 	}
-	return cwd, firstLine(prompt, 100)
-}
-
-// forLines calls fn for each complete, valid JSON line of b.
-func forLines(b []byte, fn func([]byte) bool) {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		var l []byte
-		if i < 0 {
-			l, b = b, nil
-		} else {
-			l, b = b[:i], b[i+1:]
-		}
-		l = bytes.TrimSpace(l)
-		if len(l) == 0 || l[0] != '{' || !gjson.ValidBytes(l) {
-			continue
-		}
-		if !fn(l) {
-			return
-		}
-	}
-}
-
-// promptText is the user's text in a message content (a string or blocks),
-// without the CLI's wrappers.
-func promptText(content gjson.Result) string {
-	if content.Type == gjson.String {
-		if isWrapper(content.Str) {
-			return ""
-		}
-		return content.Str
-	}
-	var s string
-	content.ForEach(func(_, b gjson.Result) bool {
-		if b.Get("type").Str == "text" && !isWrapper(b.Get("text").Str) {
-			s = b.Get("text").Str
-			return false
-		}
-		return true
-	})
-	return s
+	return firstLine(s.FirstPrompt, 100)
 }
 
 // Replay appends the session/update lines that replay one line of a

@@ -12,9 +12,9 @@
 // FromUI turns the UI's responses into control_response lines for the
 // CLI. The Parse* functions check each method's params and return the
 // seed's error codes; the Append*Result functions build the responses.
-// SessionSummary and History read the lines of the CLI's session files
-// for session.list and session.history (finding and opening the files is
-// session/clifiles' job).
+// History reads the lines of a CLI session file for session.history
+// (finding, listing and opening the files is session/clifiles' job, and
+// what a list shows of a file is mapping.SessionSummary).
 //
 // The package is pure: no I/O, no goroutines, no clock (callers pass the
 // time in Unix milliseconds). Raw JSON subtrees (tool inputs, structured

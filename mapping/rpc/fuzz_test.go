@@ -88,7 +88,7 @@ func FuzzHistory(f *testing.F) {
 	f.Add([]byte(`{"type":"system","subtype":"compact_boundary"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h := History{SessionID: "s", MaxRuns: 3}
-		var s SessionSummary
+		var s mapping.SessionSummary
 		for _, l := range strings.Split(string(data), "\n") {
 			h.Line([]byte(l))
 			s.Line([]byte(l))

@@ -194,7 +194,7 @@ func ParseRunStart(p gjson.Result) (RunStartParams, *Error) {
 		v.fail("input.text is over " + itoa(MaxRunInputBytes) + " bytes")
 	}
 	rp.SessionID = v.str("session_id", false)
-	if v.err == nil && rp.SessionID != "" && !ValidSessionID(rp.SessionID) {
+	if v.err == nil && rp.SessionID != "" && !mapping.ValidSessionID(rp.SessionID) {
 		v.fail("session_id must be a UUID")
 	}
 	ctx := v.object("ui_context", false)
@@ -205,10 +205,6 @@ func ParseRunStart(p gjson.Result) (RunStartParams, *Error) {
 	v.object("meta", false)
 	return rp, v.err
 }
-
-// ValidSessionID reports whether s has the CLI's session id form, a UUID
-// in 8-4-4-4-12 hex. Only such ids are used to build file paths.
-func ValidSessionID(s string) bool { return mapping.ValidSessionID(s) }
 
 // RunCancelParams are run.cancel's params.
 type RunCancelParams struct{ RunID, Reason string }
@@ -241,7 +237,7 @@ type SessionHistoryParams struct {
 func ParseSessionHistory(p gjson.Result) (SessionHistoryParams, *Error) {
 	v := newParams(p)
 	hp := SessionHistoryParams{SessionID: v.str("session_id", true)}
-	if v.err == nil && !ValidSessionID(hp.SessionID) {
+	if v.err == nil && !mapping.ValidSessionID(hp.SessionID) {
 		v.fail("session_id must be a UUID")
 	}
 	hp.MaxRuns = v.integer("max_runs", DefaultHistoryRuns, 0, math.MaxInt32)

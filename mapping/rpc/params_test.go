@@ -132,17 +132,3 @@ func TestCommandPreview(t *testing.T) {
 		t.Errorf("preview of %d runes", len([]rune(p)))
 	}
 }
-
-func TestValidSessionID(t *testing.T) {
-	for s, want := range map[string]bool{
-		"5c3bb572-859f-4ecf-9616-2b9d21f1b011": true,
-		"5C3BB572-859F-4ECF-9616-2B9D21F1B011": true,
-		"5c3bb572859f-4ecf-9616-2b9d21f1b011x": false,
-		"../../../etc/passwd-aaaaaaaaaaaaaaaa": false,
-		"":                                     false,
-	} {
-		if ValidSessionID(s) != want {
-			t.Errorf("ValidSessionID(%q) = %v", s, !want)
-		}
-	}
-}

@@ -1,8 +1,6 @@
 package rpc
 
 import (
-	"strings"
-
 	"github.com/tidwall/gjson"
 )
 
@@ -403,12 +401,4 @@ func AppendSessionHistoryResult(dst []byte, id string, runs, events int, truncat
 	o.int("events_sent", int64(events))
 	o.boolean("truncated", truncated)
 	return append(dst, o.endNotification()...)
-}
-
-// firstLine returns s up to its first newline.
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

@@ -5,157 +5,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping"
 )
-
-// SessionSummary reads a session file line by line for session.list.
-type SessionSummary struct {
-	Messages   int    // user prompts and assistant messages of the main thread
-	LastPrompt string // the latest user prompt
-	CreatedAt  string // the first entry's timestamp, RFC 3339
-	lastMsgID  string
-}
-
-// Line takes one line of the file; lines that are not JSON are skipped.
-func (s *SessionSummary) Line(line []byte) {
-	if !gjson.ValidBytes(line) {
-		return
-	}
-	e := gjson.ParseBytes(line)
-	if s.CreatedAt == "" {
-		if ts := e.Get("timestamp"); ts.Type == gjson.String {
-			s.CreatedAt = ts.Str
-		}
-	}
-	switch e.Get("type").Str {
-	case "last-prompt":
-		if p := e.Get("lastPrompt"); p.Type == gjson.String {
-			s.LastPrompt = p.Str
-		}
-	case "user":
-		if mapping.SideEntry(e) {
-			return
-		}
-		if text, kind := userText(e.Get("message.content")); kind == userPrompt || kind == userCommand {
-			s.Messages++
-			s.LastPrompt = text
-		}
-	case "assistant":
-		if mapping.SideEntry(e) {
-			return
-		}
-		// One entry per content block: count messages, not blocks.
-		if id := e.Get("message.id").Str; id == "" || id != s.lastMsgID {
-			s.Messages++
-			s.lastMsgID = id
-		}
-	}
-}
-
-// LastUserMessage is the latest prompt, cut to its first line and 200
-// runes.
-func (s *SessionSummary) LastUserMessage() string {
-	p := strings.TrimSpace(firstLine(s.LastPrompt))
-	n := 0
-	for i := range p {
-		if n == 200 {
-			return p[:i] + "…"
-		}
-		n++
-	}
-	return p
-}
-
-type userKind uint8
-
-const (
-	userOther       userKind = iota // a wrapper the CLI added, or nothing
-	userPrompt                      // the user's prompt
-	userCommand                     // a slash command the user typed (<command-name>)
-	userStdout                      // <local-command-stdout>
-	userStderr                      // <local-command-stderr>
-	userInterrupted                 // [Request interrupted …]
-	userToolResult                  // tool_result blocks
-)
-
-// PromptText returns the prompt a user entry's content holds: the text
-// the user wrote (the CLI's wrappers left out), or a slash command with its
-// arguments. ok is false for anything else: tool results, command output,
-// interrupt markers, wrappers only.
-func PromptText(content gjson.Result) (text string, ok bool) {
-	text, kind := userText(content)
-	return text, kind == userPrompt || kind == userCommand
-}
-
-// userText classifies a user entry's content and returns its text.
-func userText(content gjson.Result) (string, userKind) {
-	var texts []string
-	switch {
-	case content.Type == gjson.String:
-		texts = []string{content.Str}
-	case content.IsArray():
-		tool := false
-		content.ForEach(func(_, b gjson.Result) bool {
-			switch b.Get("type").Str {
-			case "tool_result":
-				tool = true
-				return false
-			case "text":
-				texts = append(texts, b.Get("text").Str)
-			}
-			return true
-		})
-		if tool {
-			return "", userToolResult
-		}
-	}
-	if len(texts) == 0 {
-		return "", userOther
-	}
-	first := strings.TrimSpace(texts[0])
-	switch {
-	case strings.HasPrefix(first, "<command-name>"):
-		name := between(first, "<command-name>", "</command-name>")
-		if args := strings.TrimSpace(between(first, "<command-args>", "</command-args>")); args != "" {
-			name += " " + args
-		}
-		return name, userCommand
-	case strings.HasPrefix(first, "<local-command-stdout>"):
-		return strings.TrimSuffix(strings.TrimPrefix(first, "<local-command-stdout>"), "</local-command-stdout>"), userStdout
-	case strings.HasPrefix(first, "<local-command-stderr>"):
-		return strings.TrimSuffix(strings.TrimPrefix(first, "<local-command-stderr>"), "</local-command-stderr>"), userStderr
-	case strings.HasPrefix(first, "[Request interrupted"):
-		return first, userInterrupted
-	}
-	// The prompt is the text the user wrote: skip the CLI's wrappers
-	// (reminders, caveats, pasted images' notes).
-	var kept []string
-	for _, t := range texts {
-		tt := strings.TrimSpace(t)
-		if strings.HasPrefix(tt, "<system-reminder>") || strings.HasPrefix(tt, "<local-command-caveat>") ||
-			strings.HasPrefix(tt, "[Image") || strings.HasPrefix(tt, "<command-message>") {
-			continue
-		}
-		kept = append(kept, t)
-	}
-	if len(kept) == 0 {
-		return "", userOther
-	}
-	return strings.Join(kept, "\n"), userPrompt
-}
-
-func between(s, open, close string) string {
-	i := strings.Index(s, open)
-	if i < 0 {
-		return ""
-	}
-	s = s[i+len(open):]
-	if j := strings.Index(s, close); j >= 0 {
-		return s[:j]
-	}
-	return s
-}
 
 // History turns a session file into agent.event lines for
 // session.history. Each user prompt starts a run whose id is
@@ -204,29 +57,29 @@ func (h *History) Line(line []byte) {
 			return
 		}
 		content := e.Get("message.content")
-		text, kind := userText(content)
+		text, kind := mapping.UserText(content)
 		switch kind {
-		case userPrompt, userCommand:
+		case mapping.UserPrompt, mapping.UserCommand:
 			h.startRun(text, now)
-		case userStdout:
+		case mapping.UserStdout:
 			if r := h.cur(); r != nil {
 				x := h.event(r, EventText, len(text)+64)
 				x.str("content", text)
 				x.str("source", "slash_command")
 				r.add(x.done(now))
 			}
-		case userStderr:
+		case mapping.UserStderr:
 			if r := h.cur(); r != nil {
 				x := h.event(r, EventError, len(text)+64)
 				x.str("message", text)
 				x.str("source", "slash_command")
 				r.add(x.done(now))
 			}
-		case userInterrupted:
+		case mapping.UserInterrupted:
 			if r := h.cur(); r != nil {
 				r.interrupted = true
 			}
-		case userToolResult:
+		case mapping.UserToolResult:
 			if r := h.cur(); r != nil {
 				h.toolResults(r, e, content, now)
 			}

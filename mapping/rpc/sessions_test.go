@@ -16,18 +16,6 @@ func readSample(t testing.TB) [][]byte {
 	return bytes.Split(bytes.TrimSpace(data), []byte("\n"))
 }
 
-func TestSessionSummary(t *testing.T) {
-	var s SessionSummary
-	for _, l := range readSample(t) {
-		s.Line(l)
-	}
-	s.Line([]byte("{not json"))
-	// 8 prompts (one of them /compact) and 11 assistant messages.
-	if s.Messages != 19 || s.LastUserMessage() != "APIERR400 now" || s.CreatedAt != "2026-11-21T23:44:13.710Z" {
-		t.Errorf("summary: %+v last %q", s, s.LastUserMessage())
-	}
-}
-
 // TestHistoryGolden replays the sample session file (a real CLI 2.1.330
 // session: text, Write, AskUserQuestion, a failing Read, a subagent, an
 // interrupted stream, /compact, an API error) into

@@ -2,13 +2,15 @@
 // to read them: the configuration folder ($CLAUDE_CONFIG_DIR, else
 // $HOME/.claude, as the child sees its environment), the project folder of
 // a working directory (the CLI's own naming rule, hash of long names
-// included), the session files in it (<session id>.jsonl), and line-by-line
-// reading of those files with a cap on the line length.
+// included), the session files in it (<session id>.jsonl, the id a UUID),
+// line-by-line reading of those files with a cap on the line length, and
+// the one listing of sessions every dialect shows: the files that hold a
+// conversation, newest first, each summarized from its head and tail.
 //
 // It does file I/O and nothing else: no goroutines, no clock, no protocol.
-// What a session file means to a UI is the dialects' business
-// (mapping/rpc, mapping/acp); this package only finds the files and hands
-// over their lines.
+// What a list shows of a file is mapping.SessionSummary, which reads the
+// lines this package hands it; what a session file means to a UI beyond
+// that is the dialects' business (mapping/rpc, mapping/acp).
 //
 // # Concurrency
 //
@@ -18,7 +20,11 @@
 package clifiles
 
 import (
+	"bytes"
+	"cmp"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -26,6 +32,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -33,6 +40,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/mapping"
 )
 
 // MaxLine is the line cap for session files that Resumable uses and that
@@ -138,31 +146,65 @@ func ProjectDirs(configDir, cwd string) []string {
 	return dirs
 }
 
-// SessionFile returns the path of session id's file for cwd (in one of
-// ProjectDirs), or "" when there is no such regular file. An id holding a
-// "/" or "\", and the ids "." and "..", are refused with "".
-func SessionFile(configDir, cwd, id string) string {
-	if strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
-		return ""
+// ErrInvalidID is Find's error for an id that is not a session id.
+var ErrInvalidID = errors.New("not a session id (a UUID)")
+
+// ErrNotRegular is Find's error for a session file's name that is
+// something else than a regular file (a folder, say).
+var ErrNotRegular = errors.New("not a regular file")
+
+// Find is the one way to find session id's file for cwd. The id must be
+// the CLI's session id form (mapping.ValidSessionID: a UUID, so no path
+// can be made of it), else the answer is "" and ErrInvalidID. The file is
+// the first regular file <id>.jsonl of ProjectDirs, returned with a nil
+// error. Without one, the error wraps ErrNotRegular (with the path of the
+// first such name that is something else) or fs.ErrNotExist (with the
+// path in the first folder, where the CLI would write it).
+func Find(configDir, cwd, id string) (string, error) {
+	if !mapping.ValidSessionID(id) {
+		return "", ErrInvalidID
 	}
-	for _, dir := range ProjectDirs(configDir, cwd) {
+	odd := ""
+	dirs := ProjectDirs(configDir, cwd)
+	for _, dir := range dirs {
 		p := filepath.Join(dir, id+".jsonl")
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			return p
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+		case fi.Mode().IsRegular():
+			return p, nil
+		case odd == "":
+			odd = p
 		}
 	}
-	return ""
+	if odd != "" {
+		return odd, fmt.Errorf("%s: %w", odd, ErrNotRegular)
+	}
+	p := filepath.Join(dirs[0], id+".jsonl")
+	return p, &fs.PathError{Op: "find", Path: p, Err: fs.ErrNotExist}
+}
+
+// SessionFile returns the path of session id's regular file for cwd (see
+// Find), or "" when there is none or id is no session id.
+func SessionFile(configDir, cwd, id string) string {
+	p, err := Find(configDir, cwd, id)
+	if err != nil {
+		return ""
+	}
+	return p
 }
 
 // Session is one session file.
 type Session struct {
-	ID      string    // the file name without ".jsonl"
+	ID      string    // the session id: the file name without ".jsonl"
 	Path    string    // the file's path
 	ModTime time.Time // when the file last changed
+	Size    int64     // its size when listed
 }
 
-// List returns the session files (regular files named *.jsonl) of cwd's
-// project folders (ProjectDirs), the most recently changed first. A folder
+// List returns the session files (regular files named <session id>.jsonl,
+// the id a UUID; other files are not the CLI's sessions) of cwd's project
+// folders (ProjectDirs), the most recently changed first. A folder
 // that does not exist adds nothing; the error reports folders that exist
 // but cannot be read, and the files of the others are still returned.
 func List(configDir, cwd string) ([]Session, error) {
@@ -213,14 +255,14 @@ func appendSessions(files []Session, dir string) ([]Session, error) {
 	}
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
-		if !ok || !e.Type().IsRegular() {
+		if !ok || !e.Type().IsRegular() || !mapping.ValidSessionID(id) {
 			continue
 		}
 		fi, err := e.Info()
 		if err != nil {
 			continue // removed meanwhile
 		}
-		files = append(files, Session{ID: id, Path: filepath.Join(dir, e.Name()), ModTime: fi.ModTime()})
+		files = append(files, Session{ID: id, Path: filepath.Join(dir, e.Name()), ModTime: fi.ModTime(), Size: fi.Size()})
 	}
 	return files, nil
 }
@@ -276,23 +318,144 @@ func Resumable(path string) bool {
 	return found
 }
 
-// ReadEnds reads the first n bytes (n > 0) of the file at path and, when
-// the file is longer than n, its last n bytes too (tail is nil otherwise);
-// the two overlap when the file is shorter than 2n. The error is the one
-// of opening the file; a read that fails later leaves head or tail short.
-func ReadEnds(path string, n int) (head, tail []byte, err error) {
-	f, err := os.Open(path)
+// EndBytes is how much of each end of a session file Read reads.
+const EndBytes = 64 << 10
+
+// Info is a session file as a list shows it.
+type Info struct {
+	Session
+	// The summary of the file's head and tail (of all of it, when it is
+	// at most 2*EndBytes long). Its Messages counts those lines alone:
+	// what it tells is Conversation; Summarize counts the whole file.
+	mapping.SessionSummary
+}
+
+// ends is a buffer for the two ends of a file.
+var ends = sync.Pool{New: func() any { return new([2*EndBytes + 1]byte) }}
+
+// Read summarizes the session file f from its first and last EndBytes
+// (the whole file when it is at most twice that long), never more,
+// whatever the file's size: the CLI writes the first prompt and the
+// working directory at the top, and appends the latest prompt and the
+// titles again at the end. A line cut by either bound is skipped. The
+// error is the one of opening the file (removed meanwhile).
+//
+// Read is where a cache of summaries keyed by path, size and modification
+// time would go: what it returns depends on the file's bytes alone.
+func Read(f Session) (Info, error) {
+	in := Info{Session: f}
+	fh, err := os.Open(f.Path)
 	if err != nil {
-		return nil, nil, err
+		return in, err
 	}
-	defer f.Close()
-	head = make([]byte, n)
-	m, _ := io.ReadFull(f, head) // short: the file is shorter, or unreadable past m
-	head = head[:m]
-	if fi, err := f.Stat(); err == nil && fi.Size() > int64(n) {
-		tail = make([]byte, n)
-		m, _ := f.ReadAt(tail, fi.Size()-int64(n)) // short: see above
-		tail = tail[:m]
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return in, err
 	}
-	return head, tail, nil
+	buf := ends.Get().(*[2*EndBytes + 1]byte)
+	defer ends.Put(buf)
+	readEnds(fh, fi.Size(), buf[:], in.SessionSummary.Line)
+	return in, nil
+}
+
+// readEnds calls fn with the whole lines of the first and the last
+// EndBytes of r, a file of size bytes (all of its lines when it is at
+// most 2*EndBytes long), in order, reading nothing else; buf holds
+// 2*EndBytes+1 bytes.
+func readEnds(r io.ReaderAt, size int64, buf []byte, fn func([]byte)) {
+	if size <= 2*EndBytes {
+		n, _ := r.ReadAt(buf[:size], 0) // short: the file shrank, or is unreadable past n
+		splitLines(buf[:n], true, true, fn)
+		return
+	}
+	head := buf[:EndBytes]
+	n, _ := r.ReadAt(head, 0)
+	splitLines(head[:n], true, false, fn)
+	// One byte more before the tail: a newline there means the tail
+	// starts with a whole line.
+	tail := buf[EndBytes:]
+	n, _ = r.ReadAt(tail, size-EndBytes-1)
+	splitLines(tail[:n], false, true, fn)
+}
+
+// splitLines calls fn with each non-blank line of b, without its "\n" or
+// "\r\n". Unless atStart, b's first line (up to its first newline) is cut
+// and skipped; unless atEnd, so is the text after its last newline.
+func splitLines(b []byte, atStart, atEnd bool, fn func([]byte)) {
+	if !atStart {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return
+		}
+		b = b[i+1:]
+	}
+	if !atEnd {
+		b = b[:bytes.LastIndexByte(b, '\n')+1]
+	}
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			fn(line)
+		}
+	}
+}
+
+// Conversations reads the files in order (Read) and returns those that
+// hold a conversation (mapping.SessionSummary.Conversation) and that keep
+// accepts (nil keeps all): from the offset-th of them on, at most limit
+// (limit <= 0: no limit). more tells whether one more follows the page,
+// which takes reading it. A file that cannot be read (removed meanwhile)
+// is left out. When ctx ends, it stops with ctx's error.
+//
+// With the files of List or ListAll, this is every dialect's session
+// list: newest first, conversations only.
+func Conversations(ctx context.Context, files []Session, offset, limit int, keep func(*Info) bool) (page []Info, more bool, err error) {
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		in, rerr := Read(f)
+		if rerr != nil || !in.Conversation() || keep != nil && !keep(&in) {
+			continue
+		}
+		if offset > 0 {
+			offset--
+			continue
+		}
+		if limit > 0 && len(page) == limit {
+			return page, true, nil
+		}
+		page = append(page, in)
+	}
+	return page, false, nil
+}
+
+// Summarize reads the whole session file at path (lines over MaxLine
+// skipped) into a summary, where Read reads its ends only: for what only
+// the whole file tells (how many messages it holds). When ctx ends, it
+// stops with ctx's error.
+func Summarize(ctx context.Context, path string) (mapping.SessionSummary, error) {
+	var s mapping.SessionSummary
+	err := EachLine(path, MaxLine, func(line []byte) bool {
+		s.Line(line)
+		return ctx.Err() == nil
+	})
+	return s, cmp.Or(err, ctx.Err())
+}
+
+// Lines calls fn with every line of the session file at path, skipping
+// lines over MaxLine, until ctx ends (then it returns ctx's error). The
+// line is fn's only until it returns.
+func Lines(ctx context.Context, path string, fn func(line []byte)) error {
+	err := EachLine(path, MaxLine, func(line []byte) bool {
+		fn(line)
+		return ctx.Err() == nil
+	})
+	return cmp.Or(err, ctx.Err())
 }

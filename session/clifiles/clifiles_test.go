@@ -1,7 +1,10 @@
 package clifiles
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -147,26 +150,72 @@ func TestSessionFile(t *testing.T) {
 	cfg := t.TempDir()
 	real, link := realAndLink(t)
 	now := time.Now()
-	file := filepath.Join(ProjectDir(cfg, real), "s1.jsonl")
+	file := filepath.Join(ProjectDir(cfg, real), u("s1")+".jsonl")
 	mkfile(t, file, "{}\n", now)
-	if err := os.MkdirAll(filepath.Join(ProjectDir(cfg, real), "dir.jsonl"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(ProjectDir(cfg, real), u("dir")+".jsonl"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	mkfile(t, filepath.Join(ProjectDir(cfg, real), "notauuid.jsonl"), "{}\n", now)
 	for _, c := range []struct{ cwd, id, want string }{
-		{real, "s1", file},
-		{link, "s1", file}, // found in the resolved cwd's folder
-		{real, "s2", ""},
-		{real, "dir", ""}, // not a regular file
-		{real, "../real/s1", ""},
+		{real, u("s1"), file},
+		{link, u("s1"), file}, // found in the resolved cwd's folder
+		{real, strings.ToUpper(u("s1")), ""},
+		{real, u("s2"), ""},
+		{real, u("dir"), ""}, // not a regular file
+		{real, "notauuid", ""},
+		{real, "../real/" + u("s1"), ""},
 		{real, `a\b`, ""},
 		{real, ".", ""},
 		{real, "..", ""},
-		{"/does/not/exist", "s1", ""},
+		{"/does/not/exist", u("s1"), ""},
 	} {
 		if got := SessionFile(cfg, c.cwd, c.id); got != c.want {
 			t.Errorf("SessionFile(%q, %q) = %q, want %q", c.cwd, c.id, got, c.want)
 		}
 	}
+}
+
+// TestFind: one way to find a session file, with the reason when there is
+// none.
+func TestFind(t *testing.T) {
+	cfg := t.TempDir()
+	real, link := realAndLink(t)
+	dir := ProjectDir(cfg, real)
+	file := filepath.Join(dir, u("s1")+".jsonl")
+	mkfile(t, file, "{}\n", time.Now())
+	folder := filepath.Join(dir, u("dir")+".jsonl")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := Find(cfg, link, u("s1")); p != file || err != nil {
+		t.Errorf("a file: %q, %v", p, err)
+	}
+	if p, err := Find(cfg, real, u("dir")); p != folder || !errors.Is(err, ErrNotRegular) {
+		t.Errorf("a folder: %q, %v", p, err)
+	}
+	// Not found: the path where the CLI would write it (the first folder).
+	if p, err := Find(cfg, link, u("s2")); p != filepath.Join(ProjectDir(cfg, link), u("s2")+".jsonl") || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing: %q, %v", p, err)
+	}
+	for _, id := range []string{"", "s1", "../" + u("s1"), u("s1") + "/x", "..", "."} {
+		if p, err := Find(cfg, real, id); p != "" || !errors.Is(err, ErrInvalidID) {
+			t.Errorf("Find(%q) = %q, %v", id, p, err)
+		}
+	}
+}
+
+// u is a session id (a UUID) made from name.
+func u(name string) string {
+	return fmt.Sprintf("%08x-0000-4000-8000-%012x", crc32.ChecksumIEEE([]byte(name)), len(name))
+}
+
+// us is u of each name.
+func us(names ...string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = u(n)
+	}
+	return out
 }
 
 // ids returns the ids of files, in order.
@@ -183,24 +232,25 @@ func TestList(t *testing.T) {
 	real, link := realAndLink(t)
 	now := time.Now().Truncate(time.Second)
 	dir := ProjectDir(cfg, real)
-	mkfile(t, filepath.Join(dir, "old.jsonl"), "{}\n", now.Add(-2*time.Hour))
-	mkfile(t, filepath.Join(dir, "new.jsonl"), "{}\n", now)
-	mkfile(t, filepath.Join(dir, "mid.jsonl"), "{}\n", now.Add(-time.Hour))
+	mkfile(t, filepath.Join(dir, u("old")+".jsonl"), "{}\n", now.Add(-2*time.Hour))
+	mkfile(t, filepath.Join(dir, u("new")+".jsonl"), "{}\n", now)
+	mkfile(t, filepath.Join(dir, u("mid")+".jsonl"), "{}\n", now.Add(-time.Hour))
 	mkfile(t, filepath.Join(dir, "notes.txt"), "x", now.Add(time.Hour))
+	mkfile(t, filepath.Join(dir, "agent-1234.jsonl"), "{}\n", now.Add(time.Hour)) // not a session id
 	if err := os.MkdirAll(filepath.Join(dir, "memory"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	mkfile(t, filepath.Join(ProjectDir(cfg, link), "linked.jsonl"), "{}\n", now.Add(-30*time.Minute))
+	mkfile(t, filepath.Join(ProjectDir(cfg, link), u("linked")+".jsonl"), "{}\n", now.Add(-30*time.Minute))
 
 	files, err := List(cfg, real)
-	if err != nil || !slices.Equal(ids(files), []string{"new", "mid", "old"}) {
+	if err != nil || !slices.Equal(ids(files), us("new", "mid", "old")) {
 		t.Fatalf("List(real) = %q, %v", ids(files), err)
 	}
-	if f := files[0]; f.Path != filepath.Join(dir, "new.jsonl") || !f.ModTime.Equal(now) {
+	if f := files[0]; f.Path != filepath.Join(dir, u("new")+".jsonl") || !f.ModTime.Equal(now) || f.Size != 3 {
 		t.Errorf("first file: %+v", f)
 	}
 	files, err = List(cfg, link)
-	if err != nil || !slices.Equal(ids(files), []string{"new", "linked", "mid", "old"}) {
+	if err != nil || !slices.Equal(ids(files), us("new", "linked", "mid", "old")) {
 		t.Errorf("List(link) = %q, %v", ids(files), err)
 	}
 	files, err = List(cfg, "/does/not/exist")
@@ -224,16 +274,16 @@ func TestListLongCwd(t *testing.T) {
 	if ProjectDirName(long)[:200] != ProjectDirName(other)[:200] {
 		t.Fatal("the test needs two names with the same first 200 characters")
 	}
-	mkfile(t, filepath.Join(cfg, "projects", ProjectDirName(long), "mine.jsonl"), "{}\n", now)
-	mkfile(t, filepath.Join(cfg, "projects", ProjectDirName(other), "theirs.jsonl"), "{}\n", now)
+	mkfile(t, filepath.Join(cfg, "projects", ProjectDirName(long), u("mine")+".jsonl"), "{}\n", now)
+	mkfile(t, filepath.Join(cfg, "projects", ProjectDirName(other), u("theirs")+".jsonl"), "{}\n", now)
 	files, err := List(cfg, long)
-	if err != nil || !slices.Equal(ids(files), []string{"mine"}) {
+	if err != nil || !slices.Equal(ids(files), us("mine")) {
 		t.Errorf("List(long) = %q, %v", ids(files), err)
 	}
-	if got := SessionFile(cfg, long, "mine"); got != filepath.Join(cfg, "projects", ProjectDirName(long), "mine.jsonl") {
+	if got := SessionFile(cfg, long, u("mine")); got != filepath.Join(cfg, "projects", ProjectDirName(long), u("mine")+".jsonl") {
 		t.Errorf("SessionFile(long) = %q", got)
 	}
-	if got := SessionFile(cfg, long, "theirs"); got != "" {
+	if got := SessionFile(cfg, long, u("theirs")); got != "" {
 		t.Errorf("SessionFile(long) found the other cwd's session: %q", got)
 	}
 }
@@ -244,12 +294,12 @@ func TestListAll(t *testing.T) {
 		t.Fatalf("no projects folder: %q, %v", ids(files), err)
 	}
 	now := time.Now()
-	mkfile(t, filepath.Join(cfg, "projects", "-a", "a1.jsonl"), "{}\n", now.Add(-time.Hour))
-	mkfile(t, filepath.Join(cfg, "projects", "-b", "b1.jsonl"), "{}\n", now)
-	mkfile(t, filepath.Join(cfg, "projects", "-b", "b0.jsonl"), "{}\n", now.Add(-2*time.Hour))
-	mkfile(t, filepath.Join(cfg, "projects", "stray.jsonl"), "{}\n", now) // not in a project folder
+	mkfile(t, filepath.Join(cfg, "projects", "-a", u("a1")+".jsonl"), "{}\n", now.Add(-time.Hour))
+	mkfile(t, filepath.Join(cfg, "projects", "-b", u("b1")+".jsonl"), "{}\n", now)
+	mkfile(t, filepath.Join(cfg, "projects", "-b", u("b0")+".jsonl"), "{}\n", now.Add(-2*time.Hour))
+	mkfile(t, filepath.Join(cfg, "projects", u("stray")+".jsonl"), "{}\n", now) // not in a project folder
 	files, err := ListAll(cfg)
-	if err != nil || !slices.Equal(ids(files), []string{"b1", "a1", "b0"}) {
+	if err != nil || !slices.Equal(ids(files), us("b1", "a1", "b0")) {
 		t.Errorf("ListAll = %q, %v", ids(files), err)
 	}
 }
@@ -299,23 +349,6 @@ func TestResumable(t *testing.T) {
 	}
 }
 
-func TestReadEnds(t *testing.T) {
-	dir := t.TempDir()
-	short := filepath.Join(dir, "short")
-	mkfile(t, short, "0123456789", time.Now())
-	if head, tail, err := ReadEnds(short, 16); err != nil || string(head) != "0123456789" || tail != nil {
-		t.Errorf("short file: %q %q %v", head, tail, err)
-	}
-	long := filepath.Join(dir, "long")
-	mkfile(t, long, "0123456789abcdef", time.Now())
-	if head, tail, err := ReadEnds(long, 6); err != nil || string(head) != "012345" || string(tail) != "abcdef" {
-		t.Errorf("long file: %q %q %v", head, tail, err)
-	}
-	if _, _, err := ReadEnds(filepath.Join(dir, "missing"), 6); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("missing file: %v", err)
-	}
-}
-
 func FuzzProjectDirName(f *testing.F) {
 	f.Add("/home/user/project")
 	f.Add("/x/😀" + strings.Repeat("é", 300))
@@ -328,4 +361,22 @@ func FuzzProjectDirName(f *testing.F) {
 			t.Fatalf("ProjectDirName(%q) is %d long", cwd, len(name))
 		}
 	})
+}
+
+// TestLines: every line until the context ends, then the context's error.
+func TestLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, []byte("a\nb\nc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := Lines(context.Background(), path, func(l []byte) { got = append(got, string(l)) }); err != nil || strings.Join(got, "") != "abc" {
+		t.Fatalf("Lines: %q, %v", got, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	got = nil
+	err := Lines(ctx, path, func(l []byte) { got = append(got, string(l)); cancel() })
+	if !errors.Is(err, context.Canceled) || len(got) != 1 {
+		t.Fatalf("Lines after a cancel: %q, %v; want one line and context.Canceled", got, err)
+	}
 }
