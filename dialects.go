@@ -5,4 +5,5 @@ package main
 // of imports decides which are in the binary.
 import (
 	_ "github.com/ccbridge/ccbridge/adapter/ipc"
+	_ "github.com/ccbridge/ccbridge/adapter/rpc"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ccbridge/ccbridge/adapter"
+	"github.com/ccbridge/ccbridge/adapter/rpc"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -165,7 +165,7 @@ func TestParseConfigDialectFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, ok := cfg.dialect.(*adapter.RPC); !ok || !r.Diagnostics || r.DedupeWindow != time.Minute {
+	if r, ok := cfg.dialect.(*rpc.RPC); !ok || !r.Diagnostics || r.DedupeWindow != time.Minute {
 		t.Errorf("the rpc dialect's flags were not taken: %#v", cfg.dialect)
 	}
 	if _, err := parseConfig([]string{"--ui", "ipc", "--diagnostics"}, env(), &bytes.Buffer{}); err == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/internal/payload"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
@@ -206,7 +207,7 @@ func (l *acpLoop) UILine(line []byte) {
 		if code == jsonrpc.CodeParseError {
 			text = "Parse error: the line is not valid JSON"
 		}
-		l.log.Warn("bad message from the client", withPayload(l.log, "preview", preview(line), "problem", msg.Problem, "size", len(line))...)
+		l.log.Warn("bad message from the client", payload.With(l.log, "preview", payload.Preview(line), "problem", msg.Problem, "size", len(line))...)
 		l.out = append(l.out, jsonrpc.AppendError(nil, msg.ID, code, text, ""))
 	case jsonrpc.KindRequest:
 		l.request(msg)
@@ -328,7 +329,7 @@ func (l *acpLoop) response(m jsonrpc.Message) {
 	ans := r.p.Answer(m.Result, errMsg)
 	if ans.Note != "" {
 		// The note may quote the client's answer.
-		l.log.Warn("permission answer interpreted", withPayload(l.log, "note", ans.Note, "tool", r.p.ToolName)...)
+		l.log.Warn("permission answer interpreted", payload.With(l.log, "note", ans.Note, "tool", r.p.ToolName)...)
 	}
 	s := r.sess
 	if ans.Next {
@@ -424,7 +425,7 @@ func (l *acpLoop) CLILine(p *Proc, line string) {
 // cliLine handles one line of the child p that serves session s.
 func (l *acpLoop) cliLine(s *acpSession, p *Proc, line string) {
 	if !gjson.Valid(line) {
-		l.log.Warn("a CLI line that is not JSON was dropped", withPayload(l.log, "preview", preview(line), "session", s.id, "size", len(line))...)
+		l.log.Warn("a CLI line that is not JSON was dropped", payload.With(l.log, "preview", payload.Preview(line), "session", s.id, "size", len(line))...)
 		return
 	}
 	ev := mapping.RouteString(line)
@@ -470,7 +471,7 @@ func (l *acpLoop) cliLine(s *acpSession, p *Proc, line string) {
 		}
 	default:
 		if ev.Kind.Unknown() {
-			l.log.Debug("CLI message of an unknown type", "kind", ev.Kind.String(), "preview", preview(ev.Line))
+			l.log.Debug("CLI message of an unknown type", "kind", ev.Kind.String(), "preview", payload.Preview(ev.Line))
 		}
 	}
 }

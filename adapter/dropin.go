@@ -22,6 +22,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/internal/payload"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/dropin"
 	"github.com/ccbridge/ccbridge/session"
@@ -402,7 +403,7 @@ func (r *relay) pumpUI(in io.Reader, maxLine int) {
 		v := dropin.Check(line)
 		if !v.OK() {
 			r.log.Warn("host line dropped: the CLI cannot read it",
-				withPayload(r.log, "preview", preview(line), "reason", string(v.Reason), "type", v.Type, "size", len(line))...)
+				payload.With(r.log, "preview", payload.Preview(line), "reason", string(v.Reason), "type", v.Type, "size", len(line))...)
 			continue
 		}
 		if v.Type == dropin.TypeUser {

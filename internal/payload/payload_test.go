@@ -1,4 +1,4 @@
-package adapter
+package payload
 
 import (
 	"strings"
@@ -15,11 +15,11 @@ func TestPreview(t *testing.T) {
 		long[:79]:   strings.Repeat("x", 79),
 		"":          "",
 	} {
-		if got := preview(in); got != want {
-			t.Errorf("preview(%q) = %q, want %q", in, got, want)
+		if got := Preview(in); got != want {
+			t.Errorf("Preview(%q) = %q, want %q", in, got, want)
 		}
-		if got := preview([]byte(in)); got != want {
-			t.Errorf("preview([]byte(%q)) = %q, want %q", in, got, want)
+		if got := Preview([]byte(in)); got != want {
+			t.Errorf("Preview([]byte(%q)) = %q, want %q", in, got, want)
 		}
 	}
 }

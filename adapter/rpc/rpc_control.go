@@ -1,4 +1,4 @@
-package adapter
+package rpc
 
 // The rpc dialect as a control lane's target (controltarget.go). An
 // injected prompt is a run of its own, started as run.start starts one:

@@ -1,4 +1,4 @@
-package adapter
+package rpc
 
 import (
 	"cmp"
@@ -15,7 +15,9 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/internal/payload"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
@@ -23,7 +25,7 @@ import (
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
-func init() { Register("rpc", func() Dialect { return &RPC{} }) }
+func init() { adapter.Register("rpc", func() adapter.Dialect { return &RPC{} }) }
 
 // Flags adds the rpc dialect's own flags.
 func (s *RPC) Flags(fs *flag.FlagSet) {
@@ -47,7 +49,7 @@ type RPC struct {
 	// framing.DefaultMaxLine, so that the CLI's own answers are not
 	// dropped (a longer line is reported with runtime.error); after
 	// InterruptTimeout a cancelled run's CLI is killed and resumed.
-	Settings
+	adapter.Settings
 
 	// Diagnostics sends run.diagnostics (--diagnostics).
 	Diagnostics bool
@@ -82,8 +84,8 @@ type rpcInflight struct {
 type rpcLoop struct {
 	cfg  *RPC
 	log  *slog.Logger
-	loop *Loop
-	sup  *Supervisor
+	loop *adapter.Loop
+	sup  *adapter.Supervisor
 	tr   *rpc.Translator
 	out  rpc.Output // lines for the UI (moved to the loop by emit) and the CLI
 
@@ -125,10 +127,10 @@ func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	}
 	s.Defaults()
 	if s.Version == "" {
-		s.Version = Version
+		s.Version = adapter.Version
 	}
-	opts := WithSessionID(s.Options)
-	if _, err := session.BuildArgs(CoreArgs, opts); err != nil {
+	opts := adapter.WithSessionID(s.Options)
+	if _, err := session.BuildArgs(adapter.CoreArgs, opts); err != nil {
 		return 2, err
 	}
 	l := s.newLoop(opts)
@@ -148,7 +150,7 @@ func (s *RPC) newLoop(opts session.Options) *rpcLoop {
 	l := &rpcLoop{
 		cfg: s,
 		log: s.Logger,
-		loop: NewLoop(LoopConfig{MaxLine: s.MaxLine, CLIMaxLine: cmp.Or(s.CLIMaxLine, max(s.MaxLine, framing.DefaultMaxLine)),
+		loop: adapter.NewLoop(adapter.LoopConfig{MaxLine: s.MaxLine, CLIMaxLine: cmp.Or(s.CLIMaxLine, max(s.MaxLine, framing.DefaultMaxLine)),
 			Clock: s.Clock, Logger: s.Logger}),
 		tr:          rpc.New(rpc.Options{Diagnostics: s.Diagnostics}),
 		baseOpts:    opts,
@@ -158,7 +160,7 @@ func (s *RPC) newLoop(opts session.Options) *rpcLoop {
 		inflight:    make(map[string]*rpcInflight),
 		model:       cmp.Or(opts.Model, "default"),
 	}
-	l.sup = l.loop.NewSupervisor(SupervisorConfig{Child: s.Child, BaseArgs: CoreArgs, Getenv: s.Getenv, Started: l.started})
+	l.sup = l.loop.NewSupervisor(adapter.SupervisorConfig{Child: s.Child, BaseArgs: adapter.CoreArgs, Getenv: s.Getenv, Started: l.started})
 	l.cwd, l.home = l.sup.Dirs()
 	return l
 }
@@ -171,8 +173,8 @@ func (l *rpcLoop) getenv(key string) string {
 
 // started tells the translator the session id of a new child and asks the
 // CLI who it is (initialize), before anything else is written to it.
-func (l *rpcLoop) started(p *Proc) {
-	if sid := SessionOf(p.Opts); sid != "" {
+func (l *rpcLoop) started(p *adapter.Proc) {
+	if sid := adapter.SessionOf(p.Opts); sid != "" {
 		l.tr.SetSessionID(sid)
 	}
 	l.initWaiting = true
@@ -191,10 +193,10 @@ func (l *rpcLoop) started(p *Proc) {
 }
 
 // CLILine handles one line of the live child.
-func (l *rpcLoop) CLILine(p *Proc, line string) {
+func (l *rpcLoop) CLILine(p *adapter.Proc, line string) {
 	defer l.emit()
 	if !gjson.Valid(line) {
-		l.log.Warn("the CLI wrote a line that is not JSON", withPayload(l.log, "preview", preview(line), "size", len(line))...)
+		l.log.Warn("the CLI wrote a line that is not JSON", payload.With(l.log, "preview", payload.Preview(line), "size", len(line))...)
 		return
 	}
 	ev := mapping.RouteString(line)
@@ -301,7 +303,7 @@ func (l *rpcLoop) failControls(gen int, why string) {
 // flight any other line may still have been the result (its head did not
 // tell), and nothing else would end its run: the CLI is then asked for its
 // state (see probeTurn).
-func (l *rpcLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
+func (l *rpcLoop) CLITooLong(p *adapter.Proc, e *framing.LineTooLongError) {
 	defer l.emit()
 	l.log.Warn("a CLI line over --max-cli-line was dropped", "size", e.Size, "max", e.Max)
 	run := ""
@@ -356,7 +358,7 @@ func (l *rpcLoop) probeTurn(limit int64) {
 // flight end with error, open requests are settled, and the UI hears
 // runtime.child_exited. The next run.start (or a method that needs the
 // CLI) resumes the session in a new child.
-func (l *rpcLoop) ChildExited(p *Proc, exit session.Exit) {
+func (l *rpcLoop) ChildExited(p *adapter.Proc, exit session.Exit) {
 	defer l.emit()
 	msg := "the CLI exited: " + exit.String()
 	l.childGone(p.Gen, msg, true)
@@ -407,7 +409,7 @@ func (l *rpcLoop) respawn(why string, opts session.Options, resumed, kill bool) 
 	l.sup.Replace(why, within, kill, opts, resumed, func(err error) {
 		defer l.emit()
 		if err != nil {
-			if err != ErrShuttingDown {
+			if err != adapter.ErrShuttingDown {
 				l.spawnFailed(err)
 			}
 			return
@@ -429,7 +431,7 @@ func (l *rpcLoop) spawnFailed(err error) {
 // rpcErr is the error of work that waited for a child that did not come.
 func (l *rpcLoop) rpcErr(err error) *rpc.Error {
 	switch {
-	case err != ErrShuttingDown:
+	case err != adapter.ErrShuttingDown:
 		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: err.Error()}
 	case l.loop.UIEnded() && !l.loop.Stopping():
 		return rpc.Internal("the UI's input ended")
@@ -486,7 +488,7 @@ func (l *rpcLoop) interruptTimedOut() {
 func (l *rpcLoop) NextDeadline() time.Time {
 	next := l.dedupe.nextExpiry()
 	for _, c := range l.ctl {
-		next = Earliest(next, c.deadline)
+		next = adapter.Earliest(next, c.deadline)
 	}
 	return next
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package adapter
+package rpc
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package adapter
+package rpc
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/internal/payload"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -59,7 +60,7 @@ func (l *rpcLoop) shellExec(id string, p gjson.Result) {
 	}
 	l.shells++
 	timeout := time.Duration(sp.TimeoutSeconds * float64(time.Second))
-	l.log.Info("shell.exec", withPayload(l.log, "command", preview, "origin", "ui_bang", "cwd", dir, "timeout", timeout)...)
+	l.log.Info("shell.exec", payload.With(l.log, "command", preview, "origin", "ui_bang", "cwd", dir, "timeout", timeout)...)
 	l.goRequest(id, rpc.MethodShellExec, func(ctx context.Context) func() {
 		res, err := runShell(ctx, argv, dir, timeout, l.cfg.Child.Guardian)
 		return func() {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package adapter
+package rpc
 
 import (
 	"os"

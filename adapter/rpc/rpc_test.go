@@ -1,4 +1,4 @@
-package adapter
+package rpc
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session"
@@ -47,7 +48,7 @@ func startRPCFakeHome(t *testing.T) (*adaptertest.Host, func() string, func(sid 
 			t.Fatal(err)
 		}
 	}
-	s := &RPC{Settings: Settings{
+	s := &RPC{Settings: adapter.Settings{
 		Logger:           adaptertest.Logger(t),
 		Child:            adaptertest.Config(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+home),
 		Options:          session.Options{},
@@ -177,7 +178,7 @@ func TestRPCResumeRefusedBeforeAnyChild(t *testing.T) {
 // error, and the next run works in the same CLI.
 func TestRPCCLILineTooLong(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "log")
-	s := &RPC{Settings: Settings{
+	s := &RPC{Settings: adapter.Settings{
 		Logger:     adaptertest.Logger(t),
 		Child:      adaptertest.Config(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
 		CLIMaxLine: 100000,
@@ -331,7 +332,7 @@ func TestUserShell(t *testing.T) {
 // the run with error at once, without asking the CLI for its state.
 func TestRPCCLIResultTooLong(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "log")
-	s := &RPC{Settings: Settings{
+	s := &RPC{Settings: adapter.Settings{
 		Logger:     adaptertest.Logger(t),
 		Child:      adaptertest.Config(t, "session", nil, "FAKE_LOG="+logFile, "HOME="+t.TempDir()),
 		CLIMaxLine: 100000,

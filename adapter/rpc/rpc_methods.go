@@ -1,4 +1,4 @@
-package adapter
+package rpc
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/internal/payload"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
@@ -35,7 +37,7 @@ func (l *rpcLoop) UILine(line []byte) {
 	msg := jsonrpc.Parse(line)
 	switch msg.Kind {
 	case jsonrpc.KindInvalid:
-		l.log.Warn("bad line from the UI", withPayload(l.log, "preview", preview(line), "problem", msg.Problem, "size", len(line))...)
+		l.log.Warn("bad line from the UI", payload.With(l.log, "preview", payload.Preview(line), "problem", msg.Problem, "size", len(line))...)
 		e := &rpc.Error{Code: msg.ProblemCode(), Message: msg.Problem}
 		l.out.UI = append(l.out.UI, e.AppendResponse(nil, msg.ID))
 	case jsonrpc.KindRequest:
@@ -359,7 +361,7 @@ func (l *rpcLoop) checkResume(sid string) *rpc.Error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrNotResumable):
+	case errors.Is(err, adapter.ErrNotResumable):
 		return &rpc.Error{Code: rpc.CodeSessionLoadFailed, Message: err.Error()}
 	}
 	path := l.sessionFile(sid)
