@@ -4,6 +4,7 @@ package main
 // registers itself with adapter.Register from its own init, and this list
 // of imports decides which are in the binary.
 import (
+	_ "github.com/ccbridge/ccbridge/adapter/acp"
 	_ "github.com/ccbridge/ccbridge/adapter/ipc"
 	_ "github.com/ccbridge/ccbridge/adapter/rpc"
 )

@@ -1,4 +1,4 @@
-package adapter
+package acp
 
 // The acp dialect as a control lane's target (controltarget.go). A
 // connection hosts any number of ACP sessions: the lane addresses one by

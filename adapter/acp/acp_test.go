@@ -1,4 +1,4 @@
-package adapter
+package acp
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
@@ -140,7 +141,7 @@ func startACPWith(t *testing.T, set func(*ACP), env ...string) *acpHost {
 	t.Helper()
 	logFile := filepath.Join(t.TempDir(), "log")
 	a := &ACP{
-		Settings: Settings{
+		Settings: adapter.Settings{
 			Child:            adaptertest.Config(t, "acp", nil, append([]string{"FAKE_LOG=" + logFile}, env...)...),
 			InterruptTimeout: 300 * time.Millisecond,
 		},

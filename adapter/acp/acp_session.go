@@ -1,4 +1,4 @@
-package adapter
+package acp
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
@@ -31,7 +32,7 @@ type acpSession struct {
 	mcpFile string
 	// sup keeps the session's children; sup.Opts (model, mode and extra
 	// arguments) are the flags of the next one.
-	sup *Supervisor
+	sup *adapter.Supervisor
 	tr  *acp.Translator
 
 	initResp     string // the CLI's initialize answer (raw), once known
@@ -191,9 +192,9 @@ func (l *acpLoop) newSession(st acp.SessionSetup) (*acpSession, *acp.Error) {
 		// result line was over the limit.
 		child.Env = append(slices.Clip(child.Env), sessionStateEnv+"=1")
 	}
-	s.sup = l.loop.NewSupervisor(SupervisorConfig{
+	s.sup = l.loop.NewSupervisor(adapter.SupervisorConfig{
 		Child:    child,
-		BaseArgs: CoreArgs,
+		BaseArgs: adapter.CoreArgs,
 		Logger:   child.Logger,
 		// The session files are where session/load finds them (ClaudeDir),
 		// and a file without a conversation is not resumable.
@@ -558,7 +559,7 @@ func (l *acpLoop) retire(s *acpSession, why string, kill bool) {
 // ChildExited reports a session's child that died on its own (a crash, a
 // kill, the end of its input): the open requests are settled, the running
 // prompt answered, and the next prompt resumes the session in a new child.
-func (l *acpLoop) ChildExited(p *Proc, exit session.Exit) {
+func (l *acpLoop) ChildExited(p *adapter.Proc, exit session.Exit) {
 	defer l.emit()
 	s := l.bySup[p.Supervisor()]
 	if s == nil {

@@ -1,4 +1,4 @@
-package adapter
+package acp
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/internal/payload"
 	"github.com/ccbridge/ccbridge/mapping"
@@ -22,7 +23,7 @@ import (
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
-func init() { Register("acp", func() Dialect { return &ACP{} }) }
+func init() { adapter.Register("acp", func() adapter.Dialect { return &ACP{} }) }
 
 // Flags adds the acp dialect's own flags.
 func (a *ACP) Flags(fs *flag.FlagSet) {
@@ -50,7 +51,7 @@ type ACP struct {
 	// InterruptTimeout a cancelled turn's child is killed, the prompt
 	// answered "cancelled" and the next prompt resumes the session in a
 	// new child.
-	Settings
+	adapter.Settings
 
 	// SetupTimeout bounds the wait for the CLI's answer to initialize
 	// during session/new, load and resume. Default 60 s.
@@ -68,7 +69,7 @@ type ACP struct {
 type acpLoop struct {
 	cfg  *ACP
 	log  *slog.Logger
-	loop *Loop
+	loop *adapter.Loop
 	out  [][]byte // lines to send, moved to the loop by emit
 
 	initialized bool
@@ -81,7 +82,7 @@ type acpLoop struct {
 	private *session.PrivateDir
 
 	sessions map[string]*acpSession
-	bySup    map[*Supervisor]*acpSession
+	bySup    map[*adapter.Supervisor]*acpSession
 	created  int                         // sessions made so far
 	reqs     jsonrpc.Pending[*acpOutReq] // agent → client requests awaiting their answer
 	nextCtl  int
@@ -106,7 +107,7 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		a.Logger.Warn("acp: --resume, --continue, --fork-session and --session-id are ignored; the client picks sessions")
 	}
 	o.Resume, o.Continue, o.ForkSession, o.SessionID = "", false, false, ""
-	if _, err := session.BuildArgs(CoreArgs, o); err != nil {
+	if _, err := session.BuildArgs(adapter.CoreArgs, o); err != nil {
 		return 2, err
 	}
 	a.Options = o
@@ -114,12 +115,12 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	l := &acpLoop{
 		cfg:         a,
 		log:         a.Logger,
-		loop:        NewLoop(LoopConfig{MaxLine: a.MaxLine, CLIMaxLine: a.CLIMaxLine, Clock: a.Clock, Logger: a.Logger}),
+		loop:        adapter.NewLoop(adapter.LoopConfig{MaxLine: a.MaxLine, CLIMaxLine: a.CLIMaxLine, Clock: a.Clock, Logger: a.Logger}),
 		allowBypass: os.Geteuid() != 0 || a.childEnv("IS_SANDBOX") == "1",
 		claudeDir:   a.claudeDir(),
 		private:     &session.PrivateDir{},
 		sessions:    map[string]*acpSession{},
-		bySup:       map[*Supervisor]*acpSession{},
+		bySup:       map[*adapter.Supervisor]*acpSession{},
 	}
 	// Run returns once every child has exited (and read its files): the
 	// end of the input, a handled signal and an error all pass here.
@@ -253,7 +254,7 @@ func (l *acpLoop) request(m jsonrpc.Message) {
 			return
 		}
 		l.initialized, l.caps = true, caps
-		l.reply(id, acp.AppendInitializeResult(nil, acp.AgentInfo{Name: "ccbridge", Title: "Claude Code (ccbridge)", Version: Version}))
+		l.reply(id, acp.AppendInitializeResult(nil, acp.AgentInfo{Name: "ccbridge", Title: "Claude Code (ccbridge)", Version: adapter.Version}))
 	case acp.MethodAuthenticate:
 		if mid := m.Params.Get("methodId"); mid.Str != acp.AuthMethodID {
 			l.fail(id, acp.InvalidParams("unknown authentication method "+strconv.Quote(mid.String())+"; the only one is "+strconv.Quote(acp.AuthMethodID)))
@@ -375,7 +376,7 @@ func (l *acpLoop) settle(s *acpSession, withdraw bool) {
 // reached the client already in chunks), and the prompts queued behind it
 // go on. A line whose head does not tell may still have been the result:
 // the turn then ends when the CLI says it is idle (see cliLine).
-func (l *acpLoop) CLITooLong(p *Proc, e *framing.LineTooLongError) {
+func (l *acpLoop) CLITooLong(p *adapter.Proc, e *framing.LineTooLongError) {
 	s := l.bySup[p.Supervisor()]
 	if s == nil {
 		return // the session was closed
@@ -410,7 +411,7 @@ func appendACPError(dst []byte, sessionID, code, msg string) []byte {
 }
 
 // CLILine handles one line of a session's live child.
-func (l *acpLoop) CLILine(p *Proc, line string) {
+func (l *acpLoop) CLILine(p *adapter.Proc, line string) {
 	s := l.bySup[p.Supervisor()]
 	if s.replaying {
 		// session/load: the replay comes first, then what the CLI said
@@ -423,7 +424,7 @@ func (l *acpLoop) CLILine(p *Proc, line string) {
 }
 
 // cliLine handles one line of the child p that serves session s.
-func (l *acpLoop) cliLine(s *acpSession, p *Proc, line string) {
+func (l *acpLoop) cliLine(s *acpSession, p *adapter.Proc, line string) {
 	if !gjson.Valid(line) {
 		l.log.Warn("a CLI line that is not JSON was dropped", payload.With(l.log, "preview", payload.Preview(line), "session", s.id, "size", len(line))...)
 		return
@@ -489,7 +490,7 @@ func (l *acpLoop) NextDeadline() time.Time {
 	var next time.Time
 	for _, s := range l.sessions {
 		for _, at := range s.deadlines() {
-			next = Earliest(next, at)
+			next = adapter.Earliest(next, at)
 		}
 	}
 	return next
