@@ -7,4 +7,5 @@ import (
 	_ "github.com/ccbridge/ccbridge/adapter/acp"
 	_ "github.com/ccbridge/ccbridge/adapter/ipc"
 	_ "github.com/ccbridge/ccbridge/adapter/rpc"
+	_ "github.com/ccbridge/ccbridge/adapter/worker"
 )

@@ -84,6 +84,9 @@ type Timer interface {
 	Stop()
 }
 
+// RealClock is the system's clock, the one a nil Clock means.
+var RealClock Clock = realClock{}
+
 type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
@@ -199,6 +202,10 @@ func NewLoop(cfg LoopConfig) *Loop {
 
 // Now is the loop's clock's time.
 func (l *Loop) Now() time.Time { return l.clock.Now() }
+
+// Done is closed once the loop has ended: what waits for work it
+// submitted (Submit) waits for Done too.
+func (l *Loop) Done() <-chan struct{} { return l.stop }
 
 // Ending reports whether the session is ending: the UI's input is over,
 // or a shutdown began.

@@ -133,8 +133,8 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 	defer close(d.ended)
 	log := d.Logger
 	args := d.Child.Args
-	jsonIn := argValue(args, "--input-format") == "stream-json"
-	jsonOut := argValue(args, "--output-format") == "stream-json"
+	jsonIn := session.ArgValue(args, "--input-format") == "stream-json"
+	jsonOut := session.ArgValue(args, "--output-format") == "stream-json"
 
 	child, err := session.Start(d.Child)
 	if err != nil {
@@ -669,30 +669,11 @@ func exitSummary(exit session.Exit) string {
 	return fmt.Sprintf("claude exited during the turn with code %d", exit.Code)
 }
 
-// argValue returns the value of a CLI flag given as "--name value" or
-// "--name=value", or "" when absent. The last occurrence wins, as in the CLI.
-func argValue(args []string, name string) string {
-	v := ""
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			return v
-		case a == name && i+1 < len(args):
-			v = args[i+1]
-			i++
-		case len(a) > len(name) && a[:len(name)] == name && a[len(name)] == '=':
-			v = a[len(name)+1:]
-		}
-	}
-	return v
-}
-
 // resumeIDFromArgs is the session id the child will use when the arguments
 // fix it, so that a synthetic result written before the first frame still
 // names the session.
 func resumeIDFromArgs(args []string) string {
-	if id := argValue(args, "--session-id"); id != "" {
+	if id := session.ArgValue(args, "--session-id"); id != "" {
 		return id
 	}
 	for _, a := range args {
@@ -700,10 +681,10 @@ func resumeIDFromArgs(args []string) string {
 			return ""
 		}
 	}
-	if id := argValue(args, "--resume"); id != "" {
+	if id := session.ArgValue(args, "--resume"); id != "" {
 		return id
 	}
-	return argValue(args, "-r")
+	return session.ArgValue(args, "-r")
 }
 
 func randomHex(n int) string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
+	"github.com/ccbridge/ccbridge/session"
 )
 
 // startHost runs d in memory.
@@ -267,8 +268,8 @@ func TestDropInOverlongHostLineDropped(t *testing.T) {
 func TestArgValue(t *testing.T) {
 	args := []string{"--model", "a", "--input-format=stream-json", "--resume", "r1", "--", "--model", "z"}
 	for name, want := range map[string]string{"--model": "a", "--input-format": "stream-json", "--resume": "r1", "--absent": ""} {
-		if got := argValue(args, name); got != want {
-			t.Errorf("argValue(%s) = %q, want %q", name, got, want)
+		if got := session.ArgValue(args, name); got != want {
+			t.Errorf("session.ArgValue(%s) = %q, want %q", name, got, want)
 		}
 	}
 	if got := resumeIDFromArgs([]string{"--resume", "r", "--fork-session"}); got != "" {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
+	"github.com/ccbridge/ccbridge/adapter/worker"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -552,7 +553,7 @@ func startWorker(s adapter.Settings, spec ServeWorkerSpec, log *slog.Logger) (*h
 	s.WorkerHook = func(w adapter.Worker004) { hooked <- w }
 	pr, pw := io.Pipe()
 	h := &hostedWorker{spec: spec, stdin: pw, done: make(chan struct{})}
-	ui := &adapter.ControlUI{Settings: s}
+	ui := &worker.ControlUI{Settings: s}
 	go func() {
 		defer close(h.done)
 		h.code, h.err = ui.Run(context.Background(), pr, io.Discard, nil)

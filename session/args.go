@@ -136,3 +136,22 @@ func quote(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// ArgValue returns the value of a CLI flag given as "--name value" or
+// "--name=value", or "" when absent. The last occurrence wins, as in the CLI.
+func ArgValue(args []string, name string) string {
+	v := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return v
+		case a == name && i+1 < len(args):
+			v = args[i+1]
+			i++
+		case len(a) > len(name) && a[:len(name)] == name && a[len(name)] == '=':
+			v = a[len(name)+1:]
+		}
+	}
+	return v
+}

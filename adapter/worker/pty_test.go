@@ -1,6 +1,6 @@
 //go:build linux
 
-package adapter
+package worker
 
 // --ui control --pty end to end: ControlUI.Run with the "ptyagent" fake
 // (ptyagent_test.go) as the program after --, driven by lane 000 on the
@@ -29,6 +29,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
@@ -83,7 +84,7 @@ func startPTW(t *testing.T, cfg ptwConfig) *ptwRun {
 	logPath := filepath.Join(t.TempDir(), "prompts.jsonl")
 	env := append([]string{"PTYAGENT_LOG=" + logPath, "PTYAGENT_START_DELAY=50ms", "PTYAGENT_CHAR_DELAY=5ms"}, cfg.env...)
 	c := &ControlUI{
-		Settings: Settings{
+		Settings: adapter.Settings{
 			Child:          adaptertest.Config(t, "ptyagent", nil, env...),
 			Options:        session.Options{Extra: []string{os.Args[0]}}, // the command after --
 			ControlTimeout: cfg.timeout,

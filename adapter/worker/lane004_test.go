@@ -1,4 +1,4 @@
-package adapter
+package worker
 
 import (
 	"log/slog"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
@@ -28,7 +29,7 @@ func TestWorker004ItemsOutliveTheirLine(t *testing.T) {
 	defer plane.Close()
 	log := plane.Log004()
 	w := &controlWorker{
-		loop:    NewLoop(LoopConfig{Logger: quiet}),
+		loop:    adapter.NewLoop(adapter.LoopConfig{Logger: quiet}),
 		plane:   plane,
 		prompts: []controlPrompt{{uuid: "turn-1"}},
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package adapter
+package worker
 
 // The "ptyagent" fake CLI: a tiny scripted terminal agent, for the traps
 // of driving an interactive TUI (Claude Code's, Codex's, Gemini's) under

@@ -1,4 +1,4 @@
-package adapter
+package worker
 
 // Lane 001 on the control dialect: the run that pause, resume, cancel and
 // escalate steer (docs/protocol/control.md, "Lane 001"). A pause holds
@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
@@ -300,14 +301,14 @@ func (w *controlWorker) releasedDone(requestID string) func(lane000.Result, stri
 }
 
 // sendInit registers the pause hook with a new child.
-func (w *controlWorker) sendInit(p *Proc) {
+func (w *controlWorker) sendInit(p *adapter.Proc) {
 	w.run.initID = "ccb-init-" + uuid.NewString()
 	p.Write(mapping.AppendInitializeHooks(nil, w.run.initID, pauseHooks))
 }
 
 // runCLI is lane 001's part of a CLI line; it reports whether the line
 // was a request of the CLI it answered (or holds).
-func (w *controlWorker) runCLI(p *Proc, ev *mapping.Event) bool {
+func (w *controlWorker) runCLI(p *adapter.Proc, ev *mapping.Event) bool {
 	switch ev.Kind {
 	case mapping.KindHookCallback:
 		if ev.Body.Get("callback_id").Str != pauseHookID {

@@ -1,8 +1,8 @@
 //go:build unix
 
-package adapter
+package worker
 
-// Lane 001 of the control dialect (controlui_run.go) against the fake
+// Lane 001 of the control dialect (lane001.go) against the fake
 // "ctlrun" CLI: the run is steered with REQUEST lines on the UI's stdin,
 // as a controller does, and what the CLI says is scripted by the test
 // through a FIFO, so that hook_callback and control_cancel_request lines
@@ -22,6 +22,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/session"
@@ -124,7 +125,7 @@ func startCtlRun(t *testing.T, env ...string) *ctlRun {
 		t.Fatal(err)
 	}
 	r := &ctlRun{t: t, say: say, log: filepath.Join(dir, "log")}
-	c := &ControlUI{Settings: Settings{
+	c := &ControlUI{Settings: adapter.Settings{
 		Child: adaptertest.Config(t, "ctlrun", nil, append([]string{"FAKE_LOG=" + r.log, "FAKE_SAY=" + fifo,
 			"HOME=" + t.TempDir(), "CLAUDE_CONFIG_DIR="}, env...)...),
 		Options:          session.Options{Model: ctlRunModel},

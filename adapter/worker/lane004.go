@@ -1,4 +1,4 @@
-package adapter
+package worker
 
 // Lane 004 on the control dialect: the worker that thread and turn
 // requests drive (docs/protocol/worker.md). A thread is a CLI session, its
@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
@@ -189,7 +190,7 @@ func (w *controlWorker) switchThread(opts session.Options, resumed bool, then fu
 		if err != nil || w.sup.Live() == nil {
 			w.setState(control.WorkerExited, "the CLI could not start")
 			if err == nil {
-				err = ErrShuttingDown
+				err = adapter.ErrShuttingDown
 			}
 		}
 		then(err)
@@ -621,7 +622,7 @@ func (w *controlWorker) status004() ([]byte, bool) {
 	select {
 	case b := <-ch:
 		return b, true
-	case <-w.loop.stop:
+	case <-w.loop.Done():
 		return nil, false
 	}
 }

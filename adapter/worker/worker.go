@@ -1,4 +1,4 @@
-package adapter
+package worker
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping"
@@ -23,11 +24,11 @@ import (
 	"github.com/ccbridge/ccbridge/session"
 )
 
-func init() { Register("control", func() Dialect { return &ControlUI{} }) }
+func init() { adapter.Register("control", func() adapter.Dialect { return &ControlUI{} }) }
 
 // ControlArgs are the CLI arguments of the control dialect: those of every
 // dialect on the core, with the user's prompts echoed back.
-var ControlArgs = append(slices.Clip(CoreArgs), "--replay-user-messages")
+var ControlArgs = append(slices.Clip(adapter.CoreArgs), "--replay-user-messages")
 
 // ControlUI is `--ui control`: stdin carries control-lane requests (lane
 // 000: control.stdin.request, control.interrupt.request,
@@ -35,8 +36,8 @@ var ControlArgs = append(slices.Clip(CoreArgs), "--replay-user-messages")
 // progress (control.worker.*), so that a TUI or a team daemon drives one
 // worker session and shows what it does. docs/protocol/control.md.
 type ControlUI struct {
-	Settings
-	// PTY runs the worker under a pseudo-terminal (--pty; controlpty.go).
+	adapter.Settings
+	// PTY runs the worker under a pseudo-terminal (--pty; pty.go).
 	PTY PTYConfig
 }
 
@@ -61,8 +62,8 @@ func (c *ControlUI) Flags(fs *flag.FlagSet) {
 type controlWorker struct {
 	cfg    *ControlUI
 	log    *slog.Logger
-	loop   *Loop
-	sup    *Supervisor
+	loop   *adapter.Loop
+	sup    *adapter.Supervisor
 	plane  *control.Plane
 	worker lane000.Worker
 	// ui carries the UI's lines to the lanes (laneQueue).
@@ -96,20 +97,20 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 		c.PTY.Command, c.Options.Extra = c.Options.Extra, nil
 		return c.runPTY(ctx, uiIn, uiOut, signals)
 	}
-	opts := WithSessionID(c.Options)
+	opts := adapter.WithSessionID(c.Options)
 	if _, err := session.BuildArgs(ControlArgs, opts); err != nil {
 		return 2, err
 	}
 	w := &controlWorker{
 		cfg:   c,
 		log:   c.Logger,
-		loop:  NewLoop(LoopConfig{MaxLine: c.MaxLine, CLIMaxLine: c.CLIMaxLine, ReuseBlocks: true, Clock: c.Clock, Logger: c.Logger}),
+		loop:  adapter.NewLoop(adapter.LoopConfig{MaxLine: c.MaxLine, CLIMaxLine: c.CLIMaxLine, ReuseBlocks: true, Clock: c.Clock, Logger: c.Logger}),
 		state: control.WorkerStarting,
 	}
-	w.worker = lane000.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: SessionOf(opts)}
+	w.worker = lane000.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: adapter.SessionOf(opts)}
 	w.run.id, w.run.Model, w.run.max = c.Control.RunID, opts.Model, maxTurns(opts.Extra)
 	w.loadRun()
-	w.sup = w.loop.NewSupervisor(SupervisorConfig{Child: c.Child, BaseArgs: ControlArgs, Started: w.started})
+	w.sup = w.loop.NewSupervisor(adapter.SupervisorConfig{Child: c.Child, BaseArgs: ControlArgs, Started: w.started})
 	plane, err := control.Open(c.Control, c.ControlTimeout, c.Logger, w, w.loop.Submit)
 	if err != nil {
 		return 2, err
@@ -118,7 +119,7 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 	w.plane = plane
 	w.w4.active = c.Control.Worker004 || plane.Log004().Latest() > 0
 	if c.WorkerHook != nil {
-		c.WorkerHook(Worker004{Lane: plane.Lane004(), Log: plane.Log004(), Status: w.status004})
+		c.WorkerHook(adapter.Worker004{Lane: plane.Lane004(), Log: plane.Log004(), Status: w.status004})
 	}
 	if err := plane.Listen(); err != nil {
 		return 2, err
@@ -139,8 +140,8 @@ func (w *controlWorker) reply(line []byte) {
 	w.loop.Submit(func() { w.loop.Emit(line) })
 }
 
-func (w *controlWorker) started(p *Proc) {
-	if sid := SessionOf(p.Opts); sid != "" {
+func (w *controlWorker) started(p *adapter.Proc) {
+	if sid := adapter.SessionOf(p.Opts); sid != "" {
 		w.worker.SessionID = sid
 	}
 	w.sendInit(p)
@@ -213,18 +214,18 @@ type laneQueue struct {
 
 // push queues line and starts the oldest unless one is being handled:
 // take runs on the loop and returns the line's work for off the loop.
-func (q *laneQueue) push(l *Loop, line []byte, take func([]byte) func(), end func()) {
+func (q *laneQueue) push(l *adapter.Loop, line []byte, take func([]byte) func(), end func()) {
 	q.lines = append(q.lines, line)
 	q.next(l, take, end)
 }
 
 // close says no more lines come.
-func (q *laneQueue) close(l *Loop, take func([]byte) func(), end func()) {
+func (q *laneQueue) close(l *adapter.Loop, take func([]byte) func(), end func()) {
 	q.ended = true
 	q.next(l, take, end)
 }
 
-func (q *laneQueue) next(l *Loop, take func([]byte) func(), end func()) {
+func (q *laneQueue) next(l *adapter.Loop, take func([]byte) func(), end func()) {
 	if q.handling {
 		return
 	}
@@ -257,14 +258,14 @@ func (w *controlWorker) UITooLong(e *framing.LineTooLongError) {
 // CLI's input closes; it finishes what runs and exits.
 func (w *controlWorker) UIEnd() { w.ui.close(w.loop, w.take, w.endInput) }
 
-func (w *controlWorker) CLITooLong(p *Proc, e *framing.LineTooLongError) {
+func (w *controlWorker) CLITooLong(p *adapter.Proc, e *framing.LineTooLongError) {
 	w.log.Warn("a CLI line over --max-cli-line was dropped", "size", e.Size, "max", e.Max)
 	if line, ok := mapping.TooLongResult(e.Head, e.Size, e.Max, false); ok {
 		w.CLILine(p, line)
 	}
 }
 
-func (w *controlWorker) CLILine(p *Proc, line string) {
+func (w *controlWorker) CLILine(p *adapter.Proc, line string) {
 	defer w.emit()
 	ev := mapping.RouteString(line)
 	if w.runCLI(p, &ev) {
@@ -342,7 +343,7 @@ func compact(ids []string) []string {
 	return slices.DeleteFunc(ids, func(s string) bool { return s == "" })
 }
 
-func (w *controlWorker) ChildExited(_ *Proc, exit session.Exit) {
+func (w *controlWorker) ChildExited(_ *adapter.Proc, exit session.Exit) {
 	defer w.emit()
 	now := w.loop.Now()
 	for _, p := range w.prompts {
@@ -467,7 +468,7 @@ func (w *controlWorker) ControlInterrupt(done func(lane000.Result, string)) {
 }
 
 // interrupt writes an in-band interrupt unless one is awaiting its answer.
-func (w *controlWorker) interrupt(p *Proc, done func(lane000.Result, string)) {
+func (w *controlWorker) interrupt(p *adapter.Proc, done func(lane000.Result, string)) {
 	if done != nil {
 		w.interrupted = append(w.interrupted, done)
 	}
@@ -526,6 +527,6 @@ func (s stdioPeer) SendOnLoop(line []byte) {
 // maxTurns is the value of --max-turns among the CLI's extra arguments,
 // 0 when absent or not a number.
 func maxTurns(extra []string) int {
-	n, _ := strconv.Atoi(argValue(extra, "--max-turns"))
+	n, _ := strconv.Atoi(session.ArgValue(extra, "--max-turns"))
 	return max(n, 0)
 }

@@ -1,4 +1,4 @@
-package adapter
+package worker
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/screen"
@@ -24,8 +25,8 @@ import (
 // its timer is never used.
 type stepClock struct{ now time.Time }
 
-func (c *stepClock) Now() time.Time  { return c.now }
-func (c *stepClock) NewTimer() Timer { return realClock{}.NewTimer() }
+func (c *stepClock) Now() time.Time          { return c.now }
+func (c *stepClock) NewTimer() adapter.Timer { return adapter.RealClock.NewTimer() }
 
 // typed records what the worker wrote to the program.
 type typed struct{ bytes.Buffer }
@@ -50,7 +51,7 @@ func newPTYHarness(t *testing.T) *ptyHarness {
 		cfg:   cfg,
 		pc:    pc,
 		log:   slog.New(slog.DiscardHandler),
-		loop:  NewLoop(LoopConfig{Clock: h.clock}),
+		loop:  adapter.NewLoop(adapter.LoopConfig{Clock: h.clock}),
 		scr:   screen.New(pc.Cols, pc.Rows),
 		state: control.WorkerStarting,
 	}
@@ -295,7 +296,7 @@ func TestPTYScreenLines(t *testing.T) {
 	h.w.emit()
 	var scrolled []string
 	var screens int
-	for _, l := range bytes.Split(bytes.TrimSpace(h.w.loop.out), []byte{'\n'}) {
+	for _, l := range bytes.Split(bytes.TrimSpace(*h.w.loop.Out()), []byte{'\n'}) {
 		switch {
 		case bytes.Contains(l, []byte(lane000.TypeWorkerScrollback)):
 			for _, s := range gjson.GetBytes(l, "lines").Array() {

@@ -1,4 +1,4 @@
-package adapter
+package worker
 
 // --ui control --pty: the worker is an interactive program under a
 // pseudo-terminal (Claude Code's TUI by default, or the command after
@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
@@ -86,8 +87,8 @@ type ptyWorker struct {
 	cfg    *ControlUI
 	pc     PTYConfig
 	log    *slog.Logger
-	loop   *Loop
-	sup    *Supervisor
+	loop   *adapter.Loop
+	sup    *adapter.Supervisor
 	plane  *control.Plane
 	worker lane000.Worker
 	scr    *screen.Screen
@@ -168,13 +169,13 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 		child.LeadArgs = nil
 		opts = session.Options{}
 	} else {
-		opts = WithSessionID(opts)
+		opts = adapter.WithSessionID(opts)
 	}
 	w := &ptyWorker{
 		cfg:   c,
 		pc:    pc,
 		log:   c.Logger,
-		loop:  NewLoop(LoopConfig{MaxLine: c.MaxLine, Clock: c.Clock, Logger: c.Logger}),
+		loop:  adapter.NewLoop(adapter.LoopConfig{MaxLine: c.MaxLine, Clock: c.Clock, Logger: c.Logger}),
 		scr:   screen.New(pc.Cols, pc.Rows),
 		state: control.WorkerStarting,
 	}
@@ -182,7 +183,7 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 	if w.worker.SessionID == "" {
 		w.worker.SessionID = uuid.NewString() // the worker's own id for a program with none
 	}
-	w.sup = w.loop.NewSupervisor(SupervisorConfig{Child: child, BaseArgs: base, Transport: Bytes, Started: w.started})
+	w.sup = w.loop.NewSupervisor(adapter.SupervisorConfig{Child: child, BaseArgs: base, Transport: adapter.Bytes, Started: w.started})
 	w.child = w.liveChild
 	plane, err := control.Open(c.Control, c.ControlTimeout, c.Logger, w, w.loop.Submit)
 	if err != nil {
@@ -200,7 +201,7 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 	return w.loop.Run(ctx, w, uiIn, uiOut, signals)
 }
 
-func (w *ptyWorker) started(*Proc) {
+func (w *ptyWorker) started(*adapter.Proc) {
 	w.seen = false
 	w.setState(control.WorkerStarting, "")
 	w.emit()
@@ -218,7 +219,7 @@ func (w *ptyWorker) setState(s control.WorkerState, detail string) {
 
 // CLIOutput takes the program's output into the screen; the screen is
 // looked at ptySample later, once for the whole burst.
-func (w *ptyWorker) CLIOutput(_ *Proc, b []byte) {
+func (w *ptyWorker) CLIOutput(_ *adapter.Proc, b []byte) {
 	w.scr.Write(b)
 	if r := w.scr.Replies(); len(r) > 0 {
 		if c := w.child(); c != nil {
@@ -291,12 +292,12 @@ func (w *ptyWorker) Expire(now time.Time) {
 
 // NextDeadline is the earliest of the looks and waits due.
 func (w *ptyWorker) NextDeadline() time.Time {
-	d := Earliest(w.sampleAt, w.stableAt)
+	d := adapter.Earliest(w.sampleAt, w.stableAt)
 	if w.inj != nil {
-		d = Earliest(d, w.inj.crAt)
+		d = adapter.Earliest(d, w.inj.crAt)
 	}
 	if len(w.queue) > 0 {
-		d = Earliest(d, w.queue[0].giveUp)
+		d = adapter.Earliest(d, w.queue[0].giveUp)
 	}
 	return d
 }
@@ -518,13 +519,13 @@ func (w *ptyWorker) UITooLong(e *framing.LineTooLongError) {
 func (w *ptyWorker) UIEnd() { w.ui.close(w.loop, w.take, w.endInput) }
 
 // CLILine is not called: a pty child's output is bytes (CLIOutput).
-func (w *ptyWorker) CLILine(*Proc, string) {}
+func (w *ptyWorker) CLILine(*adapter.Proc, string) {}
 
-func (w *ptyWorker) CLITooLong(*Proc, *framing.LineTooLongError) {}
+func (w *ptyWorker) CLITooLong(*adapter.Proc, *framing.LineTooLongError) {}
 
 // ChildExited: the program is gone; what waits on it is told, and the
 // screen's last lines are sent.
-func (w *ptyWorker) ChildExited(_ *Proc, exit session.Exit) {
+func (w *ptyWorker) ChildExited(_ *adapter.Proc, exit session.Exit) {
 	defer w.emit()
 	now := w.loop.Now()
 	w.sample(now)
