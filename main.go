@@ -17,11 +17,11 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/fakemodel"
+	"github.com/ccbridge/ccbridge/internal/cliflags"
 	"github.com/ccbridge/ccbridge/serve"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -40,23 +40,19 @@ func main() {
 
 // config is everything ccbridge takes from its flags and environment.
 type config struct {
-	ui          string
-	claude      string
-	fakeModel   string
-	cwd         string
-	maxLine     int
-	logLevel    slog.Level
-	grace       time.Duration
-	termGrace   time.Duration
-	pipeSize    int // bytes; 0 keeps the system's pipe size
-	demo        bool
-	opts        session.Options
-	dropInArgs  []string
-	interruptIn time.Duration
-	controlIn   time.Duration
-	maxCLILine  int
-	control     control.Config
-	dialect     adapter.Dialect // the --ui dialect, its own flags parsed
+	ui string
+	// The flags ccbridge serve takes too (--claude, --fake-model,
+	// --model, --log-level, the timeouts and the grace periods).
+	cliflags.Common
+	cwd        string
+	maxLine    int
+	pipeSize   int // bytes; 0 keeps the system's pipe size
+	demo       bool
+	opts       session.Options
+	dropInArgs []string
+	maxCLILine int
+	control    control.Config
+	dialect    adapter.Dialect // the --ui dialect, its own flags parsed
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -71,14 +67,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	if f, ok := stdout.(*os.File); ok {
 		session.GrowPipe(f, cfg.pipeSize)
 	}
 
-	launch, stop, code, err := launcher(cfg.claude, cfg.fakeModel, session.Config{
-		Grace:     cfg.grace,
-		TermGrace: cfg.termGrace,
+	launch, stop, code, err := launcher(cfg.Claude, cfg.FakeModel, session.Config{
+		Grace:     cfg.Grace,
+		TermGrace: cfg.TermGrace,
 		PipeSize:  cmp.Or(cfg.pipeSize, -1),
 	}, getenv, log)
 	if err != nil {
@@ -101,7 +97,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	}
 	err = cfg.dialect.Configure(adapter.DialectConfig{DropInArgs: cfg.dropInArgs, Settings: adapter.Settings{
 		Child: child, Options: cfg.opts, MaxLine: cfg.maxLine, CLIMaxLine: cfg.maxCLILine,
-		InterruptTimeout: cfg.interruptIn, ControlTimeout: cfg.controlIn, Control: cfg.control, Logger: log}})
+		InterruptTimeout: cfg.InterruptTimeout, ControlTimeout: cfg.ControlTimeout, Control: cfg.control, Logger: log}})
 	if err != nil {
 		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
 		return 2
@@ -190,21 +186,12 @@ func runSession(r adapter.Runner, stdin io.Reader, stdout, stderr io.Writer) int
 // without --demo) every argument belongs to the CLI: that is drop-in mode,
 // configured through CCBRIDGE_* variables only.
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	cfg := config{
-		claude:    getenv("CCBRIDGE_CLAUDE"),
-		fakeModel: getenv("CCBRIDGE_FAKE_MODEL"),
-	}
+	var cfg config
 	var err error
 	if cfg.maxLine, err = envInt(getenv, "CCBRIDGE_MAX_LINE"); err != nil {
 		return cfg, err
 	}
-	if cfg.logLevel, err = parseLevel(getenv("CCBRIDGE_LOG_LEVEL")); err != nil {
-		return cfg, fmt.Errorf("CCBRIDGE_LOG_LEVEL: %w", err)
-	}
-	if cfg.grace, err = envDuration(getenv, "CCBRIDGE_GRACE"); err != nil {
-		return cfg, err
-	}
-	if cfg.termGrace, err = envDuration(getenv, "CCBRIDGE_TERM_GRACE"); err != nil {
+	if err := cfg.Env(getenv); err != nil {
 		return cfg, err
 	}
 	cfg.pipeSize = session.DefaultPipeSize
@@ -239,21 +226,13 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		cfg.dialect = d
 		d.Flags(fs)
 	}
-	fs.DurationVar(&cfg.interruptIn, "interrupt-timeout", 5*time.Second, "wait this long for the CLI to acknowledge an interrupt, then restart it")
-	fs.DurationVar(&cfg.controlIn, "control-timeout", 5*time.Second, "wait this long for the CLI's answer to a control request (model, mode, …), and for the worker to take a control lane's input or interrupt")
+	cfg.Add(fs, "the CLI", "")
 	control.Flags(fs, &cfg.control)
 	fs.IntVar(&cfg.maxCLILine, "max-cli-line", 0, "largest CLI line held whole, in bytes (default: each dialect's, see its doc)")
 	fs.BoolVar(&cfg.demo, "demo", false, "run the offline demo: one turn with a permission request, answered")
-	fs.StringVar(&cfg.claude, "claude", cfg.claude, "path of the Claude Code CLI (default $CCBRIDGE_CLAUDE, else claude on PATH)")
-	fs.StringVar(&cfg.fakeModel, "fake-model", cfg.fakeModel, "serve a fake Messages API to the CLI: \"default\" or a scenario file")
 	fs.StringVar(&cfg.cwd, "cwd", "", "working directory of the CLI (default: ccbridge's)")
 	fs.IntVar(&cfg.maxLine, "max-line", cfg.maxLine, "largest UI line held whole, in bytes (default 256 MiB)")
-	level := fs.String("log-level", cfg.logLevel.String(), "log level on stderr: debug, info, warn, error (debug includes payload previews)")
-	fs.DurationVar(&cfg.grace, "grace", cfg.grace, "shutdown: wait after closing the CLI's stdin before SIGTERM (default 10s)")
-	fs.DurationVar(&cfg.termGrace, "term-grace", cfg.termGrace, "shutdown: wait after SIGTERM before SIGKILL (default 5s)")
 	fs.IntVar(&cfg.pipeSize, "pipe-size", cfg.pipeSize, "Linux: pipe buffer asked for behind the CLI's stdout and ccbridge's own, in bytes; 0 keeps the system's")
-	fs.StringVar(&cfg.opts.Model, "model", "", "model for the CLI (--model)")
-	fs.StringVar(&cfg.opts.PermissionMode, "permission-mode", "", "permission mode for the CLI (--permission-mode)")
 	fs.StringVar(&cfg.opts.Resume, "resume", "", "resume this session id")
 	fs.BoolVar(&cfg.opts.Continue, "continue", false, "continue the most recent session in the working directory")
 	fs.BoolVar(&cfg.opts.ForkSession, "fork-session", false, "with --resume or --continue: fork into a new session")
@@ -265,15 +244,16 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		return cfg, fmt.Errorf("%w (see ccbridge --ui stream --help)", err)
 	}
-	if cfg.logLevel, err = parseLevel(*level); err != nil {
-		return cfg, fmt.Errorf("--log-level: %w", err)
+	if err := cfg.Parsed(); err != nil {
+		return cfg, err
 	}
+	cfg.opts.Model, cfg.opts.PermissionMode = cfg.Model, cfg.PermissionMode
 	cfg.opts.Extra = fs.Args()
 	if cfg.ui == "" && !cfg.demo {
 		return cfg, errors.New("--ui needs a dialect, for example --ui stream")
 	}
-	if cfg.demo && cfg.fakeModel == "" {
-		cfg.fakeModel = "default"
+	if cfg.demo && cfg.FakeModel == "" {
+		cfg.FakeModel = "default"
 	}
 	return cfg, nil
 }
@@ -362,15 +342,6 @@ func hasFlags(fs *flag.FlagSet) bool {
 	return n > 0
 }
 
-func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if s == "" {
-		return slog.LevelInfo, nil
-	}
-	err := l.UnmarshalText([]byte(s))
-	return l, err
-}
-
 func envInt(getenv func(string) string, name string) (int, error) {
 	s := getenv(name)
 	if s == "" {
@@ -381,16 +352,4 @@ func envInt(getenv func(string) string, name string) (int, error) {
 		return 0, fmt.Errorf("%s=%q: want a number of bytes", name, s)
 	}
 	return n, nil
-}
-
-func envDuration(getenv func(string) string, name string) (time.Duration, error) {
-	s := getenv(name)
-	if s == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%s=%q: want a duration such as 10s", name, s)
-	}
-	return d, nil
 }

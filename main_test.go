@@ -41,7 +41,7 @@ func TestParseConfigDropIn(t *testing.T) {
 	if cfg.ui != "" || !slices.Equal(cfg.dropInArgs, args) {
 		t.Errorf("drop-in args changed: %q", cfg.dropInArgs)
 	}
-	if cfg.claude != "/c" || cfg.maxLine != 1024 || cfg.grace != 3*time.Second || cfg.logLevel.String() != "DEBUG" {
+	if cfg.Claude != "/c" || cfg.maxLine != 1024 || cfg.Grace != 3*time.Second || cfg.LogLevel.String() != "DEBUG" {
 		t.Errorf("environment not applied: %+v", cfg)
 	}
 }
@@ -74,7 +74,7 @@ func TestParseConfigDialect(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.ui != "stream" || cfg.opts.Model != "opus" || cfg.opts.Resume != "abc" || !cfg.opts.ForkSession ||
-		cfg.grace != time.Second || !slices.Equal(cfg.opts.Extra, []string{"--add-dir", "/tmp"}) {
+		cfg.Grace != time.Second || !slices.Equal(cfg.opts.Extra, []string{"--add-dir", "/tmp"}) {
 		t.Errorf("flags not parsed: %+v", cfg)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/adapter/worker"
+	"github.com/ccbridge/ccbridge/internal/cliflags"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -52,25 +53,19 @@ type ServeWorkerSpec struct {
 
 // serveConfig is what ccbridge serve takes from its flags.
 type serveConfig struct {
-	listen         string
-	workers        []ServeWorkerSpec
-	workersFile    string
-	tokenFile      string
-	tokens         *serveTokens // nil: no --token-file
-	maxBody        int64
-	requestWait    time.Duration
-	stateDir       string
-	retain         int
-	claude         string
-	fakeModel      string
-	model          string
-	permissionMode string
-	logLevel       slog.Level
-	interruptIn    time.Duration
-	controlIn      time.Duration
-	grace          time.Duration
-	termGrace      time.Duration
-	extra          []string
+	listen      string
+	workers     []ServeWorkerSpec
+	workersFile string
+	tokenFile   string
+	tokens      *serveTokens // nil: no --token-file
+	maxBody     int64
+	requestWait time.Duration
+	stateDir    string
+	retain      int
+	// The flags ccbridge takes too (--claude, --fake-model, --model,
+	// --log-level, the timeouts and the grace periods).
+	cliflags.Common
+	extra []string
 
 	// The web UI (serve_web.go).
 	web         bool
@@ -99,8 +94,8 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 		fmt.Fprintf(stderr, "ccbridge serve: %v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
-	child, stop, code, err := launch(cfg.claude, cfg.fakeModel, log)
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	child, stop, code, err := launch(cfg.Claude, cfg.FakeModel, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "ccbridge serve: %v\n", err)
 		return code
@@ -116,11 +111,11 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 // parseServe reads serve's flags and checks them: the workers, the
 // listen address against the token file, the token file itself.
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
-	cfg := serveConfig{claude: getenv("CCBRIDGE_CLAUDE"), fakeModel: getenv("CCBRIDGE_FAKE_MODEL")}
-	var err error
-	if cfg.logLevel, err = parseLogLevel(getenv("CCBRIDGE_LOG_LEVEL")); err != nil {
-		return cfg, fmt.Errorf("CCBRIDGE_LOG_LEVEL: %w", err)
+	var cfg serveConfig
+	if err := cfg.Env(getenv); err != nil {
+		return cfg, err
 	}
+	var err error
 	fs := flag.NewFlagSet("ccbridge serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.listen, "listen", serveDefaultListen, "address to serve HTTP on; one that is not loopback needs --token-file")
@@ -138,15 +133,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.DurationVar(&cfg.requestWait, "request-wait", serveDefaultWait, "wait this long for a request's receipt, then answer 202 (the receipt comes on the stream)")
 	fs.StringVar(&cfg.stateDir, "state-dir", "", "keep each worker's control state (seq, receipts, events) under DIR/workers/ID, across restarts")
 	fs.IntVar(&cfg.retain, "retain-events", control.DefaultRetain, "how many of each worker's events are kept for replay")
-	fs.StringVar(&cfg.claude, "claude", cfg.claude, "path of the Claude Code CLI (default $CCBRIDGE_CLAUDE, else claude on PATH)")
-	fs.StringVar(&cfg.fakeModel, "fake-model", cfg.fakeModel, "serve a fake Messages API to every worker's CLI: \"default\" or a scenario file")
-	fs.StringVar(&cfg.model, "model", "", "model for the CLI (--model), unless the worker names its own")
-	fs.StringVar(&cfg.permissionMode, "permission-mode", "", "permission mode for the CLI (--permission-mode), unless the worker names its own")
-	level := fs.String("log-level", cfg.logLevel.String(), "log level on stderr: debug, info, warn, error")
-	fs.DurationVar(&cfg.interruptIn, "interrupt-timeout", 5*time.Second, "wait this long for the CLI to acknowledge an interrupt, then restart it")
-	fs.DurationVar(&cfg.controlIn, "control-timeout", 5*time.Second, "wait this long for the CLI's answer to a control request")
-	fs.DurationVar(&cfg.grace, "grace", 0, "shutdown: wait after closing a CLI's stdin before SIGTERM (default 10s)")
-	fs.DurationVar(&cfg.termGrace, "term-grace", 0, "shutdown: wait after SIGTERM before SIGKILL (default 5s)")
+	cfg.Add(fs, "every session's CLI", ", unless the worker names its own")
 	fs.BoolVar(&cfg.web, "web", true, "serve the web UI at / and its sessions under /api/web (docs/protocol/web.md)")
 	fs.Func("dir", "a folder a web session may run in, with the folders below it (repeatable; default: the current folder)", func(v string) error {
 		cfg.dirs = append(cfg.dirs, v)
@@ -161,8 +148,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		}
 		return cfg, fmt.Errorf("%w (see ccbridge serve --help)", err)
 	}
-	if cfg.logLevel, err = parseLogLevel(*level); err != nil {
-		return cfg, fmt.Errorf("--log-level: %w", err)
+	if err := cfg.Parsed(); err != nil {
+		return cfg, err
 	}
 	cfg.extra = fs.Args()
 	switch {
@@ -208,15 +195,6 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return cfg, fmt.Errorf("--listen %s is not a loopback address: give --token-file, or listen on 127.0.0.1", cfg.listen)
 	}
 	return cfg, nil
-}
-
-func parseLogLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if s == "" {
-		return slog.LevelInfo, nil
-	}
-	err := l.UnmarshalText([]byte(s))
-	return l, err
 }
 
 func serveUsage(w io.Writer, fs *flag.FlagSet) {
@@ -447,9 +425,9 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 	defer ln.Close()
 
 	base := adapter.Settings{
-		Options:          session.Options{Model: cfg.model, PermissionMode: cfg.permissionMode, Extra: cfg.extra},
-		InterruptTimeout: cfg.interruptIn,
-		ControlTimeout:   cfg.controlIn,
+		Options:          session.Options{Model: cfg.Model, PermissionMode: cfg.PermissionMode, Extra: cfg.extra},
+		InterruptTimeout: cfg.InterruptTimeout,
+		ControlTimeout:   cfg.ControlTimeout,
 		Control:          control.Config{RetainEvents: cfg.retain, Worker004: true},
 		Logger:           log,
 	}
@@ -466,14 +444,14 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 	for _, spec := range cfg.workers {
 		s := base
 		s.Child = child(spec.Dir)
-		if cfg.grace != 0 {
-			s.Child.Grace = cfg.grace
+		if cfg.Grace != 0 {
+			s.Child.Grace = cfg.Grace
 		}
-		if cfg.termGrace != 0 {
-			s.Child.TermGrace = cfg.termGrace
+		if cfg.TermGrace != 0 {
+			s.Child.TermGrace = cfg.TermGrace
 		}
-		s.Options.Model = cmp.Or(spec.Model, cfg.model)
-		s.Options.PermissionMode = cmp.Or(spec.PermissionMode, cfg.permissionMode)
+		s.Options.Model = cmp.Or(spec.Model, cfg.Model)
+		s.Options.PermissionMode = cmp.Or(spec.PermissionMode, cfg.PermissionMode)
 		s.Options.Extra = slices.Clone(cfg.extra)
 		s.Control.WorkerID = spec.ID
 		if cfg.stateDir != "" {
@@ -497,7 +475,7 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 		web.Options.Extra = slices.Clone(cfg.extra)
 		srv.web = newWebHost(webConfig{
 			dirs: cfg.dirs, retain: cfg.webRetain, max: cfg.webSessions, base: web, child: child,
-			grace: cfg.grace, termGrace: cfg.termGrace, fakeModel: cfg.fakeModel != "",
+			grace: cfg.Grace, termGrace: cfg.TermGrace, fakeModel: cfg.FakeModel != "",
 		}, srv, log)
 	}
 	hs := &http.Server{

@@ -484,8 +484,8 @@ func TestServeConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(cfg.workers) != 2 || cfg.workers[0].Dir != filepath.Join(dir, "sub") || cfg.workers[0].Model != "sonnet" ||
-		cfg.workers[0].PermissionMode != "acceptEdits" || cfg.workers[1].Model != "" || cfg.model != "opus" {
-		t.Errorf("workers %+v, model %q", cfg.workers, cfg.model)
+		cfg.workers[0].PermissionMode != "acceptEdits" || cfg.workers[1].Model != "" || cfg.Model != "opus" {
+		t.Errorf("workers %+v, model %q", cfg.workers, cfg.Model)
 	}
 	os.WriteFile(file, []byte(`[{"id":"x","dir":"sub","modle":"sonnet"}]`), 0o600)
 	if _, err := parseServe([]string{"--workers", file}, getenv, io.Discard); err == nil {
