@@ -14,7 +14,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -121,23 +120,18 @@ type LoopConfig struct {
 // Loop is one session's event loop. Everything on it is called from its
 // goroutine (Run), by the handler; nothing is safe for other goroutines.
 type Loop struct {
-	cfg   LoopConfig
-	log   *slog.Logger
-	clock Clock
-	h     Handler
+	cfg LoopConfig
+	log *slog.Logger
+	h   Handler
 
-	// ui writes the UI's output on its own goroutine (uiwriter.go); out
-	// holds whole lines, each ending in '\n', not yet handed to it.
-	// Handlers append to out with Emit, or directly through Out.
-	ui  *uiWriter
-	out []byte
+	// host holds the UI's writer (uiwriter.go), Submit, the signals'
+	// rule and the clock (host.go); out holds whole lines, each ending in
+	// '\n', not yet handed to the writer. Handlers append to out with
+	// Emit, or directly through Out.
+	host *Host
+	out  []byte
 	// uiFailed: a write to the UI failed, or its output was given up.
 	uiFailed bool
-	// While a shutdown runs with output pending, stallAt is when the
-	// output is given up unless the UI has taken some of it since
-	// (written, the writer's progress then).
-	stallAt time.Time
-	written int64
 
 	gen   int
 	procs map[int]*Proc // every child not yet exited, live or retired
@@ -149,7 +143,6 @@ type Loop struct {
 
 	uiEOF    bool
 	stopping bool
-	lastInt  time.Time
 	exitCode int
 	// exitFixed: the handler set the exit code (ExitWith); children's
 	// exits no longer change it.
@@ -160,10 +153,6 @@ type Loop struct {
 	uiCh    chan uiLine
 	cliCh   chan cliBlock
 	asyncCh chan func()
-	// submitCh carries work from outside the session (Submit); it is
-	// unbuffered, so work handed over always runs.
-	submitCh chan func()
-	stop     chan struct{}
 }
 
 // NewLoop makes the loop of one session.
@@ -181,17 +170,15 @@ func NewLoop(cfg LoopConfig) *Loop {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	l := &Loop{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		clock:    cfg.Clock,
-		procs:    map[int]*Proc{},
-		sups:     map[*Supervisor]struct{}{},
-		timer:    cfg.Clock.NewTimer(),
-		uiCh:     make(chan uiLine, uiQueue),
-		cliCh:    make(chan cliBlock, cliQueue),
-		asyncCh:  make(chan func(), 16),
-		submitCh: make(chan func()),
-		stop:     make(chan struct{}),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		host:    NewHost(cfg.Clock),
+		procs:   map[int]*Proc{},
+		sups:    map[*Supervisor]struct{}{},
+		timer:   cfg.Clock.NewTimer(),
+		uiCh:    make(chan uiLine, uiQueue),
+		cliCh:   make(chan cliBlock, cliQueue),
+		asyncCh: make(chan func(), 16),
 	}
 	if cfg.ReuseBlocks {
 		l.blocks = newBlockPool()
@@ -199,13 +186,6 @@ func NewLoop(cfg LoopConfig) *Loop {
 	l.bgCtx, l.bgCancel = context.WithCancel(context.Background())
 	return l
 }
-
-// Now is the loop's clock's time.
-func (l *Loop) Now() time.Time { return l.clock.Now() }
-
-// Done is closed once the loop has ended: what waits for work it
-// submitted (Submit) waits for Done too.
-func (l *Loop) Done() <-chan struct{} { return l.stop }
 
 // Ending reports whether the session is ending: the UI's input is over,
 // or a shutdown began.
@@ -216,15 +196,6 @@ func (l *Loop) Stopping() bool { return l.stopping }
 
 // UIEnded reports whether the UI's input is over.
 func (l *Loop) UIEnded() bool { return l.uiEOF }
-
-// Start begins serving: out receives the UI lines. Call it before Run
-// when the handler must write something before the first input (Run
-// calls it otherwise).
-func (l *Loop) Start(out io.Writer) {
-	if l.ui == nil {
-		l.ui = newUIWriter(out)
-	}
-}
 
 // Run serves the session until the UI's input ends (or a shutdown),
 // every child has exited, background work is done and the output is
@@ -246,11 +217,11 @@ func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, 
 	l.Start(out)
 	defer func() {
 		l.bgCancel()
-		close(l.stop)
-		l.ui.close()
+		l.host.End()
+		l.host.ui.close()
 	}()
 	l.push()
-	go readUI(in, l.cfg.MaxLine, l.log, l.uiCh, l.stop)
+	go readUI(in, l.cfg.MaxLine, l.log, l.uiCh, l.host.stop)
 
 	done := ctx.Done()
 	for !l.finished() {
@@ -271,7 +242,7 @@ func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, 
 		case fn := <-l.asyncCh:
 			l.bgCount--
 			fn()
-		case fn := <-l.submitCh:
+		case fn := <-l.host.Submitted():
 			fn()
 		case <-l.timer.C():
 			now := l.Now()
@@ -283,7 +254,7 @@ func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, 
 			}
 		case sig := <-signals:
 			l.signal(sig)
-		case <-l.ui.notify:
+		case <-l.host.ui.notify:
 			// A write ended: room again, or an error.
 		}
 		l.checkUI()
@@ -296,7 +267,7 @@ func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, 
 		l.watchStall()
 		l.armTimer()
 	}
-	return l.exitCode, l.ui.result()
+	return l.exitCode, l.host.ui.result()
 }
 
 // finished reports whether the session is over: no more input expected,
@@ -304,13 +275,13 @@ func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, 
 // up).
 func (l *Loop) finished() bool {
 	return (l.uiEOF || l.stopping) && len(l.procs) == 0 && l.bgCount == 0 &&
-		(l.uiFailed || len(l.out) == 0 && l.ui.pending() == 0)
+		(l.uiFailed || len(l.out) == 0 && l.host.ui.pending() == 0)
 }
 
 // full reports whether the UI's output is at its bound: the children's
 // output then waits.
 func (l *Loop) full() bool {
-	return !l.uiFailed && len(l.out)+l.ui.pending() >= queueLimit
+	return !l.uiFailed && len(l.out)+l.host.ui.pending() >= queueLimit
 }
 
 // checkUI shuts the session down when a write to the UI failed: the UI
@@ -319,7 +290,7 @@ func (l *Loop) checkUI() {
 	if l.uiFailed {
 		return
 	}
-	err := l.ui.failed()
+	err := l.host.ui.failed()
 	if err == nil {
 		return
 	}
@@ -332,27 +303,15 @@ func (l *Loop) checkUI() {
 }
 
 // watchStall gives the output up once a shutdown runs and the UI has
-// taken none of it for stallLimit.
+// taken none of it for the Host's StallLimit.
 func (l *Loop) watchStall() {
-	if !l.stopping || l.uiFailed {
-		return
-	}
-	now := l.Now()
-	if len(l.out) == 0 && l.ui.pending() == 0 {
-		l.stallAt = time.Time{} // nothing to wait for
-		return
-	}
-	if w := l.ui.progress(); l.stallAt.IsZero() || w != l.written {
-		l.stallAt, l.written = now.Add(stallLimit), w
-		return
-	}
-	if now.Before(l.stallAt) {
+	if !l.stopping || l.uiFailed || !l.host.WatchStall(len(l.out) > 0 || l.host.ui.pending() > 0) {
 		return
 	}
 	l.uiFailed = true
 	l.out = l.out[:0]
-	lost := l.ui.abandon()
-	l.log.Warn("the UI has read none of its output while shutting down; giving it up", "for", stallLimit.String(), "bytes", lost)
+	lost := l.host.ui.abandon()
+	l.log.Warn("the UI has read none of its output while shutting down; giving it up", "for", l.host.stallLimit().String(), "bytes", lost)
 }
 
 func (l *Loop) fromUI(m uiLine) {
@@ -405,19 +364,12 @@ func (l *Loop) fromCLI(m cliBlock) {
 	}
 }
 
-// signal: SIGTERM, SIGHUP and a second SIGINT within 2 s shut the session
-// down; a first SIGINT goes to the handler.
+// signal: the Host's rule; a first SIGINT goes to the handler.
 func (l *Loop) signal(sig os.Signal) {
-	now := l.Now()
-	if sig != os.Interrupt && sig != syscall.SIGINT {
-		l.Shutdown(sig.String())
+	if why := l.host.Signal(sig); why != "" {
+		l.Shutdown(why)
 		return
 	}
-	if !l.lastInt.IsZero() && now.Sub(l.lastInt) < 2*time.Second {
-		l.Shutdown("second SIGINT")
-		return
-	}
-	l.lastInt = now
 	l.h.Interrupt()
 }
 
@@ -442,7 +394,7 @@ func (l *Loop) Shutdown(reason string) {
 
 func (l *Loop) armTimer() {
 	l.timer.Stop()
-	next := Earliest(l.h.NextDeadline(), l.stallAt)
+	next := Earliest(l.h.NextDeadline(), l.host.StallDeadline())
 	for s := range l.sups {
 		next = Earliest(next, s.interruptAt)
 	}
@@ -450,6 +402,24 @@ func (l *Loop) armTimer() {
 		l.timer.Reset(max(next.Sub(l.Now()), 0))
 	}
 }
+
+// Now is the loop's clock's time.
+func (l *Loop) Now() time.Time { return l.host.Now() }
+
+// Start begins serving: out receives the UI lines. Call it before Run
+// when the handler must write something before the first input (Run
+// calls it otherwise).
+func (l *Loop) Start(out io.Writer) { l.host.Start(out) }
+
+// Submit runs fn on the loop's goroutine, as a handler call, for a
+// goroutine outside the session (a control lane's connection): Host's
+// Submit. The loop serves it in every state, also while it holds the
+// children's output back for a UI that does not read.
+func (l *Loop) Submit(fn func()) bool { return l.host.Submit(fn) }
+
+// Done is closed once the loop has ended: what waits for work it
+// submitted (Submit) waits for Done too.
+func (l *Loop) Done() <-chan struct{} { return l.host.Done() }
 
 // Go runs work in the background, off the loop: file reads, session
 // replays, commands. The function work returns then runs on the loop. ctx
@@ -459,23 +429,6 @@ func (l *Loop) armTimer() {
 func (l *Loop) Go(work func(ctx context.Context) func()) {
 	l.bgCount++
 	go func() { l.asyncCh <- work(l.bgCtx) }()
-}
-
-// Submit runs fn on the loop's goroutine, as a handler call, for a
-// goroutine outside the session (a control lane's connection). It
-// returns once the loop has taken fn (fn then runs, or is running), or
-// false at once when the loop has ended: fn never runs then. The loop
-// serves it in every state, also while it holds the children's output
-// back for a UI that does not read. Called before Run, it waits for Run
-// to start. Safe for concurrent use; not from the loop's own goroutine
-// (fn would wait for itself).
-func (l *Loop) Submit(fn func()) bool {
-	select {
-	case l.submitCh <- fn:
-		return true
-	case <-l.stop:
-		return false
-	}
 }
 
 // ExitWith sets the code Run returns, whatever the children's exits: a
@@ -512,11 +465,11 @@ func (l *Loop) Out() *[]byte { return &l.out }
 // for it to be written (Run does so on its own whenever it is idle). It
 // returns the error of a failed write, if one failed.
 func (l *Loop) Flush() error {
-	if l.ui == nil {
+	if l.host.ui == nil {
 		return nil
 	}
 	l.push()
-	return l.ui.failed()
+	return l.host.ui.failed()
 }
 
 // pendingFlush is how many bytes of whole lines the loop collects before
@@ -530,12 +483,12 @@ const (
 // push hands the pending output to the UI's writer, and takes an empty
 // buffer back: the two swap, nothing is copied.
 func (l *Loop) push() {
-	if l.ui == nil || len(l.out) == 0 {
+	if l.host.ui == nil || len(l.out) == 0 {
 		return
 	}
 	if l.uiFailed {
 		l.out = l.out[:0]
 		return
 	}
-	l.out = l.ui.swap(framing.ValidUTF8(l.out)) // nothing but UTF-8 reaches the UI
+	l.out = l.host.ui.swap(framing.ValidUTF8(l.out)) // nothing but UTF-8 reaches the UI
 }

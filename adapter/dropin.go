@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,18 +43,14 @@ type DropIn struct {
 	// in pieces.
 	MaxLine int
 
-	// InterruptWindow: a second SIGINT within it starts the staged
-	// shutdown. Default 2 s.
-	InterruptWindow time.Duration
-
 	Logger *slog.Logger
 
-	// Now is the clock, for tests. Default time.Now.
-	Now func() time.Time
+	// Clock is the session's time; nil means the real one.
+	Clock Clock
 
 	// stall is how long, once a shutdown began, output the host takes
-	// none of is kept before it is given up. Default stallLimit; tests
-	// shorten it.
+	// none of is kept before it is given up (Host.StallLimit). Default
+	// 2 s; tests shorten it.
 	stall time.Duration
 
 	// StartControl, when set, is handed the session's control.Target and
@@ -65,34 +60,22 @@ type DropIn struct {
 	StartControl func(control.Target, func(func()) bool) (stop func(), err error)
 	ControlHook  control.Hook
 
-	// submitCh carries work to Run's goroutine (Submit); ended is closed
-	// when Run returns.
-	chansOnce sync.Once
-	submitCh  chan func()
-	ended     chan struct{}
+	// h is the Host the relay shares with the loop: its output, Submit,
+	// the signals' and the stall's rules, and the clock.
+	hostOnce sync.Once
+	h        *Host
 }
 
-func (d *DropIn) chans() {
-	d.chansOnce.Do(func() {
-		d.submitCh = make(chan func())
-		d.ended = make(chan struct{})
-	})
+// host is the session's Host, made on first use (Submit may come before
+// Run).
+func (d *DropIn) host() *Host {
+	d.hostOnce.Do(func() { d.h = NewHost(d.Clock) })
+	return d.h
 }
 
 // Submit runs fn on Run's goroutine, which owns the session's control
-// state (as Loop.Submit does for the dialects on the loop). It returns
-// once Run has taken fn, or false at once when Run has returned: fn
-// never runs then. Run serves it also while the host reads nothing.
-// Called before Run, it waits for Run to start. Safe for concurrent use.
-func (d *DropIn) Submit(fn func()) bool {
-	d.chans()
-	select {
-	case d.submitCh <- fn:
-		return true
-	case <-d.ended:
-		return false
-	}
-}
+// state (Host.Submit). Run serves it also while the host reads nothing.
+func (d *DropIn) Submit(fn func()) bool { return d.host().Submit(fn) }
 
 // Run starts the child and relays until it has exited, then returns the
 // exit code ccbridge should exit with (the child's).
@@ -106,7 +89,8 @@ func (d *DropIn) Submit(fn func()) bool {
 //     at debug level) and nothing is written to the host.
 //   - SIGINT on signals becomes an in-band interrupt control_request; the
 //     CLI's control_response to it is swallowed. A second SIGINT within
-//     InterruptWindow, SIGTERM or SIGHUP starts the staged shutdown.
+//     InterruptWindow, SIGTERM or SIGHUP starts the staged shutdown (the
+//     rule of every session: Host.Signal).
 //   - End of the host's input closes the child's stdin; once every
 //     outstanding turn has its result, the staged shutdown runs.
 //   - If the child exits while turns are outstanding (prompts sent, results
@@ -129,8 +113,8 @@ func (d *DropIn) Submit(fn func()) bool {
 // until the process exits.
 func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
 	d.defaults()
-	d.chans()
-	defer close(d.ended)
+	host := d.host()
+	defer host.End()
 	log := d.Logger
 	args := d.Child.Args
 	jsonIn := session.ArgValue(args, "--input-format") == "stream-json"
@@ -142,7 +126,9 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 	}
 	log.Info("claude started", "pid", child.Pid(), "path", d.Child.Path, "args", len(args))
 
-	q := newUIWriter(uiOut)
+	host.StallLimit = d.stall
+	host.Start(uiOut)
+	q := host.ui
 	defer q.close()
 	r := &relay{
 		Proc:     newProc(0, child, Lines, log),
@@ -181,8 +167,8 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 	}
 
 	var (
-		lastInt   time.Time
 		eof       bool
+		stopping  bool
 		shutdown  sync.Once
 		stopChild = func(why string) {
 			shutdown.Do(func() {
@@ -194,25 +180,28 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 		childEOF = r.childEOF
 		exit     *session.Exit // the child's, once its output ended
 		uiFailed bool
-		stall    = time.NewTimer(d.stall)
-		stallC   <-chan time.Time // armed once a shutdown began
-		written  int64
+		timer    = host.clock.NewTimer()
 	)
-	stall.Stop()
+	defer timer.Stop()
 	// abort starts the staged shutdown for a signal or the context, and
 	// from then on gives the host's output up if the host reads none of
-	// it for d.stall.
+	// it for the Host's StallLimit.
 	abort := func(why string) {
 		stopChild(why)
-		if stallC == nil {
-			stallC, written = stall.C, q.progress()
-			stall.Reset(d.stall)
-		}
+		stopping = true
 	}
 	done := ctx.Done()
 	for {
 		if exit != nil && (uiFailed || q.pending() == 0) {
 			return exit.Code, q.result()
+		}
+		if stopping && !uiFailed && host.WatchStall(q.pending() > 0) {
+			uiFailed = true
+			log.Warn("the host has read none of its output while shutting down; giving it up", "for", host.stallLimit().String(), "bytes", q.abandon())
+		}
+		timer.Stop()
+		if at := host.StallDeadline(); stopping && !uiFailed && !at.IsZero() {
+			timer.Reset(max(at.Sub(host.Now()), 0))
 		}
 		select {
 		case <-done:
@@ -224,28 +213,18 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 				log.Warn("writing to the host failed; shutting down", "err", err)
 				stopChild("the host's output is gone")
 			}
-		case <-stallC:
-			switch w := q.progress(); {
-			case uiFailed:
-			case w == written && q.pending() > 0:
-				uiFailed = true
-				log.Warn("the host has read none of its output while shutting down; giving it up", "for", d.stall.String(), "bytes", q.abandon())
-			default:
-				written = w
-				stall.Reset(d.stall)
-			}
+		case <-timer.C():
+			// The stall's deadline: WatchStall decides above.
 		case sig := <-signals:
+			why := host.Signal(sig)
 			switch {
-			case sig != os.Interrupt && sig != syscall.SIGINT:
-				abort(sig.String())
+			case why != "":
+				abort(why)
 			case eof:
 				// The child's stdin is closed: an interrupt can no
 				// longer be delivered in band.
 				abort("SIGINT after the host's input ended")
-			case !lastInt.IsZero() && d.Now().Sub(lastInt) < d.InterruptWindow:
-				abort("second SIGINT")
 			default:
-				lastInt = d.Now()
 				if err := r.interrupt("SIGINT"); err != nil {
 					log.Warn("interrupt not delivered; shutting down", "err", err)
 					abort("interrupt not delivered")
@@ -262,7 +241,7 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 			if eof && r.outstanding() == 0 {
 				stopChild("host input ended and every turn has its result")
 			}
-		case fn := <-d.submitCh:
+		case fn := <-host.Submitted():
 			fn()
 		case <-childEOF:
 			childEOF = nil
@@ -288,17 +267,8 @@ func (d *DropIn) defaults() {
 	if d.MaxLine <= 0 {
 		d.MaxLine = framing.DefaultMaxLine
 	}
-	if d.InterruptWindow <= 0 {
-		d.InterruptWindow = 2 * time.Second
-	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.stall <= 0 {
-		d.stall = stallLimit
 	}
 	if d.Child.Logger == nil {
 		d.Child.Logger = d.Logger

@@ -123,23 +123,30 @@ func TestDropInSIGINTInterruptsInBand(t *testing.T) {
 	}
 }
 
-// clock returns the given times in order, one a call, and then the last.
-func clock(times ...time.Time) func() time.Time {
-	var mu sync.Mutex
-	return func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		t := times[0]
-		if len(times) > 1 {
-			times = times[1:]
-		}
-		return t
-	}
+// seqClock is a Clock whose Now gives the times in order, one a call,
+// and then the last; its timers are real.
+type seqClock struct {
+	mu    sync.Mutex
+	times []time.Time
 }
+
+func clock(times ...time.Time) *seqClock { return &seqClock{times: times} }
+
+func (c *seqClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.times[0]
+	if len(c.times) > 1 {
+		c.times = c.times[1:]
+	}
+	return t
+}
+
+func (c *seqClock) NewTimer() Timer { return RealClock.NewTimer() }
 
 func TestDropInSecondSIGINTShutsDown(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	d := &DropIn{Child: adaptertest.Config(t, "turns", adaptertest.StreamJSONArgs), Now: clock(t0, t0.Add(time.Second))}
+	d := &DropIn{Child: adaptertest.Config(t, "turns", adaptertest.StreamJSONArgs), Clock: clock(t0, t0.Add(time.Second))}
 	h := startHost(t, d)
 	h.Sigs <- syscall.SIGINT
 	h.Sigs <- syscall.SIGINT
@@ -152,7 +159,7 @@ func TestDropInSecondSIGINTShutsDown(t *testing.T) {
 
 func TestDropInSIGINTsFarApartOnlyInterrupt(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	d := &DropIn{Child: adaptertest.Config(t, "turns", adaptertest.StreamJSONArgs), Now: clock(t0, t0.Add(3*time.Second))}
+	d := &DropIn{Child: adaptertest.Config(t, "turns", adaptertest.StreamJSONArgs), Clock: clock(t0, t0.Add(3*time.Second))}
 	h := startHost(t, d)
 	h.Sigs <- syscall.SIGINT
 	h.Sigs <- syscall.SIGINT

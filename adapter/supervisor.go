@@ -277,9 +277,9 @@ func (s *Supervisor) Start(opts session.Options, resumed bool) (*Proc, error) {
 	s.log.Info("claude started", "pid", child.Pid(), "gen", p.Gen, "resume", opts.Resume,
 		"continue", opts.Continue, "fork", opts.ForkSession, "session_id", opts.SessionID)
 	if p.tr == Bytes {
-		go readRaw(p.Gen, child, l.cliCh, l.stop)
+		go readRaw(p.Gen, child, l.cliCh, l.host.stop)
 	} else {
-		go readChild(p.Gen, child, l.cfg.CLIMaxLine, l.blocks, s.log, l.cliCh, l.stop)
+		go readChild(p.Gen, child, l.cfg.CLIMaxLine, l.blocks, s.log, l.cliCh, l.host.stop)
 	}
 	if s.cfg.Started != nil {
 		s.cfg.Started(p)
