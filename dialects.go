@@ -7,5 +7,6 @@ import (
 	_ "github.com/ccbridge/ccbridge/adapter/acp"
 	_ "github.com/ccbridge/ccbridge/adapter/ipc"
 	_ "github.com/ccbridge/ccbridge/adapter/rpc"
+	_ "github.com/ccbridge/ccbridge/adapter/stream"
 	_ "github.com/ccbridge/ccbridge/adapter/worker"
 )

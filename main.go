@@ -20,6 +20,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
+	"github.com/ccbridge/ccbridge/adapter/stream"
 	"github.com/ccbridge/ccbridge/fakemodel"
 	"github.com/ccbridge/ccbridge/internal/cliflags"
 	"github.com/ccbridge/ccbridge/serve"
@@ -85,9 +86,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	child := launch(cfg.cwd)
 
 	if cfg.demo {
-		child.Args, err = session.BuildArgs(adapter.StreamArgs, cfg.opts)
+		child.Args, err = session.BuildArgs(stream.Args, cfg.opts)
 		if err == nil {
-			err = adapter.Demo(context.Background(), child, stdout)
+			err = stream.Demo(context.Background(), child, stdout)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "ccbridge: demo: %v\n", err)

@@ -296,7 +296,7 @@ func (l *Loop) checkUI() {
 	}
 	l.uiFailed = true
 	l.out = l.out[:0]
-	if !errors.Is(err, errUIStalled) {
+	if !errors.Is(err, ErrUIStalled) {
 		l.log.Warn("writing to the UI failed; shutting down", "err", err)
 	}
 	l.Shutdown("the UI's output is gone")
@@ -311,7 +311,7 @@ func (l *Loop) watchStall() {
 	l.uiFailed = true
 	l.out = l.out[:0]
 	lost := l.host.ui.abandon()
-	l.log.Warn("the UI has read none of its output while shutting down; giving it up", "for", l.host.stallLimit().String(), "bytes", lost)
+	l.log.Warn("the UI has read none of its output while shutting down; giving it up", "for", l.host.StallLimit.String(), "bytes", lost)
 }
 
 func (l *Loop) fromUI(m uiLine) {

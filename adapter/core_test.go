@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -124,12 +125,12 @@ type harness struct {
 	starts  []*memChild
 	done    chan int
 	err     error // Run's, once done has its code
-	log     *logBuffer
+	log     *adaptertest.LogBuffer
 }
 
 func newHarness(t *testing.T, cli memCLI) *harness {
 	t.Helper()
-	h := &harness{signals: make(chan os.Signal, 4), done: make(chan int, 1), log: &logBuffer{}}
+	h := &harness{signals: make(chan os.Signal, 4), done: make(chan int, 1), log: &adaptertest.LogBuffer{}}
 	loop := NewLoop(LoopConfig{Logger: slog.New(slog.NewTextHandler(h.log, nil))})
 	h.rec = &recorder{loop: loop, onLine: func(string) {}, onExpire: func(time.Time) {}}
 	h.rec.sup = loop.NewSupervisor(SupervisorConfig{Start: func(session.Config) (Child, error) {

@@ -29,7 +29,7 @@ type Host struct {
 	stop     chan struct{}
 
 	// StallLimit: once a shutdown began, output the UI takes none of for
-	// this long is given up. Default 2 s.
+	// this long is given up. NewHost sets it to 2 s.
 	StallLimit time.Duration
 	// While a shutdown runs with output pending, stallAt is when the
 	// output is given up unless the UI has taken some of it since
@@ -45,7 +45,7 @@ func NewHost(clock Clock) *Host {
 	if clock == nil {
 		clock = RealClock
 	}
-	return &Host{clock: clock, submitCh: make(chan func()), stop: make(chan struct{})}
+	return &Host{clock: clock, StallLimit: stallLimit, submitCh: make(chan func()), stop: make(chan struct{})}
 }
 
 // Start begins writing the UI's output to out; later calls do nothing.
@@ -55,8 +55,9 @@ func (h *Host) Start(out io.Writer) {
 	}
 }
 
-// Now is the clock's time.
-func (h *Host) Now() time.Time { return h.clock.Now() }
+// Now is the clock's time; NewTimer makes a stopped timer of the clock.
+func (h *Host) Now() time.Time  { return h.clock.Now() }
+func (h *Host) NewTimer() Timer { return h.clock.NewTimer() }
 
 // Submitted is the work Submit hands over, for the runner's select: it
 // runs each function it takes.
@@ -112,7 +113,7 @@ func (h *Host) WatchStall(pending bool) bool {
 	}
 	now := h.Now()
 	if w := h.ui.progress(); h.stallAt.IsZero() || w != h.written {
-		h.stallAt, h.written = now.Add(h.stallLimit()), w
+		h.stallAt, h.written = now.Add(h.StallLimit), w
 		return false
 	}
 	return !now.Before(h.stallAt)
@@ -121,9 +122,34 @@ func (h *Host) WatchStall(pending bool) bool {
 // StallDeadline is when WatchStall must run next, or the zero time.
 func (h *Host) StallDeadline() time.Time { return h.stallAt }
 
-func (h *Host) stallLimit() time.Duration {
-	if h.StallLimit > 0 {
-		return h.StallLimit
-	}
-	return stallLimit
-}
+// The UI's output, for a runner that writes it itself (drop-in's relay);
+// the Loop writes through Emit and Flush. Start must have been called.
+
+// Write writes p to the UI after what was queued before it (the writer
+// of uiwriter.go): a runner's pumps write through it from their own
+// goroutines. It fails once a write failed or the output was given up.
+func (h *Host) Write(p []byte) (int, error) { return h.ui.Write(p) }
+
+// Queue queues the whole lines in b without waiting and without a bound
+// (for the few lines a runner writes from its own goroutine), and
+// returns an empty buffer for the next ones.
+func (h *Host) Queue(b []byte) []byte { return h.ui.swap(b) }
+
+// Pending is how many bytes wait to be written.
+func (h *Host) Pending() int { return h.ui.pending() }
+
+// Failed is the error of a failed write, or of output given up.
+func (h *Host) Failed() error { return h.ui.failed() }
+
+// Wrote is signalled when a write ends (room again, an error, or nothing
+// left to write): a runner that waits for its output selects on it.
+func (h *Host) Wrote() <-chan struct{} { return h.ui.notify }
+
+// GiveUp drops what was not written and fails the writes still to come;
+// it returns how many bytes were lost.
+func (h *Host) GiveUp() int64 { return h.ui.abandon() }
+
+// Close stops the writer once what is queued is written (or given up);
+// Result is then the error of the writes, if one failed.
+func (h *Host) Close()        { h.ui.close() }
+func (h *Host) Result() error { return h.ui.result() }

@@ -37,7 +37,7 @@ const (
 )
 
 // errUIStalled is the error of output given up on (uiWriter.abandon).
-var errUIStalled = errors.New("the UI stopped reading its output")
+var ErrUIStalled = errors.New("the UI stopped reading its output")
 
 // uiWriter writes the UI's output on a goroutine of its own. Its methods
 // are safe for concurrent use. After a failed write (or abandon) every
@@ -132,7 +132,7 @@ func (q *uiWriter) abandon() int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.err == nil {
-		q.err = errUIStalled
+		q.err = ErrUIStalled
 	}
 	q.queued = q.queued[:0]
 	q.cond.Broadcast()

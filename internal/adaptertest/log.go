@@ -1,9 +1,11 @@
 package adaptertest
 
 import (
+	"bytes"
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -21,4 +23,23 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// LogBuffer collects a logger's output, for tests that read it. Safe for
+// concurrent use.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -1,4 +1,4 @@
-package adapter
+package stream
 
 import (
 	"io"
@@ -34,7 +34,7 @@ func benchAssistant(n int) string {
 
 func benchRelay() *relay {
 	return &relay{
-		Proc:     &Proc{log: slog.New(slog.DiscardHandler)},
+		log:      slog.New(slog.DiscardHandler),
 		toUI:     framing.NewWriter(io.Discard),
 		idPrefix: "ccbridge-0a1b2c3d-",
 		notify:   make(chan struct{}, 1),

@@ -1,4 +1,4 @@
-package adapter
+package stream
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/internal/payload"
@@ -46,7 +47,7 @@ type DropIn struct {
 	Logger *slog.Logger
 
 	// Clock is the session's time; nil means the real one.
-	Clock Clock
+	Clock adapter.Clock
 
 	// stall is how long, once a shutdown began, output the host takes
 	// none of is kept before it is given up (Host.StallLimit). Default
@@ -63,13 +64,13 @@ type DropIn struct {
 	// h is the Host the relay shares with the loop: its output, Submit,
 	// the signals' and the stall's rules, and the clock.
 	hostOnce sync.Once
-	h        *Host
+	h        *adapter.Host
 }
 
 // host is the session's Host, made on first use (Submit may come before
 // Run).
-func (d *DropIn) host() *Host {
-	d.hostOnce.Do(func() { d.h = NewHost(d.Clock) })
+func (d *DropIn) host() *adapter.Host {
+	d.hostOnce.Do(func() { d.h = adapter.NewHost(d.Clock) })
 	return d.h
 }
 
@@ -126,13 +127,16 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 	}
 	log.Info("claude started", "pid", child.Pid(), "path", d.Child.Path, "args", len(args))
 
-	host.StallLimit = d.stall
+	if d.stall > 0 {
+		host.StallLimit = d.stall
+	}
 	host.Start(uiOut)
-	q := host.ui
-	defer q.close()
+	defer host.Close()
 	r := &relay{
-		Proc:     newProc(0, child, Lines, log),
-		toUI:     framing.NewWriter(q),
+		child:    child,
+		w:        framing.NewWriter(child.Stdin()),
+		log:      log,
+		toUI:     framing.NewWriter(host),
 		idPrefix: "ccbridge-" + randomHex(4) + "-",
 		notify:   make(chan struct{}, 1),
 		uiEOF:    make(chan struct{}),
@@ -163,7 +167,7 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 	if jsonOut {
 		go r.pumpChild()
 	} else {
-		go r.copyChild(q)
+		go r.copyChild(host)
 	}
 
 	var (
@@ -180,7 +184,7 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 		childEOF = r.childEOF
 		exit     *session.Exit // the child's, once its output ended
 		uiFailed bool
-		timer    = host.clock.NewTimer()
+		timer    = host.NewTimer()
 	)
 	defer timer.Stop()
 	// abort starts the staged shutdown for a signal or the context, and
@@ -192,12 +196,12 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 	}
 	done := ctx.Done()
 	for {
-		if exit != nil && (uiFailed || q.pending() == 0) {
-			return exit.Code, q.result()
+		if exit != nil && (uiFailed || host.Pending() == 0) {
+			return exit.Code, host.Result()
 		}
-		if stopping && !uiFailed && host.WatchStall(q.pending() > 0) {
+		if stopping && !uiFailed && host.WatchStall(host.Pending() > 0) {
 			uiFailed = true
-			log.Warn("the host has read none of its output while shutting down; giving it up", "for", host.stallLimit().String(), "bytes", q.abandon())
+			log.Warn("the host has read none of its output while shutting down; giving it up", "for", host.StallLimit.String(), "bytes", host.GiveUp())
 		}
 		timer.Stop()
 		if at := host.StallDeadline(); stopping && !uiFailed && !at.IsZero() {
@@ -207,8 +211,8 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 		case <-done:
 			done = nil
 			abort("context cancelled")
-		case <-q.notify:
-			if err := q.failed(); err != nil && !uiFailed {
+		case <-host.Wrote():
+			if err := host.Failed(); err != nil && !uiFailed {
 				uiFailed = true
 				log.Warn("writing to the host failed; shutting down", "err", err)
 				stopChild("the host's output is gone")
@@ -254,7 +258,7 @@ func (d *DropIn) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signa
 				for n := r.lost(*exit); n > 0; n-- {
 					// Queued past the bound (swap never waits): the
 					// pump is done, and this loop must not block.
-					q.swap(append(r.syntheticResult(*exit), '\n'))
+					host.Queue(append(r.syntheticResult(*exit), '\n'))
 				}
 			}
 			// The loop goes on until the output is written (or given
@@ -281,7 +285,9 @@ func (d *DropIn) defaults() {
 // Run's goroutine (a control lane's prompt, ControlInject), atomically;
 // gone Run's goroutine.
 type relay struct {
-	*Proc      // the child, its writer (w) and the log
+	child      *session.Child
+	w          *framing.Writer // to the child's stdin
+	log        *slog.Logger
 	toUI       *framing.Writer
 	idPrefix   string
 	interrupts atomic.Int64
@@ -668,4 +674,14 @@ func randomHex(n int) string {
 // jsonString encodes s as a JSON string; invalid UTF-8 becomes U+FFFD.
 func jsonString(s string) []byte {
 	return gjson.AppendJSONString(make([]byte, 0, len(s)+2), s)
+}
+
+// CloseStdin flushes what is held for the child and closes its stdin.
+func (r *relay) CloseStdin() {
+	if err := r.w.Flush(); err != nil {
+		r.log.Debug("flushing to the CLI", "err", err)
+	}
+	if err := r.child.CloseStdin(); err != nil {
+		r.log.Debug("closing the CLI's stdin", "err", err)
+	}
 }

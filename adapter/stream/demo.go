@@ -1,4 +1,4 @@
-package adapter
+package stream
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 	"github.com/ccbridge/ccbridge/session"
 )
 
-// StreamArgs are the CLI arguments of the stream dialect, before the
+// Args are the CLI arguments of the stream dialect, before the
 // session options and the user's extra arguments: stream-json both ways,
 // permission prompts forwarded over stdio, partial messages streamed.
-var StreamArgs = []string{
+var Args = []string{
 	"--output-format", "stream-json",
 	"--input-format", "stream-json",
 	"--verbose",

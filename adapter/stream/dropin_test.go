@@ -1,4 +1,4 @@
-package adapter
+package stream
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/session"
@@ -32,7 +33,7 @@ const userMsg = `{"type":"user","session_id":"","message":{"role":"user","conten
 // through drop-in mode: the host must get the CLI's lines byte for byte, and
 // the CLI must get the host's valid lines byte for byte.
 func TestDropInTranscripts(t *testing.T) {
-	files, err := filepath.Glob("../testdata/transcripts/*.ndjson")
+	files, err := filepath.Glob("../../testdata/transcripts/*.ndjson")
 	if err != nil || len(files) < 70 {
 		t.Fatalf("transcripts: %d files, %v", len(files), err)
 	}
@@ -142,7 +143,7 @@ func (c *seqClock) Now() time.Time {
 	return t
 }
 
-func (c *seqClock) NewTimer() Timer { return RealClock.NewTimer() }
+func (c *seqClock) NewTimer() adapter.Timer { return adapter.RealClock.NewTimer() }
 
 func TestDropInSecondSIGINTShutsDown(t *testing.T) {
 	t0 := time.Unix(1000, 0)
@@ -289,7 +290,7 @@ func TestArgValue(t *testing.T) {
 
 func TestPassBlockCutsOnlyOwnAnswers(t *testing.T) {
 	var out bytes.Buffer
-	r := &relay{Proc: &Proc{log: discardLogger()}, toUI: framing.NewWriter(&out), idPrefix: "ccbridge-ab-", notify: make(chan struct{}, 1)}
+	r := &relay{log: discardLogger(), toUI: framing.NewWriter(&out), idPrefix: "ccbridge-ab-", notify: make(chan struct{}, 1)}
 	block := []byte(`{"type":"stream_event","event":{}}` + "\n" +
 		`{"type":"control_response","response":{"subtype":"success","request_id":"ccbridge-ab-1","response":{}}}` + "\n" +
 		`{"type":"control_response","response":{"subtype":"success","request_id":"host-1","response":{}}}` + "\n" +

@@ -1,4 +1,4 @@
-package adapter
+package stream
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 	"io"
 	"os"
 
+	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/session"
 )
 
-func init() { Register("stream", func() Dialect { return &stream{} }) }
+func init() { adapter.Register("stream", func() adapter.Dialect { return &stream{} }) }
 
-// stream is drop-in mode with ccbridge's own CLI arguments (StreamArgs,
+// stream is drop-in mode with ccbridge's own CLI arguments (Args,
 // then the session flags, then the extra arguments), or, in drop-in mode,
 // with the host's arguments as they are. It relays bytes and does not run
 // on the session core's loop: it parses no line it need not, so that it
@@ -20,12 +21,12 @@ type stream struct{ d DropIn }
 
 func (*stream) Flags(*flag.FlagSet) {}
 
-func (s *stream) Configure(c DialectConfig) error {
+func (s *stream) Configure(c adapter.DialectConfig) error {
 	child := c.Child
 	child.Args = c.DropInArgs
 	if child.Args == nil {
 		var err error
-		if child.Args, err = session.BuildArgs(StreamArgs, c.Options); err != nil {
+		if child.Args, err = session.BuildArgs(Args, c.Options); err != nil {
 			return err
 		}
 	}

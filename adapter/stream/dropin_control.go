@@ -1,4 +1,4 @@
-package adapter
+package stream
 
 // Drop-in mode (and the stream dialect) as a control lane's target
 // (controltarget.go). It does not run on the session core's loop: its
