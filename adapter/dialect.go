@@ -62,20 +62,6 @@ type Settings struct {
 	// its loop's Submit once Run has built them (tests; --control goes
 	// through Control.Socket).
 	ControlHook control.Hook
-	// WorkerHook, when set, is handed lane 004 of a --ui control session
-	// once its Run has opened the control plane: ccbridge serve drives the
-	// worker through it.
-	WorkerHook func(Worker004)
-}
-
-// Worker004 is one --ui control session's lane 004, for ccbridge serve:
-// the lane that takes its requests, its event log, and its status.
-type Worker004 struct {
-	Lane *control.Lane004
-	Log  *control.EventLog
-	// Status is the worker's status object (state, thread and turn ids),
-	// read on its loop; false once the session has ended.
-	Status func() ([]byte, bool)
 }
 
 // defaults fills in the zero values.

@@ -17,8 +17,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/google/uuid"
-
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -243,30 +241,7 @@ func sendBlock(gen int, block []byte, maxLine int, pool blockPool, send func(cli
 	return send(pool.block(gen, block))
 }
 
-// withSessionID gives a new session, and a fork, a fresh session id when
-// opts has none, so that the UI knows the id before the first turn.
-func WithSessionID(opts session.Options) session.Options {
-	if opts.Resume == "" && !opts.Continue && opts.SessionID == "" {
-		opts.SessionID = uuid.NewString()
-	}
-	if opts.ForkSession && opts.SessionID == "" {
-		opts.SessionID = uuid.NewString()
-	}
-	return opts
-}
-
-// sessionOf is the session id opts give the CLI, or "".
-func SessionOf(o session.Options) string {
-	switch {
-	case o.SessionID != "":
-		return o.SessionID
-	case o.Resume != "" && !o.ForkSession:
-		return o.Resume
-	}
-	return ""
-}
-
-// earliest returns the earlier of two deadlines; the zero time is none.
+// Earliest returns the earlier of two deadlines; the zero time is none.
 func Earliest(next, at time.Time) time.Time {
 	if !at.IsZero() && (next.IsZero() || at.Before(next)) {
 		return at

@@ -271,7 +271,7 @@ func (s *Supervisor) Start(opts session.Options, resumed bool) (*Proc, error) {
 	s.live = p
 	s.Opts = opts
 	s.persisted = resumed
-	if sid := SessionOf(opts); sid != "" {
+	if sid := opts.ID(); sid != "" {
 		s.SessionID = sid
 	}
 	s.log.Info("claude started", "pid", child.Pid(), "gen", p.Gen, "resume", opts.Resume,

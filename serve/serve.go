@@ -522,16 +522,15 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 }
 
 // startWorker runs one worker's control session on an in-process pipe
-// and waits until its lane 004 is open (Settings.WorkerHook), or its Run
+// and waits until its lane 004 is open (ControlUI.Hook), or its Run
 // has ended.
 func startWorker(s adapter.Settings, spec ServeWorkerSpec, log *slog.Logger) (*hostedWorker, *serveWorker, error) {
 	s.Logger = log
 	s.Child.Logger = log
-	hooked := make(chan adapter.Worker004, 1)
-	s.WorkerHook = func(w adapter.Worker004) { hooked <- w }
+	hooked := make(chan worker.Lane004, 1)
 	pr, pw := io.Pipe()
 	h := &hostedWorker{spec: spec, stdin: pw, done: make(chan struct{})}
-	ui := &worker.ControlUI{Settings: s}
+	ui := &worker.ControlUI{Settings: s, Hook: func(w worker.Lane004) { hooked <- w }}
 	go func() {
 		defer close(h.done)
 		h.code, h.err = ui.Run(context.Background(), pr, io.Discard, nil)

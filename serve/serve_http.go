@@ -22,7 +22,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/adapter"
+	"github.com/ccbridge/ccbridge/adapter/worker"
 	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping/lane004"
 )
@@ -44,7 +44,7 @@ const (
 // serveWorker is one worker as the API sees it.
 type serveWorker struct {
 	id string
-	w  adapter.Worker004
+	w  worker.Lane004
 	// done is closed once the worker's session has ended; nil: never.
 	done <-chan struct{}
 }

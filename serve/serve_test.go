@@ -21,8 +21,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
+	"github.com/ccbridge/ccbridge/adapter/worker"
 	"github.com/ccbridge/ccbridge/mapping/lane004"
 )
 
@@ -82,7 +82,7 @@ func newServeTestWorker(t *testing.T, id string, retain int) *serveTestWorker {
 		Submit:   func(fn func()) bool { go fn(); return true },
 		Logger:   quiet,
 	})
-	w := adapter.Worker004{Lane: lane, Log: log, Status: func() ([]byte, bool) {
+	w := worker.Lane004{Lane: lane, Log: log, Status: func() ([]byte, bool) {
 		return []byte(`{"state":"idle","thread_id":null}`), true
 	}}
 	return &serveTestWorker{serveWorker: &serveWorker{id: id, w: w}, fake: fake, log: log}

@@ -155,3 +155,27 @@ func ArgValue(args []string, name string) string {
 	}
 	return v
 }
+
+// WithSessionID gives a new session, and a fork, a fresh session id when
+// o has none, so that the UI knows the id before the first turn.
+func (o Options) WithSessionID() Options {
+	if o.Resume == "" && !o.Continue && o.SessionID == "" {
+		o.SessionID = uuid.NewString()
+	}
+	if o.ForkSession && o.SessionID == "" {
+		o.SessionID = uuid.NewString()
+	}
+	return o
+}
+
+// ID is the session id o gives the CLI, or "" (a continued session, whose
+// id the CLI tells).
+func (o Options) ID() string {
+	switch {
+	case o.SessionID != "":
+		return o.SessionID
+	case o.Resume != "" && !o.ForkSession:
+		return o.Resume
+	}
+	return ""
+}

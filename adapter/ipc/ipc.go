@@ -92,7 +92,7 @@ type ipcPrompt struct {
 // and the child has exited. It returns the last child's exit code.
 func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
 	s.Defaults()
-	opts := adapter.WithSessionID(s.Options)
+	opts := s.Options.WithSessionID()
 	if _, err := session.BuildArgs(IPCArgs, opts); err != nil {
 		return 2, err
 	}
@@ -126,7 +126,7 @@ func (s *IPC) newLoop() *ipcLoop {
 func (l *ipcLoop) started(p *adapter.Proc) {
 	defer l.emit()
 	l.endPrompts(nil) // none is open: every way a child goes ends them
-	if sid := adapter.SessionOf(p.Opts); sid != "" {
+	if sid := p.Opts.ID(); sid != "" {
 		l.out = l.tr.SetSessionID(sid, l.out)
 	}
 }

@@ -129,7 +129,7 @@ func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	if s.Version == "" {
 		s.Version = adapter.Version
 	}
-	opts := adapter.WithSessionID(s.Options)
+	opts := s.Options.WithSessionID()
 	if _, err := session.BuildArgs(adapter.CoreArgs, opts); err != nil {
 		return 2, err
 	}
@@ -174,7 +174,7 @@ func (l *rpcLoop) getenv(key string) string {
 // started tells the translator the session id of a new child and asks the
 // CLI who it is (initialize), before anything else is written to it.
 func (l *rpcLoop) started(p *adapter.Proc) {
-	if sid := adapter.SessionOf(p.Opts); sid != "" {
+	if sid := p.Opts.ID(); sid != "" {
 		l.tr.SetSessionID(sid)
 	}
 	l.initWaiting = true

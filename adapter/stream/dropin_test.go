@@ -18,7 +18,6 @@ import (
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
-	"github.com/ccbridge/ccbridge/session"
 )
 
 // startHost runs d in memory.
@@ -273,13 +272,9 @@ func TestDropInOverlongHostLineDropped(t *testing.T) {
 	}
 }
 
-func TestArgValue(t *testing.T) {
-	args := []string{"--model", "a", "--input-format=stream-json", "--resume", "r1", "--", "--model", "z"}
-	for name, want := range map[string]string{"--model": "a", "--input-format": "stream-json", "--resume": "r1", "--absent": ""} {
-		if got := session.ArgValue(args, name); got != want {
-			t.Errorf("session.ArgValue(%s) = %q, want %q", name, got, want)
-		}
-	}
+// TestResumeIDFromArgs: the session id drop-in knows from the CLI's
+// arguments.
+func TestResumeIDFromArgs(t *testing.T) {
 	if got := resumeIDFromArgs([]string{"--resume", "r", "--fork-session"}); got != "" {
 		t.Errorf("a fork has a new id, got %q", got)
 	}

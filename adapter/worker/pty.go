@@ -169,7 +169,7 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 		child.LeadArgs = nil
 		opts = session.Options{}
 	} else {
-		opts = adapter.WithSessionID(opts)
+		opts = opts.WithSessionID()
 	}
 	w := &ptyWorker{
 		cfg:   c,

@@ -39,6 +39,20 @@ type ControlUI struct {
 	adapter.Settings
 	// PTY runs the worker under a pseudo-terminal (--pty; pty.go).
 	PTY PTYConfig
+	// Hook, when set, is handed the session's lane 004 once Run has
+	// opened the control plane: ccbridge serve drives the worker through
+	// it.
+	Hook func(Lane004)
+}
+
+// Lane004 is one worker's lane 004, for ccbridge serve: the lane that
+// takes its requests, its event log, and its status.
+type Lane004 struct {
+	Lane *control.Lane004
+	Log  *control.EventLog
+	// Status is the worker's status object (state, thread and turn ids),
+	// read on its loop; false once the session has ended.
+	Status func() ([]byte, bool)
 }
 
 // Flags adds --pty and its flags; the control plane's flags serve
@@ -97,7 +111,7 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 		c.PTY.Command, c.Options.Extra = c.Options.Extra, nil
 		return c.runPTY(ctx, uiIn, uiOut, signals)
 	}
-	opts := adapter.WithSessionID(c.Options)
+	opts := c.Options.WithSessionID()
 	if _, err := session.BuildArgs(ControlArgs, opts); err != nil {
 		return 2, err
 	}
@@ -107,7 +121,7 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 		loop:  adapter.NewLoop(adapter.LoopConfig{MaxLine: c.MaxLine, CLIMaxLine: c.CLIMaxLine, ReuseBlocks: true, Clock: c.Clock, Logger: c.Logger}),
 		state: control.WorkerStarting,
 	}
-	w.worker = lane000.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: adapter.SessionOf(opts)}
+	w.worker = lane000.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: opts.ID()}
 	w.run.id, w.run.Model, w.run.max = c.Control.RunID, opts.Model, maxTurns(opts.Extra)
 	w.loadRun()
 	w.sup = w.loop.NewSupervisor(adapter.SupervisorConfig{Child: c.Child, BaseArgs: ControlArgs, Started: w.started})
@@ -118,8 +132,8 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 	defer plane.Close()
 	w.plane = plane
 	w.w4.active = c.Control.Worker004 || plane.Log004().Latest() > 0
-	if c.WorkerHook != nil {
-		c.WorkerHook(adapter.Worker004{Lane: plane.Lane004(), Log: plane.Log004(), Status: w.status004})
+	if c.Hook != nil {
+		c.Hook(Lane004{Lane: plane.Lane004(), Log: plane.Log004(), Status: w.status004})
 	}
 	if err := plane.Listen(); err != nil {
 		return 2, err
@@ -141,7 +155,7 @@ func (w *controlWorker) reply(line []byte) {
 }
 
 func (w *controlWorker) started(p *adapter.Proc) {
-	if sid := adapter.SessionOf(p.Opts); sid != "" {
+	if sid := p.Opts.ID(); sid != "" {
 		w.worker.SessionID = sid
 	}
 	w.sendInit(p)
