@@ -1,5 +1,3 @@
-// Package control is the control plane shared by the control lanes: the
-// idempotency store, the audit trail, content_ref reading and the unix socket.
 package control
 
 import (

@@ -1,7 +1,3 @@
-// Package control is the control plane shared by the control lanes: the
-// idempotency store (in memory, or durable in a bbolt file under
-// --state-dir), per-lane sequence numbers, the audit trail, content_ref
-// reading and the control socket.
 package control
 
 import (
