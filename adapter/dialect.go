@@ -183,3 +183,20 @@ func (s *Settings) StartControl(t control.Target, submit func(func()) bool) (sto
 		}
 	}, nil
 }
+
+// Begin starts a session on the core: it hands t to the control lanes
+// (StartControl, through l's Submit) and starts sup's first child with
+// opts (resuming a session file when opts.Resumes). stop ends the control lanes once
+// the session is over; on failure code is the exit code ccbridge exits
+// with (2: the control lanes could not start; 1: the CLI could not).
+func (s *Settings) Begin(t control.Target, l *Loop, sup *Supervisor, opts session.Options) (stop func(), code int, err error) {
+	stop, err = s.StartControl(t, l.Submit)
+	if err != nil {
+		return nil, 2, err
+	}
+	if _, err := sup.Start(opts, opts.Resumes()); err != nil {
+		stop()
+		return nil, 1, err
+	}
+	return stop, 0, nil
+}

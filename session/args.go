@@ -179,3 +179,8 @@ func (o Options) ID() string {
 	}
 	return ""
 }
+
+// Resumes reports whether the first child of a session with these options
+// resumes a session file: a resumed or continued session does; a fork has
+// no session file of its own until its first turn.
+func (o Options) Resumes() bool { return (o.Resume != "" || o.Continue) && !o.ForkSession }

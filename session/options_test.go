@@ -19,17 +19,21 @@ func TestArgValue(t *testing.T) {
 // keeps its own, a continue has none until the CLI tells it.
 func TestOptionsSessionID(t *testing.T) {
 	for _, c := range []struct {
-		o     Options
-		fresh bool
-		id    string
+		o       Options
+		fresh   bool
+		id      string
+		resumes bool
 	}{
-		{Options{}, true, ""},
-		{Options{SessionID: "s"}, false, "s"},
-		{Options{Resume: "r"}, false, "r"},
-		{Options{Resume: "r", ForkSession: true}, true, ""},
-		{Options{Continue: true}, false, ""},
-		{Options{Continue: true, ForkSession: true}, true, ""},
+		{Options{}, true, "", false},
+		{Options{SessionID: "s"}, false, "s", false},
+		{Options{Resume: "r"}, false, "r", true},
+		{Options{Resume: "r", ForkSession: true}, true, "", false},
+		{Options{Continue: true}, false, "", true},
+		{Options{Continue: true, ForkSession: true}, true, "", false},
 	} {
+		if c.o.Resumes() != c.resumes {
+			t.Errorf("%+v: Resumes %v, want %v", c.o, !c.resumes, c.resumes)
+		}
 		got := c.o.WithSessionID()
 		if c.fresh {
 			if uuid.Validate(got.SessionID) != nil || got.ID() != got.SessionID {

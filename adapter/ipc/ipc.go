@@ -97,15 +97,11 @@ func (s *IPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		return 2, err
 	}
 	l := s.newLoop()
-	stopControl, err := s.StartControl(l, l.loop.Submit)
+	stop, code, err := s.Begin(l, l.loop, l.sup, opts)
 	if err != nil {
-		return 2, err
+		return code, err
 	}
-	defer stopControl()
-	// A fork has no session file of its own until its first turn.
-	if _, err := l.sup.Start(opts, (opts.Resume != "" || opts.Continue) && !opts.ForkSession); err != nil {
-		return 1, err
-	}
+	defer stop()
 	l.emit()
 	return l.loop.Run(ctx, l, uiIn, uiOut, signals)
 }

@@ -143,7 +143,7 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 	// Then lane 001's: the run's state (paused, when it was at the end of
 	// the last ccbridge on this --state-dir).
 	w.publishState()
-	if _, err := w.sup.Start(opts, (opts.Resume != "" || opts.Continue) && !opts.ForkSession); err != nil {
+	if _, err := w.sup.Start(opts, opts.Resumes()); err != nil {
 		return 1, err
 	}
 	return w.loop.Run(ctx, w, uiIn, uiOut, signals)
