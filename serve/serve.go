@@ -40,9 +40,9 @@ import (
 // code ccbridge exits with.
 type Launcher func(claude, fakeModel string, log *slog.Logger) (child func(dir string) session.Config, stop func(), code int, err error)
 
-// ServeWorkerSpec is one worker of ccbridge serve: --worker ID=DIR, or an
+// WorkerSpec is one worker of ccbridge serve: --worker ID=DIR, or an
 // entry of --workers FILE.
-type ServeWorkerSpec struct {
+type WorkerSpec struct {
 	ID  string `json:"id"`
 	Dir string `json:"dir"`
 	// Model and PermissionMode, when set, win over serve's --model and
@@ -54,7 +54,7 @@ type ServeWorkerSpec struct {
 // serveConfig is what ccbridge serve takes from its flags.
 type serveConfig struct {
 	listen      string
-	workers     []ServeWorkerSpec
+	workers     []WorkerSpec
 	workersFile string
 	tokenFile   string
 	tokens      *serveTokens // nil: no --token-file
@@ -124,7 +124,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		if !ok {
 			return errors.New("want ID=DIR")
 		}
-		cfg.workers = append(cfg.workers, ServeWorkerSpec{ID: id, Dir: dir})
+		cfg.workers = append(cfg.workers, WorkerSpec{ID: id, Dir: dir})
 		return nil
 	})
 	fs.StringVar(&cfg.workersFile, "workers", "", `workers from a JSON file: [{"id":"a","dir":"/x","model":"sonnet","permission_mode":"acceptEdits"}, …]; a relative dir is taken from the file's folder`)
@@ -221,14 +221,14 @@ Flags:
 
 // readWorkersFile reads --workers FILE; a relative dir is taken from the
 // file's folder.
-func readWorkersFile(path string) ([]ServeWorkerSpec, error) {
+func readWorkersFile(path string) ([]WorkerSpec, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	d := json.NewDecoder(strings.NewReader(string(b)))
 	d.DisallowUnknownFields()
-	var ws []ServeWorkerSpec
+	var ws []WorkerSpec
 	if err := d.Decode(&ws); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -245,7 +245,7 @@ func readWorkersFile(path string) ([]ServeWorkerSpec, error) {
 
 // checkWorkers checks the ids (valid, unique) and makes each dir an
 // absolute path to a folder.
-func checkWorkers(ws []ServeWorkerSpec) error {
+func checkWorkers(ws []WorkerSpec) error {
 	if len(ws) == 0 {
 		return errors.New("no workers: give --worker ID=DIR (repeatable) or --workers FILE")
 	}
@@ -407,7 +407,7 @@ func loadTokens(path string, workers map[string]bool) (*serveTokens, error) {
 // hostedWorker is one worker's session: the control dialect running on
 // an in-process pipe.
 type hostedWorker struct {
-	spec  ServeWorkerSpec
+	spec  WorkerSpec
 	stdin *io.PipeWriter // the session's UI input: closing it ends the session
 	done  chan struct{}  // closed once Run returned
 	code  int
@@ -524,7 +524,7 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 // startWorker runs one worker's control session on an in-process pipe
 // and waits until its lane 004 is open (ControlUI.Hook), or its Run
 // has ended.
-func startWorker(s adapter.Settings, spec ServeWorkerSpec, log *slog.Logger) (*hostedWorker, *serveWorker, error) {
+func startWorker(s adapter.Settings, spec WorkerSpec, log *slog.Logger) (*hostedWorker, *serveWorker, error) {
 	s.Logger = log
 	s.Child.Logger = log
 	hooked := make(chan worker.Lane004, 1)
