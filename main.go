@@ -1,6 +1,7 @@
-// Command ccbridge sits between a user interface and one Claude Code CLI
-// child process. Run it with the CLI's own arguments (drop-in mode) or with
-// --ui DIALECT (dialect mode); see the README for both.
+// Command ccbridge sits between a user interface and the Claude Code CLI,
+// one CLI child process per session. Run it with the CLI's own arguments
+// (drop-in mode), with --ui DIALECT (dialect mode), or as ccbridge serve
+// (a web UI and lane-004 workers over HTTP); see the README.
 package main
 
 import (

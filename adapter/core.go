@@ -41,7 +41,7 @@ type Handler interface {
 	// CLITooLong reports a line of a live child over the limit, which was
 	// dropped. e.Head holds the line's first bytes: when they show it was
 	// a turn's result, the handler still ends the turn, as that result
-	// would have, saying the line was too long (tooLongResult).
+	// would have, saying the line was too long (mapping.TooLongResult).
 	CLITooLong(p *Proc, e *framing.LineTooLongError)
 	// ChildExited reports that the live child of a Supervisor exited
 	// without being asked to. The Supervisor has no live child any more;

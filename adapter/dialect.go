@@ -64,7 +64,7 @@ type Settings struct {
 	ControlHook control.Hook
 }
 
-// defaults fills in the zero values.
+// Defaults fills in the zero values.
 func (s *Settings) Defaults() {
 	if s.MaxLine <= 0 {
 		s.MaxLine = framing.DefaultMaxLine
@@ -92,7 +92,7 @@ type DialectConfig struct {
 	DropInArgs []string
 }
 
-// coreArgs are the CLI arguments of the dialects on the session core,
+// CoreArgs are the CLI arguments of the dialects on the session core,
 // before the session options and the user's extra arguments: stream-json
 // both ways with partial messages, permission prompts over stdio.
 var CoreArgs = []string{

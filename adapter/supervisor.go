@@ -55,7 +55,7 @@ type Proc struct {
 	Gen   int
 	child Child
 	w     *framing.Writer
-	sup   *Supervisor // nil for a child no supervisor keeps (drop-in)
+	sup   *Supervisor // the supervisor that started it
 	log   *slog.Logger
 	tr    Transport
 	// Opts are the options the child was started with.
@@ -246,7 +246,7 @@ func (s *Supervisor) Check(opts session.Options) error {
 // it continues a session that has a file. The caller retires the live
 // child first, if there is one. Once the session is ending (the UI's
 // input is over, or a shutdown began) no child starts: the error is
-// errShuttingDown.
+// ErrShuttingDown.
 func (s *Supervisor) Start(opts session.Options, resumed bool) (*Proc, error) {
 	if s.loop.Ending() {
 		// Nothing would close its stdin or stop it: the UI's input is

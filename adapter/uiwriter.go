@@ -36,7 +36,7 @@ const (
 	stallLimit = 2 * time.Second
 )
 
-// errUIStalled is the error of output given up on (uiWriter.abandon).
+// ErrUIStalled is the error of output given up on (uiWriter.abandon).
 var ErrUIStalled = errors.New("the UI stopped reading its output")
 
 // uiWriter writes the UI's output on a goroutine of its own. Its methods
@@ -50,7 +50,7 @@ type uiWriter struct {
 	queued  []byte    // whole lines the writer takes next
 	spare   []byte    // an empty buffer, handed back by swap
 	writing int       // bytes the writer has taken and not yet written
-	err     error     // the first write error, or errUIStalled
+	err     error     // the first write error, or ErrUIStalled
 	total   int64     // bytes handed over, written or not
 	closed  bool
 
@@ -114,7 +114,7 @@ func (q *uiWriter) pending() int {
 	return len(q.queued) + q.writing
 }
 
-// failed is the error of a failed write, errUIStalled after abandon, or
+// failed is the error of a failed write, ErrUIStalled after abandon, or
 // nil.
 func (q *uiWriter) failed() error {
 	q.mu.Lock()

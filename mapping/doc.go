@@ -1,7 +1,7 @@
 // Package mapping is the CLI side of ccbridge's protocol layer: it routes
 // the lines the Claude Code CLI writes to stdout (stream-json) into
 // normalized Events, and builds every line the host writes to the CLI's
-// stdin. Each UI dialect lives in a sub-package (ipc, and later rpc, acp…)
+// stdin. Each UI dialect lives in a sub-package (ipc, rpc, acp)
 // and is built from Events and these builders.
 //
 // # Routing

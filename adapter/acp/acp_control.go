@@ -1,6 +1,6 @@
 package acp
 
-// The acp dialect as a control lane's target (controltarget.go). A
+// The acp dialect as a control lane's target (control.Target). A
 // connection hosts any number of ACP sessions: the lane addresses one by
 // its session id (control.Sessions); the connection's own control.Target
 // methods address the oldest. An injected prompt is queued the way

@@ -16,7 +16,8 @@ import (
 
 // Config configures the control plane and its lanes: on stdio with --ui
 // control, on a unix socket with --control PATH beside any dialect. Its
-// zero values mean the defaults below, which the flags show too. docs/protocol/md says what each flag does.
+// zero values mean the defaults below, which the flags show too.
+// docs/protocol/control.md says what each flag does.
 type Config struct {
 	// Socket is --control PATH: a unix socket beside the dialect; "" for none.
 	Socket string

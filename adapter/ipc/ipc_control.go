@@ -1,6 +1,6 @@
 package ipc
 
-// The ipc dialect as a control lane's target (controltarget.go). An
+// The ipc dialect as a control lane's target (control.Target). An
 // injected prompt is a user_message as the UI would send it: tracked
 // like one, so the UI sees its turn and its one terminal message.
 

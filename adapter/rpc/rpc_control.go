@@ -1,6 +1,6 @@
 package rpc
 
-// The rpc dialect as a control lane's target (controltarget.go). An
+// The rpc dialect as a control lane's target (control.Target). An
 // injected prompt is a run of its own, started as run.start starts one:
 // the UI sees its run.status and agent.event notifications under a run
 // id it did not ask for, and no run.start response.

@@ -98,7 +98,7 @@ func (d *DropIn) Submit(fn func()) bool { return d.host().Submit(fn) }
 //     not seen), one synthetic error result per outstanding turn is written
 //     so that the host never waits forever.
 //   - The host's output goes through a bounded queue with a writer of its
-//     own (uiWriter): a host that stops reading makes the relay stop
+//     own (the Host's): a host that stops reading makes the relay stop
 //     reading the CLI (nothing is dropped), but signals are still served.
 //     A failed write (the host closed its end) starts the staged shutdown;
 //     once a shutdown began, output the host takes none of for 2 s is

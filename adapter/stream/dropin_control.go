@@ -1,7 +1,7 @@
 package stream
 
 // Drop-in mode (and the stream dialect) as a control lane's target
-// (controltarget.go). It does not run on the session core's loop: its
+// (control.Target). It does not run on the session core's loop: its
 // methods run on Run's goroutine (DropIn.Submit), and the prompt is
 // written through the relay's writer to the CLI, the one the host pump
 // writes the host's lines through. That writer holds a lock for each

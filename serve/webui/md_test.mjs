@@ -1,5 +1,5 @@
 // Tests of the page's Markdown renderer (static/md.js) and highlighter
-// (static/hl.js): node --test adapter/webui/ (webui_test.go runs it).
+// (static/hl.js): node --test serve/webui/ (webui_test.go runs it).
 //
 // build() runs against a small fake document that records every element
 // and attribute made, and throws on any way of parsing HTML (innerHTML,
