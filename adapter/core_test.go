@@ -320,7 +320,7 @@ func TestSupervisorStartsNothingOnceEnding(t *testing.T) {
 			t.Errorf("%d children started, want 1: none once the session is ending", len(h.starts))
 		}
 		if waited != ErrShuttingDown {
-			t.Errorf("the waiting work got %v, want errShuttingDown", waited)
+			t.Errorf("the waiting work got %v, want ErrShuttingDown", waited)
 		}
 	})
 }

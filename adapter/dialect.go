@@ -31,6 +31,9 @@ func init() {
 	}
 }
 
+// DefaultInterruptTimeout is Settings.InterruptTimeout's default.
+const DefaultInterruptTimeout = 5 * time.Second
+
 // Settings are what every dialect on the session core takes from main's
 // common flags. Zero values mean defaults.
 type Settings struct {
@@ -70,10 +73,10 @@ func (s *Settings) Defaults() {
 		s.MaxLine = framing.DefaultMaxLine
 	}
 	if s.InterruptTimeout <= 0 {
-		s.InterruptTimeout = 5 * time.Second
+		s.InterruptTimeout = DefaultInterruptTimeout
 	}
 	if s.ControlTimeout <= 0 {
-		s.ControlTimeout = 5 * time.Second
+		s.ControlTimeout = control.DefaultTimeout
 	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)

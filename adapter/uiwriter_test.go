@@ -130,7 +130,7 @@ func TestLoopShutdownWhileUIStalled(t *testing.T) {
 			t.Errorf("Run returned %v after SIGTERM, want %v to %v", took, stallLimit, stallLimit+time.Second)
 		}
 		if !errors.Is(h.err, ErrUIStalled) {
-			t.Errorf("Run: %v, want errUIStalled", h.err)
+			t.Errorf("Run: %v, want ErrUIStalled", h.err)
 		}
 		select {
 		case <-h.starts[0].stopped:
@@ -230,7 +230,7 @@ func TestUIWriterBound(t *testing.T) {
 			t.Errorf("abandon: %d bytes not written, want all", lost)
 		}
 		if err := <-errc; !errors.Is(err, ErrUIStalled) {
-			t.Errorf("the waiting Write returned %v, want errUIStalled", err)
+			t.Errorf("the waiting Write returned %v, want ErrUIStalled", err)
 		}
 		r.Close()
 		q.close()

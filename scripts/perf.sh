@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Reproduces docs/performance.md: the micro-benchmarks of framing, the
-# drop-in hot path and routing, then the end-to-end harness (a fake CLI
+# Reproduces docs/performance.md: the micro-benchmarks (framing, the
+# drop-in relay in adapter/stream, routing, the dialects, serve), then the end-to-end harness (a fake CLI
 # behind nothing, a plain byte relay and ccbridge in drop-in mode).
 # CCBRIDGE_PERF_NOASSERT=1 reports without failing on a missed target; see
 # e2e/perf_test.go for the other CCBRIDGE_PERF_* knobs.
@@ -14,9 +14,9 @@ go version
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
-echo "== go test -bench (framing, adapter, mapping)"
+echo "== go test -bench (every package with benchmarks)"
 pkgs=()
-for p in $(go list ./framing/ ./adapter/ ./mapping/...); do
+for p in $(go list ./... | grep -v /e2e$); do
   dir=$(go list -f '{{.Dir}}' "$p")
   if grep -qsE '^func Benchmark' "$dir"/*_test.go; then
     pkgs+=("$p")

@@ -200,14 +200,4 @@ func (l *acpLoop) failPrompt(id string, e *acp.Error) {
 	l.fail(id, e)
 }
 
-// ControlTargetOf gives a control lane the session its request names
-// (control.Sessions), so that each ACP session can be steered.
-func (l *acpLoop) ControlTargetOf(id string) (control.Target, bool) {
-	t, ok := l.ControlSession(id)
-	if !ok {
-		return nil, false
-	}
-	return t, true
-}
-
 var _ control.Sessions = (*acpLoop)(nil)

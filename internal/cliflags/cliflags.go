@@ -13,12 +13,6 @@ import (
 	"time"
 )
 
-// Defaults of the timeouts.
-const (
-	DefaultInterruptTimeout = 5 * time.Second
-	DefaultControlTimeout   = 5 * time.Second
-)
-
 // Common are the shared settings. Fill them from the environment with
 // Env, add the flags with Add, and call Parsed once the flag set is
 // parsed.
@@ -29,8 +23,11 @@ type Common struct {
 	// --permission-mode).
 	Model, PermissionMode string
 	LogLevel              slog.Level    // --log-level, $CCBRIDGE_LOG_LEVEL
-	InterruptTimeout      time.Duration // --interrupt-timeout
-	ControlTimeout        time.Duration // --control-timeout
+	// InterruptTimeout and ControlTimeout (--interrupt-timeout,
+	// --control-timeout): 0 keeps the session core's defaults
+	// (adapter.Settings).
+	InterruptTimeout time.Duration
+	ControlTimeout   time.Duration
 	// Grace and TermGrace are the shutdown's stages (--grace,
 	// $CCBRIDGE_GRACE; --term-grace, $CCBRIDGE_TERM_GRACE); 0 keeps the
 	// session's defaults.
@@ -66,8 +63,8 @@ func (c *Common) Add(fs *flag.FlagSet, clis, modelNote string) {
 	fs.StringVar(&c.Model, "model", "", "model for the CLI (--model)"+modelNote)
 	fs.StringVar(&c.PermissionMode, "permission-mode", "", "permission mode for the CLI (--permission-mode)"+modelNote)
 	fs.StringVar(&c.level, "log-level", c.LogLevel.String(), "log level on stderr: debug, info, warn, error (debug includes payload previews)")
-	fs.DurationVar(&c.InterruptTimeout, "interrupt-timeout", DefaultInterruptTimeout, "wait this long for the CLI to acknowledge an interrupt, then restart it")
-	fs.DurationVar(&c.ControlTimeout, "control-timeout", DefaultControlTimeout, "wait this long for the CLI's answer to a control request (model, mode, …), and for the worker to take a control lane's input or interrupt")
+	fs.DurationVar(&c.InterruptTimeout, "interrupt-timeout", 0, "wait this long for the CLI to acknowledge an interrupt, then restart it (default 5s)")
+	fs.DurationVar(&c.ControlTimeout, "control-timeout", 0, "wait this long for the CLI's answer to a control request (model, mode, …), and for the worker to take a control lane's input or interrupt (default 5s)")
 	fs.DurationVar(&c.Grace, "grace", c.Grace, "shutdown: wait after closing "+clis+"'s stdin before SIGTERM (default 10s)")
 	fs.DurationVar(&c.TermGrace, "term-grace", c.TermGrace, "shutdown: wait after SIGTERM before SIGKILL (default 5s)")
 }

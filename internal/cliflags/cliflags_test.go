@@ -27,7 +27,7 @@ func TestEnvThenFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Claude != "/c" || c.FakeModel != "default" || c.LogLevel != slog.LevelWarn || c.Grace != 3*time.Second ||
-		c.TermGrace != 2*time.Second || c.Model != "opus" || c.InterruptTimeout != time.Second || c.ControlTimeout != DefaultControlTimeout {
+		c.TermGrace != 2*time.Second || c.Model != "opus" || c.InterruptTimeout != time.Second || c.ControlTimeout != 0 {
 		t.Errorf("got %+v", c)
 	}
 	if err := fs.Parse([]string{"--log-level", "loud"}); err != nil {
