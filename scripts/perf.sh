@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Reproduces docs/performance.md: the micro-benchmarks (framing, the
-# drop-in relay in adapter/stream, routing, the dialects, serve), then the end-to-end harness (a fake CLI
-# behind nothing, a plain byte relay and ccbridge in drop-in mode).
+# drop-in relay in adapter/stream, routing, the dialects, serve), then the
+# end-to-end harness (a fake CLI behind nothing, a plain byte relay and
+# ccbridge in drop-in mode).
 # CCBRIDGE_PERF_NOASSERT=1 reports without failing on a missed target; see
 # e2e/perf_test.go for the other CCBRIDGE_PERF_* knobs.
 set -euo pipefail

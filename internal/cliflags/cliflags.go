@@ -22,7 +22,7 @@ type Common struct {
 	// Model and PermissionMode are the CLI's (--model,
 	// --permission-mode).
 	Model, PermissionMode string
-	LogLevel              slog.Level    // --log-level, $CCBRIDGE_LOG_LEVEL
+	LogLevel              slog.Level // --log-level, $CCBRIDGE_LOG_LEVEL
 	// InterruptTimeout and ControlTimeout (--interrupt-timeout,
 	// --control-timeout): 0 keeps the session core's defaults
 	// (adapter.Settings).
