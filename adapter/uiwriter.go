@@ -7,14 +7,23 @@ package adapter
 // loop stops reading the CLI (Loop.Run), the drop-in relay's pump blocks
 // in Write; either way the CLI then blocks on its own stdout and nothing
 // is dropped.
+//
+// When the writer is idle and nothing is queued, output the UI can take
+// at once (ccbridge's stdout a pipe with room, on Linux) is written on the
+// caller's goroutine without waiting (session.NoWaitWriter), and only what
+// does not fit is handed over: a line through an idle bridge then costs
+// one write and no goroutine hand-off, as in a plain relay.
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ccbridge/ccbridge/session"
 )
 
 const (
@@ -56,13 +65,37 @@ type uiWriter struct {
 
 	written atomic.Int64  // bytes written so far: the UI's progress
 	notify  chan struct{} // a write ended (room, an error, or nothing left)
+
+	// try writes without waiting (session.NoWaitWriter), or is nil: w is
+	// not an *os.File, or cannot be written to that way.
+	try func([]byte) (int, error)
 }
 
 func newUIWriter(w io.Writer) *uiWriter {
 	q := &uiWriter{w: w, notify: make(chan struct{}, 1)}
+	if f, ok := w.(*os.File); ok {
+		q.try = session.NoWaitWriter(f)
+	}
 	q.cond.L = &q.mu
 	go q.run()
 	return q
+}
+
+// direct writes p on the caller's goroutine when nothing is handed over
+// or being written and the UI takes it without waiting, and returns the
+// part of p left for the writer: all of it when the UI took nothing (its
+// pipe full, or an error, which the writer's own write then meets), the
+// tail when it took part. q.mu is held: the write never waits.
+func (q *uiWriter) direct(p []byte) []byte {
+	if q.try == nil || q.err != nil || len(q.queued) > 0 || q.writing > 0 {
+		return p
+	}
+	n, err := q.try(p)
+	if errors.Is(err, errors.ErrUnsupported) {
+		q.try = nil
+	}
+	q.written.Add(int64(n))
+	return p[n:]
 }
 
 // swap queues the whole lines in b without blocking and without a bound
@@ -76,6 +109,18 @@ func (q *uiWriter) swap(b []byte) []byte {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.total += int64(len(b))
+	if rest := q.direct(b); len(rest) < len(b) {
+		// Written, all or some: the rest (rare) is queued as a copy, and
+		// the caller keeps its buffer.
+		if len(rest) > 0 {
+			q.queued = append(q.queued, rest...)
+			q.cond.Broadcast()
+		}
+		if cap(b) > pendingKeep {
+			return nil
+		}
+		return b[:0]
+	}
 	switch {
 	case q.err != nil:
 	case len(q.queued) == 0:
@@ -90,8 +135,9 @@ func (q *uiWriter) swap(b []byte) []byte {
 	return b[:0]
 }
 
-// Write queues a copy of p, waiting while the queue is at its bound. It
-// fails once a write failed or the output was given up.
+// Write queues a copy of p, waiting while the queue is at its bound, or
+// writes it at once (direct). It fails once a write failed or the output
+// was given up.
 func (q *uiWriter) Write(p []byte) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -102,8 +148,10 @@ func (q *uiWriter) Write(p []byte) (int, error) {
 	if q.err != nil {
 		return 0, q.err
 	}
-	q.queued = append(q.queued, p...)
-	q.cond.Broadcast()
+	if rest := q.direct(p); len(rest) > 0 {
+		q.queued = append(q.queued, rest...)
+		q.cond.Broadcast()
+	}
 	return len(p), nil
 }
 
