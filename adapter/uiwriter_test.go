@@ -225,25 +225,23 @@ func TestLoopUIWriteError(t *testing.T) {
 	})
 }
 
-// TestUIWriterBound: Write waits while the queue is at its bound, and
-// returns once the output is given up; swap never waits.
+// TestUIWriterBound: Write waits until its bytes are written and holds
+// no copy of them (drop-in's pump queues nothing), and returns once the
+// output is given up; swap never waits, even behind a waiting Write.
 func TestUIWriterBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, w := io.Pipe()
 		q := newUIWriter(w)
 		big := make([]byte, queueLimit)
-		if _, err := q.Write(big); err != nil {
-			t.Fatal(err)
-		}
 		errc := make(chan error, 1)
 		go func() {
-			_, err := q.Write([]byte("more\n"))
+			_, err := q.Write(big)
 			errc <- err
 		}()
 		synctest.Wait()
 		select {
 		case err := <-errc:
-			t.Fatalf("Write at the bound returned %v, want it to wait", err)
+			t.Fatalf("Write to a UI that reads nothing returned %v, want it to wait", err)
 		default:
 		}
 		q.swap([]byte("reply\n")) // the loop's side never waits
@@ -255,6 +253,9 @@ func TestUIWriterBound(t *testing.T) {
 		}
 		if err := <-errc; !errors.Is(err, errUIStalled) {
 			t.Errorf("the waiting Write returned %v, want errUIStalled", err)
+		}
+		if _, err := q.Write([]byte("later\n")); !errors.Is(err, errUIStalled) {
+			t.Errorf("Write after abandon: %v, want errUIStalled", err)
 		}
 		r.Close()
 		q.close()
