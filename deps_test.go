@@ -47,7 +47,8 @@ var depsPolicy = []struct {
 	// The pure codecs: the CLI side and one per dialect and lane.
 	{"mapping/...", []string{"mapping/...", "internal/jscan", "internal/jsonw", "internal/rfc3339"}},
 	// The CLI child and its files.
-	{"session", []string{"framing"}},
+	{"session/guardian", nil},
+	{"session", []string{"framing", "session/guardian"}},
 	{"session/clifiles", []string{"framing", "mapping"}},
 	{"fakemodel", []string{"session/clifiles"}},
 	// The control plane, beneath the core: it knows no dialect.

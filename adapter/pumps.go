@@ -172,6 +172,10 @@ func readBlocks(gen int, r io.Reader, maxLine int, pool blockPool, log *slog.Log
 					}
 					continue
 				}
+				// In the Reader's buffer, grown for it: hand that
+				// over too (below), rather than copy the line and
+				// keep the grown buffer for the rest of the session.
+				inBuffer = true
 			}
 		}
 		var long *framing.LineTooLongError

@@ -4,17 +4,28 @@ package adapter
 // goroutine of its own writes, so that what serves the session (the
 // loop, the drop-in relay's signals) never blocks on a UI that stops
 // reading. Whoever fills the queue decides what a full queue means: the
-// loop stops reading the CLI (Loop.Run), the drop-in relay's pump blocks
-// in Write; either way the CLI then blocks on its own stdout and nothing
-// is dropped.
+// loop stops reading the CLI (Loop.Run); either way the CLI then blocks on
+// its own stdout and nothing is dropped. The drop-in relay's pump queues
+// nothing: its Write lends the writer its own buffer and waits until it
+// is written, as a plain relay's write waits, but a shutdown can still
+// give the output up and release it.
+//
+// When the writer is idle and nothing is queued, output the UI can take
+// at once (ccbridge's stdout a pipe with room, on Linux) is written on the
+// caller's goroutine without waiting (session.NoWaitWriter), and only what
+// does not fit is handed over: a line through an idle bridge then costs
+// one write and no goroutine hand-off, as in a plain relay.
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ccbridge/ccbridge/session"
 )
 
 const (
@@ -24,8 +35,8 @@ const (
 	// it, and a line longer than it is queued whole: only the CLI waits.
 	// As much again as the UI's pipe holds (session.DefaultPipeSize):
 	// enough that the writer never waits for the loop, while the peak
-	// memory of a 1 GiB line through drop-in stays near the relay's
-	// (docs/reliability/output.md has the figures).
+	// memory stays near the relay's (docs/reliability/output.md has the
+	// figures). Drop-in's pump queues nothing (Write).
 	queueLimit = 256 << 10
 	// writeChunk is the most one Write call on the UI's output carries, so
 	// that a UI reading slowly is seen to make progress.
@@ -46,7 +57,8 @@ type uiWriter struct {
 	w io.Writer
 
 	mu      sync.Mutex
-	cond    sync.Cond // the writer waits for output; Write waits for room
+	cond    sync.Cond // the writer waits for output; Write for its bytes to be written
+	lent    []byte    // Write's bytes, which the writer takes first
 	queued  []byte    // whole lines the writer takes next
 	spare   []byte    // an empty buffer, handed back by swap
 	writing int       // bytes the writer has taken and not yet written
@@ -56,13 +68,37 @@ type uiWriter struct {
 
 	written atomic.Int64  // bytes written so far: the UI's progress
 	notify  chan struct{} // a write ended (room, an error, or nothing left)
+
+	// try writes without waiting (session.NoWaitWriter), or is nil: w is
+	// not an *os.File, or cannot be written to that way.
+	try func([]byte) (int, error)
 }
 
 func newUIWriter(w io.Writer) *uiWriter {
 	q := &uiWriter{w: w, notify: make(chan struct{}, 1)}
+	if f, ok := w.(*os.File); ok {
+		q.try = session.NoWaitWriter(f)
+	}
 	q.cond.L = &q.mu
 	go q.run()
 	return q
+}
+
+// direct writes p on the caller's goroutine when nothing is handed over
+// or being written and the UI takes it without waiting, and returns the
+// part of p left for the writer: all of it when the UI took nothing (its
+// pipe full, or an error, which the writer's own write then meets), the
+// tail when it took part. q.mu is held: the write never waits.
+func (q *uiWriter) direct(p []byte) []byte {
+	if q.try == nil || q.err != nil || len(q.queued) > 0 || q.lent != nil || q.writing > 0 {
+		return p
+	}
+	n, err := q.try(p)
+	if errors.Is(err, errors.ErrUnsupported) {
+		q.try = nil
+	}
+	q.written.Add(int64(n))
+	return p[n:]
 }
 
 // swap queues the whole lines in b without blocking and without a bound
@@ -76,6 +112,18 @@ func (q *uiWriter) swap(b []byte) []byte {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.total += int64(len(b))
+	if rest := q.direct(b); len(rest) < len(b) {
+		// Written, all or some: the rest (rare) is queued as a copy, and
+		// the caller keeps its buffer.
+		if len(rest) > 0 {
+			q.queued = append(q.queued, rest...)
+			q.cond.Broadcast()
+		}
+		if cap(b) > pendingKeep {
+			return nil
+		}
+		return b[:0]
+	}
 	switch {
 	case q.err != nil:
 	case len(q.queued) == 0:
@@ -90,28 +138,42 @@ func (q *uiWriter) swap(b []byte) []byte {
 	return b[:0]
 }
 
-// Write queues a copy of p, waiting while the queue is at its bound. It
-// fails once a write failed or the output was given up.
+// Write writes p after what was handed over before it, and returns once
+// p is written: at once when the UI takes it without waiting (direct),
+// else through the writer, which is lent p itself (no copy) while Write
+// waits. Like a plain relay's write it waits for the UI, and it holds no
+// memory of its own; unlike it, it returns as soon as a write failed or
+// the output was given up (abandon), with that error, even while the
+// writer is still blocked in a write of p: p must not be written to
+// after such an error (the write may still read it).
 func (q *uiWriter) Write(p []byte) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.err == nil && len(q.queued)+q.writing >= queueLimit {
+	for q.err == nil && (q.lent != nil || len(q.queued) > 0 || q.writing > 0) {
 		q.cond.Wait()
 	}
 	q.total += int64(len(p))
 	if q.err != nil {
 		return 0, q.err
 	}
-	q.queued = append(q.queued, p...)
-	q.cond.Broadcast()
+	if rest := q.direct(p); len(rest) > 0 {
+		q.lent = rest
+		q.cond.Broadcast()
+		for q.err == nil && (q.lent != nil || q.writing > 0) {
+			q.cond.Wait()
+		}
+		if q.err != nil {
+			return 0, q.err
+		}
+	}
 	return len(p), nil
 }
 
-// pending is how many bytes are queued or being written.
+// pending is how many bytes are handed over or being written.
 func (q *uiWriter) pending() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.queued) + q.writing
+	return len(q.lent) + len(q.queued) + q.writing
 }
 
 // failed is the error of a failed write, ErrUIStalled after abandon, or
@@ -125,16 +187,16 @@ func (q *uiWriter) failed() error {
 // progress counts the bytes written so far.
 func (q *uiWriter) progress() int64 { return q.written.Load() }
 
-// abandon gives the output up: what is queued is dropped, the write under
-// way ends after its current chunk, a blocked Write returns, and later
-// output is dropped. It returns how many bytes were not written.
+// abandon gives the output up: what is handed over is dropped, the write
+// under way ends after its current chunk, a waiting Write returns, and
+// later output is dropped. It returns how many bytes were not written.
 func (q *uiWriter) abandon() int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.err == nil {
 		q.err = ErrUIStalled
 	}
-	q.queued = q.queued[:0]
+	q.lent, q.queued = nil, q.queued[:0]
 	q.cond.Broadcast()
 	return q.total - q.written.Load()
 }
@@ -163,27 +225,32 @@ func (q *uiWriter) run() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for {
-		for len(q.queued) == 0 && !q.closed {
+		for q.lent == nil && len(q.queued) == 0 && !q.closed {
 			q.cond.Wait()
 		}
-		if len(q.queued) == 0 {
+		buf, lent := q.lent, q.lent != nil
+		switch {
+		case lent:
+			q.lent = nil // Write's: its caller's to keep
+		case len(q.queued) == 0:
 			return
+		default:
+			buf = q.queued
+			q.queued, q.spare = q.spare, nil
 		}
-		buf := q.queued
-		q.queued, q.spare = q.spare, nil
 		q.writing = len(buf)
 		q.mu.Unlock()
 		err := q.write(buf)
 		q.mu.Lock()
 		q.writing = 0
-		if cap(buf) <= pendingKeep {
+		if !lent && cap(buf) <= pendingKeep {
 			q.spare = buf[:0]
 		}
 		if err != nil && q.err == nil {
 			q.err = err
 		}
 		if q.err != nil {
-			q.queued = q.queued[:0]
+			q.lent, q.queued = nil, q.queued[:0]
 		}
 		q.cond.Broadcast()
 		select {

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,25 +203,23 @@ func TestLoopUIWriteError(t *testing.T) {
 	})
 }
 
-// TestUIWriterBound: Write waits while the queue is at its bound, and
-// returns once the output is given up; swap never waits.
+// TestUIWriterBound: Write waits until its bytes are written and holds
+// no copy of them (drop-in's pump queues nothing), and returns once the
+// output is given up; swap never waits, even behind a waiting Write.
 func TestUIWriterBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, w := io.Pipe()
 		q := newUIWriter(w)
 		big := make([]byte, queueLimit)
-		if _, err := q.Write(big); err != nil {
-			t.Fatal(err)
-		}
 		errc := make(chan error, 1)
 		go func() {
-			_, err := q.Write([]byte("more\n"))
+			_, err := q.Write(big)
 			errc <- err
 		}()
 		synctest.Wait()
 		select {
 		case err := <-errc:
-			t.Fatalf("Write at the bound returned %v, want it to wait", err)
+			t.Fatalf("Write to a UI that reads nothing returned %v, want it to wait", err)
 		default:
 		}
 		q.swap([]byte("reply\n")) // the loop's side never waits
@@ -232,9 +232,101 @@ func TestUIWriterBound(t *testing.T) {
 		if err := <-errc; !errors.Is(err, ErrUIStalled) {
 			t.Errorf("the waiting Write returned %v, want ErrUIStalled", err)
 		}
+		if _, err := q.Write([]byte("later\n")); !errors.Is(err, ErrUIStalled) {
+			t.Errorf("Write after abandon: %v, want ErrUIStalled", err)
+		}
 		r.Close()
 		q.close()
 	})
+}
+
+// TestUIWriterOrder: what swap queued before Writes is written before
+// them, and what it queues after them comes after.
+func TestUIWriterOrder(t *testing.T) {
+	r, w := io.Pipe()
+	q := newUIWriter(w)
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(r)
+		got <- b
+	}()
+	q.swap([]byte("1\n"))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 2; i <= 200; i++ {
+			if _, err := q.Write([]byte(strconv.Itoa(i) + "\n")); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	<-done
+	q.swap([]byte("201\n"))
+	for q.pending() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	q.close()
+	w.Close()
+	var want strings.Builder
+	for i := 1; i <= 201; i++ {
+		want.WriteString(strconv.Itoa(i) + "\n")
+	}
+	if b := <-got; string(b) != want.String() {
+		t.Errorf("the UI got %q, want 1 to 201 in order", b)
+	}
+}
+
+// TestUIWriterDirect: through a real pipe, where Write and swap write at
+// once what the pipe has room for and hand the rest over, a UI that reads
+// in small pieces, with pauses, gets every byte in order, and the writer
+// is idle at the end.
+func TestUIWriterDirect(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	q := newUIWriter(w)
+	got := make(chan []byte)
+	go func() {
+		var all []byte
+		buf := make([]byte, 3000)
+		for i := 0; ; i++ {
+			n, err := r.Read(buf)
+			all = append(all, buf[:n]...)
+			if err != nil {
+				got <- all
+				return
+			}
+			if i%64 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	var want bytes.Buffer
+	for i := range 400 {
+		line := []byte(fmt.Sprintf("%d %s\n", i, strings.Repeat("x", (i*7919)%100000)))
+		want.Write(line)
+		if i%10 == 0 {
+			q.swap(slices.Clone(line))
+			continue
+		}
+		if _, err := q.Write(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for q.pending() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	q.close()
+	w.Close()
+	if b := <-got; !bytes.Equal(b, want.Bytes()) {
+		t.Errorf("the UI got %d bytes, want %d in order", len(b), want.Len())
+	}
+	if err := q.result(); err != nil {
+		t.Error(err)
+	}
 }
 
 // BenchmarkUIWriterBlock is the drop-in relay's write of one 64 KiB block

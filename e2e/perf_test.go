@@ -334,6 +334,26 @@ func TestPerfHarness(t *testing.T) {
 		workloads = slices.DeleteFunc(workloads, func(w perfWorkload) bool { return !slices.Contains(keep, w.key) })
 	}
 	configs := perfConfigs()
+	// CCBRIDGE_PERF_BUILDS=name=path,… adds a drop-in row for each other
+	// ccbridge binary (an older build, say), interleaved with the rest;
+	// CCBRIDGE_PERF_CONFIGS=direct,relay,… keeps only those rows.
+	for _, kv := range strings.Split(os.Getenv("CCBRIDGE_PERF_BUILDS"), ",") {
+		name, path, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		configs = append(configs, perfConfig{key: "ccbridge@" + name, name: "(c) ccbridge drop-in, " + name,
+			command: func(e *perfEnv) (string, []string, []string) {
+				return path, perfDropInArgs, []string{"CCBRIDGE_CLAUDE=" + e.self}
+			},
+			start: []byte(perfUserLine), isEnd: isStreamJSONResult})
+	}
+	if only := os.Getenv("CCBRIDGE_PERF_CONFIGS"); only != "" {
+		keep := strings.Split(only, ",")
+		configs = slices.DeleteFunc(configs, func(c perfConfig) bool {
+			return !slices.Contains(keep, c.key) && !strings.HasPrefix(c.key, "ccbridge@")
+		})
+	}
 	wname := map[string]string{}
 	for _, w := range workloads {
 		wname[w.key] = w.name

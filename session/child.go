@@ -127,6 +127,10 @@ const guardianKillWait = 10 * time.Second
 // ErrNoPath is returned by Start when Config.Path is empty.
 var ErrNoPath = errors.New("session: Config.Path is empty")
 
+// ErrWouldBlock is returned by a NoWaitWriter's function when the file
+// cannot take a byte without waiting.
+var ErrWouldBlock = errors.New("session: the write would block")
+
 // orDefault applies the rule of Config's numbers: 0 means def, and a
 // negative value means none (0).
 func orDefault[T ~int | ~int64](v *T, def T) {

@@ -11,12 +11,26 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/ccbridge/ccbridge/session/guardian"
 )
 
 // GuardianArg, as the first argument of ccbridge's own executable, makes
-// that process a guardian instead of a bridge (see [RunGuardian]). main
-// checks for it before anything else. No CLI argument looks like it.
-const GuardianArg = "__ccbridge_guardian__"
+// that process a guardian instead of a bridge (see [RunGuardian]). No CLI
+// argument looks like it.
+const GuardianArg = guardian.Arg
+
+// RunGuardian is the guardian process (see [Guard]); args are what
+// follows [GuardianArg]: the command's path, "--", and its argv. It
+// returns only when it could not start the command (2: bad arguments;
+// 127: the command did not start, which it reported to the parent);
+// otherwise it ends the process itself, the way the command ended.
+//
+// A program that imports this package need not call it: such a program
+// started with GuardianArg becomes the guardian before its packages are
+// initialized (package session/guardian), which keeps the guardian's
+// memory small.
+func RunGuardian(args []string) int { return guardian.Run(args) }
 
 // Guard is the parent's side of a guardian: a process (ccbridge's own
 // executable, re-run with [GuardianArg]) that starts a command with the
@@ -143,12 +157,4 @@ func (g *Guard) Kill() {
 	g.once.Do(func() { g.lifeline.Close() })
 }
 
-// guardianOK is the report of a guardian that started its command;
-// otherwise it reports "ERRNO message" and exits.
-const guardianOK = "ok"
-
-// The guardian's inherited descriptors (Guarded's ExtraFiles).
-const (
-	lifelineFD = 3
-	reportFD   = 4
-)
+const guardianOK = guardian.OK

@@ -2,11 +2,7 @@
 
 package session
 
-import (
-	"fmt"
-	"os"
-	"syscall"
-)
+import "syscall"
 
 // There is no guardian here: no subreaper (FreeBSD's procctl
 // PROC_REAP_ACQUIRE would do, but is not used yet), so Guarded leaves
@@ -16,9 +12,3 @@ const guardianSupported = false
 func dropPdeathsig(*syscall.SysProcAttr) {}
 
 func selfExe() (string, bool) { return "", false }
-
-// RunGuardian is never started here (Guarded returns nil); it refuses.
-func RunGuardian([]string) int {
-	fmt.Fprintln(os.Stderr, "ccbridge guardian: not supported on this system")
-	return 2
-}

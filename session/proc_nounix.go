@@ -22,3 +22,7 @@ func exitStatus(ps *os.ProcessState) (int, syscall.Signal) { return ps.ExitCode(
 
 // GrowPipe does nothing: pipe sizes are fixed here.
 func GrowPipe(*os.File, int) {}
+
+// NoWaitWriter returns nil: only Linux writes without waiting to a file
+// that blocks.
+func NoWaitWriter(*os.File) func([]byte) (int, error) { return nil }

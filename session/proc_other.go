@@ -16,3 +16,7 @@ func waitNoReap(int) error { return nil }
 
 // GrowPipe does nothing: pipe sizes are fixed here.
 func GrowPipe(*os.File, int) {}
+
+// NoWaitWriter returns nil: only Linux writes without waiting to a file
+// that blocks.
+func NoWaitWriter(*os.File) func([]byte) (int, error) { return nil }

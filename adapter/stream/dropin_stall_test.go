@@ -85,7 +85,7 @@ func TestDropInStalledHostSIGTERM(t *testing.T) {
 	select {
 	case err := <-done:
 		if !errors.Is(err, adapter.ErrUIStalled) {
-			t.Errorf("Run: %v, want errUIStalled", err)
+			t.Errorf("Run: %v, want ErrUIStalled", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("Run did not return within 10 s of SIGTERM; log:\n%s", log)
