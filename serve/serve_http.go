@@ -19,10 +19,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/adapter/worker"
+	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping/lane004"
 )
@@ -580,7 +582,7 @@ func (o *sseWriter) lines(batch []sseLine) error {
 		if _, err := o.w.Write(b); err != nil {
 			return err
 		}
-		if _, err := o.w.Write(l.line); err != nil {
+		if _, err := o.w.Write(sseData(l.line)); err != nil {
 			return err
 		}
 		if _, err := o.w.Write([]byte("\n\n")); err != nil {
@@ -588,6 +590,61 @@ func (o *sseWriter) lines(batch []sseLine) error {
 		}
 	}
 	return o.flush()
+}
+
+// sseData returns line as one data field of a stream may carry it, and
+// as JSON.parse reads it: UTF-8 only (a byte that is not becomes U+FFFD)
+// and no control character, whose CR or LF would end the field and let
+// the rest of the line be read as fields of its own (an id: among them).
+// Within a JSON string a control character becomes its escape (\r, \n,
+// \t, \u00XX), outside one a space. Every line of every stream passes
+// here: the CLI's own lines never hold one, but a session file read by a
+// lenient parser (a resumed session's history) may. A clean line, nearly
+// every one, is returned as it is after one scan.
+func sseData(line []byte) []byte {
+	if clean(line) {
+		return line
+	}
+	line = framing.ValidUTF8(line)
+	out := make([]byte, 0, len(line)+16)
+	in := false // within a string
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c >= 0x20:
+			out = append(out, c)
+			if c == '"' {
+				in = !in
+			} else if in && c == '\\' && i+1 < len(line) && line[i+1] >= 0x20 {
+				out = append(out, line[i+1])
+				i++
+			}
+		case !in:
+			out = append(out, ' ')
+		case c == '\n':
+			out = append(out, `\n`...)
+		case c == '\r':
+			out = append(out, `\r`...)
+		case c == '\t':
+			out = append(out, `\t`...)
+		default:
+			out = append(out, `\u00`...)
+			out = append(out, hexDigits[c>>4], hexDigits[c&0xf])
+		}
+	}
+	return out
+}
+
+const hexDigits = "0123456789abcdef"
+
+// clean reports whether line is UTF-8 with no control character.
+func clean(line []byte) bool {
+	for _, c := range line {
+		if c < 0x20 {
+			return false
+		}
+	}
+	return utf8.Valid(line)
 }
 
 // comment writes ": text" and flushes it.

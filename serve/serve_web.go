@@ -829,7 +829,9 @@ func (h *webHost) shutdown() {
 // echo, each assistant entry and tool result through the ipc translator,
 // as the live session would have shown them, every line with
 // "history": true. Subagents' entries, meta entries and compaction
-// summaries are left out. It returns how many lines it added.
+// summaries are left out. Each line of the file is cleaned as every line
+// of a stream is (sseData) before it is read. It returns how many lines
+// it added.
 func webHistory(ctx context.Context, path string, events *control.EventLog) (int, error) {
 	tr := ipc.New(ipc.Options{})
 	var out [][]byte
@@ -839,6 +841,10 @@ func webHistory(ctx context.Context, path string, events *control.EventLog) (int
 		n++
 	}
 	err := clifiles.Lines(ctx, path, func(line []byte) {
+		// The file is read leniently: a string may hold a raw control
+		// character or bytes that are not UTF-8, which the lines made of
+		// it would carry on. Cleaned first, it is the JSON the CLI writes.
+		line = sseData(line)
 		e := gjson.ParseBytes(line)
 		typ := e.Get("type").Str
 		if typ != "user" && typ != "assistant" || mapping.SideEntry(e) {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
 	"github.com/ccbridge/ccbridge/serve/webui"
 	"github.com/ccbridge/ccbridge/session"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 // webTest is a serve API with web sessions on the fake CLI "session"
@@ -595,5 +598,131 @@ func TestWebOff(t *testing.T) {
 	req.Header.Set("Origin", "http://evil.example")
 	if r := serveRoundTrip(t, ts, req); r.status != http.StatusForbidden {
 		t.Errorf("a POST from another origin: %d", r.status)
+	}
+}
+
+// TestSSEData: what a stream's data field carries is UTF-8 with no control
+// character; a control character within a string becomes its escape, one
+// outside a space; a clean line is the same slice.
+func TestSSEData(t *testing.T) {
+	clean := []byte(`{"type":"assistant_text","text":"é \\r\\n \" ok"}`)
+	if got := sseData(clean); &got[0] != &clean[0] {
+		t.Errorf("a clean line was copied")
+	}
+	for _, c := range []struct{ in, want string }{
+		{"{\"text\":\"a\r\rid: 999999\rdata: {}\r\rb\"}", `{"text":"a\r\rid: 999999\rdata: {}\r\rb"}`},
+		{"{\"text\":\"a\nb\tc\x01\"}", `{"text":"a\nb\tc\u0001"}`},
+		{"{\"a\":1,\r\n\"b\":\"x\\\"\ry\"}", `{"a":1,  "b":"x\"\ry"}`},
+		{"{\"text\":\"\xff\xfe ok\"}", "{\"text\":\"\uFFFD ok\"}"},
+		{"{\"text\":\"\xffx\ry\"}", "{\"text\":\"\uFFFDx\\ry\"}"},
+	} {
+		got := sseData([]byte(c.in))
+		if string(got) != c.want {
+			t.Errorf("%q: %q, want %q", c.in, got, c.want)
+		}
+		if !gjson.ValidBytes(got) {
+			t.Errorf("%q: %q is not JSON", c.in, got)
+		}
+	}
+}
+
+// writeSessionFile writes a session file of id for cwd under home's
+// configuration folder, its lines as given.
+func writeSessionFile(t *testing.T, home, cwd, id string, lines ...string) string {
+	t.Helper()
+	dir := clifiles.ProjectDir(filepath.Join(home, ".claude"), cwd)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, id+".jsonl")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// uncleanEntries are a prompt and an answer of a session file whose text
+// holds raw carriage returns that spell server-sent event fields, and a
+// byte that is not UTF-8.
+func uncleanEntries(sid string) []string {
+	return []string{
+		`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"hello"}]},"uuid":"u1","sessionId":"` + sid + `"}`,
+		`{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"before` + "\r\rid: 999999\rdata: {}\r\r" + `after ` + "\xff" + `"}]},"uuid":"a1","sessionId":"` + sid + `"}`,
+	}
+}
+
+// TestWebHistoryUnclean: a session file's raw control characters and
+// bytes that are not UTF-8 reach the history as escapes and U+FFFD: every
+// line is JSON, UTF-8, with no CR or LF, and the text is the file's.
+func TestWebHistoryUnclean(t *testing.T) {
+	sid := "00000000-0000-4000-8000-000000000001"
+	path := writeSessionFile(t, t.TempDir(), "/p", sid, uncleanEntries(sid)...)
+	events, err := control.OpenEventLog(control.EventLogConfig{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := webHistory(serveCtx(t), path, events); err != nil {
+		t.Fatal(err)
+	}
+	lines, _, _ := events.After(0, 0, nil)
+	text := ""
+	for _, l := range lines {
+		if !gjson.ValidBytes(l) || !utf8.Valid(l) || bytes.ContainsAny(l, "\r\n") {
+			t.Errorf("line %q", l)
+		}
+		if gjson.GetBytes(l, "type").Str == "assistant_text" {
+			text = gjson.GetBytes(l, "text").Str
+		}
+	}
+	if want := "before\r\rid: 999999\rdata: {}\r\rafter \uFFFD"; text != want {
+		t.Errorf("text %q, want %q", text, want)
+	}
+}
+
+// TestWebStreamUnclean: the stream of a session resumed from such a file
+// carries each of its lines as one data field: ids 1, 2, … with no other,
+// and the answer's text whole.
+func TestWebStreamUnclean(t *testing.T) {
+	wt := newWebTest(t, nil, nil)
+	sid := "00000000-0000-4000-8000-000000000002"
+	writeSessionFile(t, wt.home, wt.dir, sid, uncleanEntries(sid)...)
+	id := wt.start(t, `{"mode":"resume","session_id":"`+sid+`"}`)
+	req, err := http.NewRequestWithContext(serveCtx(t), "GET", wt.ts.URL+"/api/web/sessions/"+id+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := wt.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Read as a browser does: CR, LF and CRLF each end a line.
+	br := bufio.NewReader(resp.Body)
+	var raw []byte
+	for !bytes.Contains(raw, []byte(`"session_init"`)) {
+		b, err := br.ReadByte()
+		if err != nil {
+			t.Fatalf("the stream ended: %v\n%q", err, raw)
+		}
+		raw = append(raw, b)
+	}
+	if bytes.IndexByte(raw, '\r') >= 0 || !utf8.Valid(raw) {
+		t.Errorf("the stream holds a CR or bytes that are not UTF-8:\n%q", raw)
+	}
+	var ids []string
+	text := ""
+	for _, l := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(l, "id: "); ok {
+			ids = append(ids, v)
+		}
+		if v, ok := strings.CutPrefix(l, "data: "); ok && gjson.Get(v, "type").Str == "assistant_text" {
+			text = gjson.Get(v, "text").Str
+		}
+	}
+	if strings.Join(ids, ",") != "1,2,3" {
+		t.Errorf("ids %q, want 1,2,3 (two lines of history and session_init)", ids)
+	}
+	if !strings.HasPrefix(text, "before\r\rid: 999999") || !strings.HasSuffix(text, "after \uFFFD") {
+		t.Errorf("text %q", text)
 	}
 }

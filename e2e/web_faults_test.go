@@ -1,0 +1,128 @@
+package e2e
+
+// The faults of ccbridge serve's web surfaces (issue #26; docs/reliability.md,
+// "The web UI"), each driven end to end: serve with the real CLI and the
+// fake model, through the page in the shared headless Chromium where the
+// effect is in the page, through the HTTP API where that suffices.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// webOrigin is serve's http://ADDR.
+func webOrigin(s *svServer) string { return strings.TrimSuffix(s.base, svPath) }
+
+// webStart posts body to /api/web/sessions: the status and the answer.
+func webStart(t *testing.T, s *svServer, body string) (int, []byte) {
+	t.Helper()
+	code, _, b, err := svDo(s.client, http.MethodPost, webOrigin(s)+"/api/web/sessions", "", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST /api/web/sessions: %v", err)
+	}
+	return code, b
+}
+
+// webRawStream reads web session id's stream from its first line, as
+// bytes, until it holds until (or webWait passes).
+func webRawStream(t *testing.T, s *svServer, id, until string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), webWait)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, webOrigin(s)+"/api/web/sessions/"+id+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.sse.Do(req)
+	if err != nil {
+		t.Fatalf("GET the events of %s: %v", id, err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	var raw []byte
+	for !bytes.Contains(raw, []byte(until)) {
+		b, err := br.ReadByte()
+		if err != nil {
+			t.Fatalf("the stream of %s ended before %q (%v):\n%q", id, until, err, tail(string(raw), 2000))
+		}
+		raw = append(raw, b)
+	}
+	return raw
+}
+
+// TestWebFaultHistoryCR (#26.2): a session file whose answer holds raw
+// carriage returns spelling server-sent event fields ("\r\rid: 999999\r
+// data: {}\r\r") and a byte that is not UTF-8, resumed in the page: the
+// answer is shown whole, the stream carries no CR and only UTF-8, and the
+// lines after the history (the resumed CLI's, a new prompt's turn) are
+// shown. Before the fix the history went to the stream raw: EventSource
+// took id 999999 from it, and the page dropped every later line as one
+// it had seen.
+func TestWebFaultHistoryCR(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	w := webSession(t, dir, svOpts{}, false)
+	first := w.shownID()
+	w.send("hello")
+	w.waitTurnEnd(1, "complete", false)
+	sid := webOpen(t, w.s, first).Get("session_id").Str
+	w.click("#end-session")
+	w.waitFor("the session to end", `document.querySelector('#end-session').disabled`)
+
+	// The answer in the file gets the raw bytes.
+	file := sessionFile(t, w.s.home, dir, sid)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := regexp.MustCompile(`"text":"` + regexp.QuoteMeta(webFallbackText) + `[^"]*"`)
+	const evil = "before\r\rid: 999999\rdata: {}\r\rafter HISTORYTAIL \xff"
+	var out [][]byte
+	n := 0
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		if bytes.Contains(l, []byte(`"type":"assistant"`)) && answer.Match(l) {
+			l = answer.ReplaceAllLiteral(l, []byte(`"text":"`+evil+`"`))
+			n++
+		}
+		out = append(out, l)
+	}
+	if n == 0 {
+		t.Fatalf("no answer %q in %s:\n%s", webFallbackText, file, data)
+	}
+	if err := os.WriteFile(file, bytes.Join(out, []byte("\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	code, b := webStart(t, w.s, `{"mode":"resume","cwd":`+jsq(dir)+`,"session_id":`+jsq(sid)+`}`)
+	id := getStr(b, "id")
+	if code != http.StatusCreated || id == "" {
+		t.Fatalf("resume: HTTP %d: %s", code, b)
+	}
+	raw := webRawStream(t, w.s, id, `"session_init"`)
+	if bytes.IndexByte(raw, '\r') >= 0 || !utf8.Valid(raw) {
+		t.Errorf("the stream holds a CR or bytes that are not UTF-8:\n%q", tail(string(raw), 3000))
+	}
+	if bytes.Contains(raw, []byte("\nid: 999999")) {
+		t.Errorf("the stream has an event id 999999")
+	}
+
+	w.open("/#s="+id, true)
+	w.waitFor("the answer of the file, whole", `[...document.querySelectorAll('#conversation .msg.assistant')].some(m => m.textContent.includes('HISTORYTAIL \uFFFD') && m.textContent.includes('id: 999999'))`)
+	w.waitFor("the session's own lines after the history", `Number(document.querySelector('#conversation').dataset.seq) > 2 && Number(document.querySelector('#conversation').dataset.seq) < 1000`)
+	w.send("after the history")
+	w.waitTurnEnd(1, "complete", false)
+	if got := w.lastAssistant(); !strings.Contains(got, webFallbackText) {
+		t.Errorf("the answer after the history: %q", got)
+	}
+	w.shot("fault-history-cr")
+}
+
+// getStr is the string at path of a JSON body.
+func getStr(body []byte, path string) string { return get(body, path).Str }
