@@ -12,9 +12,12 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // webOrigin is serve's http://ADDR.
@@ -126,3 +129,54 @@ func TestWebFaultHistoryCR(t *testing.T) {
 
 // getStr is the string at path of a JSON body.
 func getStr(body []byte, path string) string { return get(body, path).Str }
+
+// TestWebFaultModelName (#26.7): POST /api/web/sessions refuses a model
+// name that model_change refuses ("x\ny z", 300 bytes: the one rule,
+// mapping.ValidModelName), 400 invalid_value before any CLI starts, and
+// model_change refuses the same names in a live session; a good name
+// starts a session that answers. Before the fix both names reached the
+// CLI's argv as --model=….
+func TestWebFaultModelName(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := svStart(t, svOpts{args: []string{"--dir", dir}})
+	bad := []string{"x\ny z", strings.Repeat("m", 300)}
+	for _, m := range bad {
+		code, b := webStart(t, s, `{"mode":"new","cwd":`+jsq(dir)+`,"model":`+jsq(m)+`}`)
+		if code != http.StatusBadRequest || getStr(b, "error.code") != "invalid_value" {
+			t.Errorf("model %.20q: HTTP %d %s, want 400 invalid_value", m, code, b)
+		}
+	}
+	if open := webList(t, s).Get("open").Array(); len(open) != 0 {
+		t.Errorf("a refused model started a session: %v", open)
+	}
+	for _, pid := range svDescendants(s.cmd.Process.Pid) {
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		for _, arg := range bytes.Split(cmdline, []byte{0}) {
+			if bytes.HasPrefix(arg, []byte("--model=")) {
+				t.Errorf("process %d runs with %.60q", pid, arg)
+			}
+		}
+	}
+
+	code, b := webStart(t, s, `{"mode":"new","cwd":`+jsq(dir)+`,"model":"claude-sonnet-4-5"}`)
+	id := getStr(b, "id")
+	if code != http.StatusCreated {
+		t.Fatalf("a good model: HTTP %d %s", code, b)
+	}
+	for _, m := range bad {
+		webPost(t, s, id, map[string]string{"type": "model_change", "model": m})
+	}
+	refused := 0
+	webStreamWait(t, s, id, "model_change's two errors", func(l gjson.Result) bool {
+		if l.Get("type").Str == "error" && l.Get("in_reply_to").Str == "model_change" {
+			if l.Get("code").Str != "invalid_value" || !strings.Contains(l.Get("message").Str, "model must be 1 to 256") {
+				t.Errorf("model_change refused with %s", l.Raw)
+			}
+			refused++
+		}
+		return refused == len(bad)
+	})
+	webPost(t, s, id, map[string]string{"type": "user_message", "text": "hello"})
+	webStreamWait(t, s, id, "the turn's end", func(l gjson.Result) bool { return l.Get("type").Str == "turn_complete" })
+}

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -17,6 +18,9 @@ func TestValidModelName(t *testing.T) {
 		if ValidModelName(s) {
 			t.Errorf("ValidModelName(%q) = true", s)
 		}
+	}
+	if !strings.HasPrefix(ModelNameRule, "1 to "+strconv.Itoa(MaxModelName)+" ") {
+		t.Errorf("ModelNameRule %q does not say MaxModelName (%d)", ModelNameRule, MaxModelName)
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/adapter/worker"
 	"github.com/ccbridge/ccbridge/internal/cliflags"
+	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/session"
 )
 
@@ -164,6 +165,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	case cfg.webSessions <= 0:
 		return cfg, errors.New("--max-web-sessions must be positive")
 	}
+	if cfg.Model != "" && !mapping.ValidModelName(cfg.Model) {
+		return cfg, fmt.Errorf("--model %q: a model name is %s", cfg.Model, mapping.ModelNameRule)
+	}
 	if cfg.workersFile != "" {
 		more, err := readWorkersFile(cfg.workersFile)
 		if err != nil {
@@ -261,6 +265,9 @@ func checkWorkers(ws []WorkerSpec) error {
 		seen[w.ID] = true
 		if w.Dir == "" {
 			return fmt.Errorf("worker %s: no dir", w.ID)
+		}
+		if w.Model != "" && !mapping.ValidModelName(w.Model) {
+			return fmt.Errorf("worker %s: model %q: a model name is %s", w.ID, w.Model, mapping.ModelNameRule)
 		}
 		dir, err := filepath.Abs(w.Dir)
 		if err != nil {

@@ -465,6 +465,11 @@ func (h *webHost) create(w http.ResponseWriter, r *http.Request) {
 		webError(w, http.StatusForbidden, "dir_not_allowed", fmt.Sprintf("%q is not a folder this server lets sessions run in (--dir)", req.Cwd))
 		return
 	}
+	if req.Model != "" && !mapping.ValidModelName(req.Model) {
+		// The rule of model_change: the name goes to the CLI's argv.
+		webError(w, http.StatusBadRequest, "invalid_value", "model must be "+mapping.ModelNameRule)
+		return
+	}
 	opts := h.cfg.base.Options
 	opts.Extra = slices.Clone(opts.Extra)
 	opts.Model = cmp.Or(req.Model, opts.Model)

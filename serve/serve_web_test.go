@@ -21,6 +21,7 @@ import (
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
+	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/serve/webui"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
@@ -467,6 +468,9 @@ func TestWebConfig(t *testing.T) {
 		{[]string{"--dir", filepath.Join(dir, "missing")}, "missing"},
 		{[]string{"--web-retain", "0"}, "--web-retain"},
 		{[]string{"--max-web-sessions", "0"}, "--max-web-sessions"},
+		{[]string{"--model", "x y"}, "--model"},
+		{[]string{"--model", strings.Repeat("m", 257)}, "--model"},
+		{[]string{"--worker", "a=" + dir + "", "--workers", writeWorkers(t, `[{"id":"b","dir":"`+dir+`","model":"a\nb"}]`)}, "worker b: model"},
 	} {
 		if _, err := parseServe(c.args, getenv, io.Discard); err == nil || !strings.Contains(err.Error(), c.bad) {
 			t.Errorf("%q: err %v, want one naming %q", c.args, err, c.bad)
@@ -724,5 +728,44 @@ func TestWebStreamUnclean(t *testing.T) {
 	}
 	if !strings.HasPrefix(text, "before\r\rid: 999999") || !strings.HasSuffix(text, "after \uFFFD") {
 		t.Errorf("text %q", text)
+	}
+}
+
+// writeWorkers writes a --workers file.
+func writeWorkers(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "workers.json")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestWebModelName: a session's model is refused by the rule of
+// model_change (mapping.ValidModelName) before any CLI starts; a good one
+// reaches the CLI.
+func TestWebModelName(t *testing.T) {
+	wt := newWebTest(t, nil, nil)
+	for _, m := range []string{"x\ny z", strings.Repeat("m", 300), "a b", "é", "m;rm"} {
+		r := wt.do(t, "POST", "/api/web/sessions", `{"mode":"new","model":`+strconv.Quote(m)+`}`)
+		wantWebError(t, r, http.StatusBadRequest, "invalid_value")
+		if msg := gjson.GetBytes(r.body, "error.message").Str; !strings.Contains(msg, mapping.ModelNameRule) {
+			t.Errorf("%q: message %q", m, msg)
+		}
+	}
+	if r := wt.do(t, "GET", "/api/web/sessions", ""); gjson.GetBytes(r.body, "open.#").Int() != 0 {
+		t.Errorf("a refused model started a session: %s", r.body)
+	}
+	if b, _ := os.ReadFile(wt.log); len(b) != 0 {
+		t.Errorf("a CLI started:\n%s", b)
+	}
+	id := wt.start(t, `{"mode":"new","model":"claude-sonnet-4-5@20250929"}`)
+	wt.stream(t, id, "").next()
+	deadline := time.Now().Add(10 * time.Second)
+	for b, _ := os.ReadFile(wt.log); !strings.Contains(string(b), "--model=claude-sonnet-4-5@20250929"); b, _ = os.ReadFile(wt.log) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the model did not reach the CLI:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

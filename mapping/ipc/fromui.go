@@ -67,7 +67,7 @@ func (t *Translator) FromUI(line []byte) (Command, error) {
 			return Command{}, err
 		}
 		if !mapping.ValidModelName(model) {
-			return Command{}, p.fail(CodeInvalidValue, "model", "model must be 1 to 256 letters, digits or -._:/@[] (a model alias, id or ARN)")
+			return Command{}, p.fail(CodeInvalidValue, "model", "model must be "+mapping.ModelNameRule)
 		}
 		id := t.request("set_model")
 		return Command{Kind: CmdModelChange, RequestID: id, Stdin: mapping.AppendSetModel(nil, id, model)}, nil

@@ -268,7 +268,7 @@ func ParseModelSet(p gjson.Result) (name string, err *Error) {
 	name = strings.TrimSpace(v.str("name", true))
 	v.checkProvider()
 	if v.err == nil && !mapping.ValidModelName(name) {
-		v.fail("name must be 1 to " + itoa(mapping.MaxModelName) + " letters, digits or -._:/@[] (a model alias, id or ARN)")
+		v.fail("name must be " + mapping.ModelNameRule)
 	}
 	return name, v.err
 }
