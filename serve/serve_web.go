@@ -701,6 +701,12 @@ func (h *webHost) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg := line.Bytes()
+	// The session's own check (a member twice would be read as one
+	// message here and echoed as another to the page), answered at once.
+	if _, e := ipc.CheckLine(msg); e != nil {
+		webError(w, http.StatusBadRequest, string(e.Code), e.Message)
+		return
+	}
 	typ := gjson.GetBytes(msg, "type").Str
 	if typ == "permission_mode" && gjson.GetBytes(msg, "mode").Str == "bypassPermissions" {
 		webError(w, http.StatusBadRequest, "invalid_value", "permission_mode bypassPermissions is refused by the web UI: the CLI's prompts keep a session's file access to what its user allows")

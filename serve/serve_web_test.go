@@ -240,6 +240,8 @@ func TestWebMessages(t *testing.T) {
 	wantWebError(t, wt.do(t, "POST", path, `not json`), http.StatusBadRequest, "invalid_json")
 	wantWebError(t, wt.do(t, "POST", path, `[1]`), http.StatusBadRequest, "invalid_json")
 	wantWebError(t, wt.do(t, "POST", path, `{"type":"user_message"} {}`), http.StatusBadRequest, "invalid_json")
+	wantWebError(t, wt.do(t, "POST", path, `{"type":"user_message","text":"x","type":"control_request_forward"}`), http.StatusBadRequest, "duplicate_key")
+	wantWebError(t, wt.do(t, "POST", path, `{"type":"tool_approval","request_id":"R","decision":"allow","updatedInput":{"a":1,"a":2}}`), http.StatusBadRequest, "duplicate_key")
 	wantWebError(t, wt.do(t, "POST", path, `{"type":"user_message","text":"`+strings.Repeat("x", 2<<10)+`"}`), http.StatusRequestEntityTooLarge, "too_large")
 	wantWebError(t, wt.do(t, "POST", path, `{"type":"permission_mode","mode":"bypassPermissions"}`), http.StatusBadRequest, "invalid_value")
 	wantWebError(t, wt.do(t, "POST", "/api/web/sessions/nope/messages", `{}`), http.StatusNotFound, "not_found")

@@ -1,7 +1,6 @@
 package ipc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -111,7 +110,7 @@ func (s *IPC) newLoop() *ipcLoop {
 		cfg:       s,
 		log:       s.Logger,
 		loop:      adapter.NewLoop(adapter.LoopConfig{MaxLine: s.MaxLine, CLIMaxLine: s.CLIMaxLine, ReuseBlocks: true, Clock: s.Clock, Logger: s.Logger}),
-		tr:        ipc.New(ipc.Options{ForwardUnknown: s.ForwardUnknown, NewPromptID: uuid.NewString}),
+		tr:        ipc.New(ipc.Options{ForwardUnknown: s.ForwardUnknown, NewPromptID: uuid.NewString, Echo: s.EchoInput}),
 		deadlines: make(map[string]time.Time),
 	}
 	l.sup = l.loop.NewSupervisor(adapter.SupervisorConfig{Child: s.Child, BaseArgs: IPCArgs, Started: l.started})
@@ -152,7 +151,7 @@ func (l *ipcLoop) UILine(line []byte) {
 			// The session ended before a CLI could take the line: a
 			// prompt still gets its terminal message.
 			if gjson.GetBytes(line, "type").Str == "user_message" {
-				l.echo(line)
+				l.echo(ipc.Echo(line))
 				l.emitError("shutting_down", "ccbridge is shutting down; the prompt was not sent to the CLI", false)
 			}
 		})
@@ -168,27 +167,18 @@ func (l *ipcLoop) UILine(line []byte) {
 		}
 		return
 	}
-	switch cmd.Kind {
-	case ipc.CmdUserMessage, ipc.CmdToolApproval, ipc.CmdQuestionAnswer:
-		l.echo(line)
-	}
+	l.echo(cmd.Echo)
 	l.command(cmd)
 }
 
 // echo writes a prompt or an answer the session took back to the UI,
-// with --echo-input: the UI's line with "ipc_version": 2 and "echo": true.
-func (l *ipcLoop) echo(line []byte) {
-	if !l.cfg.EchoInput {
-		return
+// with --echo-input: the message as the translator read it (Command.Echo,
+// ipc.Echo), never the UI's line as it was sent, which a reader that
+// keeps another of two duplicated members would take for something else.
+func (l *ipcLoop) echo(b []byte) {
+	if l.cfg.EchoInput && b != nil {
+		l.out = append(l.out, b)
 	}
-	b, err := sjson.SetBytes(bytes.Clone(line), "ipc_version", 2)
-	if err == nil {
-		b, err = sjson.SetBytes(b, "echo", true)
-	}
-	if err != nil {
-		return // FromUI took the line: it is a JSON object
-	}
-	l.out = append(l.out, b)
 }
 
 // command carries out one valid UI command.

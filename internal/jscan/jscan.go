@@ -9,6 +9,7 @@
 package jscan
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -266,4 +267,79 @@ loop:
 		return -1
 	}
 	return j
+}
+
+// DuplicateKey returns the first member name that appears twice in one
+// object of the JSON value v, at any depth, and whether there is one. The
+// name comes as a path from v: the names of the objects above it and the
+// indexes of the arrays, joined with ".". Names are compared unescaped,
+// as a parser reads them ("a" and "\u0061" are one name). JSON readers
+// differ in which of two members they keep (gjson the first, JSON.parse
+// the last), so a value read here and passed on may mean another thing
+// there unless it has none. v must be valid JSON.
+func DuplicateKey(v string) (string, bool) {
+	return duplicateKey(v, "")
+}
+
+// smallObject is how many members an object may have before
+// duplicateKey looks names up in a map rather than a slice.
+const smallObject = 16
+
+func duplicateKey(v, path string) (string, bool) {
+	i := skipSpace(v, 0)
+	if i >= len(v) {
+		return "", false
+	}
+	var dup string
+	found := false
+	// below looks into a member or element: only objects and arrays can
+	// hold a member.
+	below := func(name, raw string) bool {
+		if raw[0] != '{' && raw[0] != '[' {
+			return true
+		}
+		if path != "" {
+			name = path + "." + name
+		}
+		dup, found = duplicateKey(raw, name)
+		return !found
+	}
+	switch v[i] {
+	case '{':
+		var names []string
+		var set map[string]bool
+		walk(v, func(key, raw string) bool {
+			switch {
+			case set != nil:
+				found = set[key]
+				set[key] = true
+			case len(names) < smallObject:
+				found = slices.Contains(names, key)
+				names = append(names, key)
+			default:
+				set = make(map[string]bool, 2*smallObject)
+				for _, n := range names {
+					set[n] = true
+				}
+				found = set[key]
+				set[key] = true
+			}
+			if found {
+				dup = key
+				if path != "" {
+					dup = path + "." + key
+				}
+				return false
+			}
+			return below(key, raw)
+		})
+	case '[':
+		n := 0
+		Elements(v, func(e gjson.Result) bool {
+			ok := below(strconv.Itoa(n), e.Raw)
+			n++
+			return ok
+		})
+	}
+	return dup, found
 }

@@ -1,6 +1,7 @@
 package jscan
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -138,4 +139,89 @@ func TestWalkRaw(t *testing.T) {
 	if strings.Join(keys, "|") != "a|bc" || strings.Join(raws, "|") != `"x\ny"|[1, {"c":2}]` {
 		t.Fatalf("keys %q raws %q", keys, raws)
 	}
+}
+
+func TestDuplicateKey(t *testing.T) {
+	many := "{"
+	for i := range 40 {
+		many += `"k` + strings.Repeat("x", i) + `":1,`
+	}
+	for _, c := range []struct {
+		v, dup string
+	}{
+		{`{}`, ""},
+		{`{"a":1,"b":{"a":2},"c":[{"a":3}]}`, ""},
+		{`{"type":"user_message","text":"x","type":"control_request_forward"}`, "type"},
+		{`{"a":1,"\u0061":2}`, "a"},
+		{`{"a":{"b":[1,{"c":1,"c":2}]}}`, "a.b.1.c"},
+		{`[{"x":1},{"y":1,"y":2}]`, "1.y"},
+		{` "s" `, ""},
+		{many + `"kxxx":2}`, "kxxx"},
+		{many + `"new":2}`, ""},
+	} {
+		dup, found := DuplicateKey(c.v)
+		if dup != c.dup || found != (c.dup != "") {
+			t.Errorf("%.60s: %q %v, want %q", c.v, dup, found, c.dup)
+		}
+	}
+}
+
+// dupRef is DuplicateKey's reference: encoding/json's tokens, one set of
+// names per open object.
+func dupRef(v string) bool {
+	d := json.NewDecoder(strings.NewReader(v))
+	type frame struct {
+		obj   bool
+		key   bool // the next string token is a name
+		names map[string]bool
+	}
+	var stack []*frame
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return false
+		}
+		top := (*frame)(nil)
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if s, ok := tok.(string); ok && top != nil && top.obj && top.key {
+			if top.names[s] {
+				return true
+			}
+			top.names[s] = true
+			top.key = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{obj: true, key: true, names: map[string]bool{}})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) == 0 {
+			return false
+		}
+		if top := stack[len(stack)-1]; top.obj {
+			top.key = true
+		}
+	}
+}
+
+func FuzzDuplicateKey(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":1},"c":[{"d":1,"d":2}]}`, `[1,{"x":{}}]`, `{"\u0061":1,"a":2}`, `{"a":[{"a":1}],"b":{"a":1}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if !json.Valid([]byte(v)) || !gjson.Valid(v) {
+			return
+		}
+		if _, found := DuplicateKey(v); found != dupRef(v) {
+			t.Fatalf("%q: DuplicateKey %v, encoding/json %v", v, found, !found)
+		}
+	})
 }

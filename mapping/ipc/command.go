@@ -49,6 +49,12 @@ type Command struct {
 	// PromptID is the client uuid the user message carries
 	// (CmdUserMessage with Options.NewPromptID), "" without one.
 	PromptID string
+
+	// Echo is the line to write back to the UI for a user_message,
+	// tool_approval or question_answer, with Options.Echo: the message as
+	// FromUI read it (its type and the members it reads, never the line
+	// as sent), with "ipc_version": 2 and "echo": true. nil otherwise.
+	Echo []byte
 }
 
 // Control reports whether the command belongs to the control tier: it

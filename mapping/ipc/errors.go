@@ -14,6 +14,7 @@ const (
 	CodeInvalidValue      ErrorCode = "invalid_value"      // a field has a value outside its set
 	CodeUnknownRequest    ErrorCode = "unknown_request"    // request_id names no open request (or one already answered)
 	CodeAttachmentRefused ErrorCode = "attachment_refused" // an attachment is of a refused type, too large, or not what it claims
+	CodeDuplicateKey      ErrorCode = "duplicate_key"      // a member name appears twice in one object of the line
 )
 
 // Codes FromCLI uses for errors that come from the CLI.
@@ -52,6 +53,7 @@ var (
 	ErrInvalidValue      = &Error{Code: CodeInvalidValue}
 	ErrUnknownRequest    = &Error{Code: CodeUnknownRequest}
 	ErrAttachmentRefused = &Error{Code: CodeAttachmentRefused}
+	ErrDuplicateKey      = &Error{Code: CodeDuplicateKey}
 )
 
 func (e *Error) Error() string {

@@ -1,10 +1,8 @@
 package ipc
 
 import (
-	"bytes"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
@@ -23,16 +21,9 @@ const MaxImageBytes = mapping.MaxImageBytes
 // Answers (tool_approval, question_answer) settle their request, and the
 // control requests FromUI builds are tracked; see Command.RequestID.
 func (t *Translator) FromUI(line []byte) (Command, error) {
-	line = bytes.TrimSpace(line)
-	if !utf8.Valid(line) {
-		return Command{}, &Error{Code: CodeInvalidJSON, Message: "the line is not valid UTF-8"}
-	}
-	if !gjson.ValidBytes(line) {
-		return Command{}, &Error{Code: CodeInvalidJSON, Message: "the line is not valid JSON"}
-	}
-	root := gjson.Parse(string(line))
-	if !root.IsObject() {
-		return Command{}, &Error{Code: CodeInvalidJSON, Message: "the line is not a JSON object"}
+	root, cerr := CheckLine(line)
+	if cerr != nil {
+		return Command{}, cerr
 	}
 	p := parser{root: root}
 	typ, err := p.str("type")
@@ -42,11 +33,14 @@ func (t *Translator) FromUI(line []byte) (Command, error) {
 	p.typ = typ
 	switch typ {
 	case "user_message":
-		return t.userMessage(&p)
+		cmd, err := t.userMessage(&p)
+		return t.withEcho(cmd, err, root)
 	case "tool_approval":
-		return t.toolApproval(&p)
+		cmd, err := t.toolApproval(&p)
+		return t.withEcho(cmd, err, root)
 	case "question_answer":
-		return t.questionAnswer(&p)
+		cmd, err := t.questionAnswer(&p)
+		return t.withEcho(cmd, err, root)
 	case "interrupt":
 		cancelQueued, err := p.optBool("cancel_queued")
 		if err != nil {
@@ -83,6 +77,14 @@ func (t *Translator) FromUI(line []byte) (Command, error) {
 	}
 	return Command{}, &Error{Code: CodeUnknownType, Field: "type", Inbound: typ,
 		Message: "unknown message type " + quote(typ) + "; expected user_message, tool_approval, question_answer, interrupt, permission_mode, model_change, stop_task or session_command"}
+}
+
+// withEcho adds the echo of a message FromUI took (Options.Echo).
+func (t *Translator) withEcho(cmd Command, err error, root gjson.Result) (Command, error) {
+	if err == nil && t.opt.Echo {
+		cmd.Echo = echo(cmd.Kind.String(), root)
+	}
+	return cmd, err
 }
 
 func (t *Translator) request(subtype string) string {

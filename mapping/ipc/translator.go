@@ -63,6 +63,10 @@ type Options struct {
 	// prompts into one turn) and reports each prompt's fate
 	// (command_lifecycle). It must return a fresh UUID each call.
 	NewPromptID func() string
+
+	// Echo makes FromUI give each user_message, tool_approval and
+	// question_answer it takes an echo (Command.Echo, --echo-input).
+	Echo bool
 }
 
 // Translator turns routed CLI events into ipc lines and ipc lines from the
