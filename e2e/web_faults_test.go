@@ -10,11 +10,15 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -219,4 +223,74 @@ func TestWebFaultDuplicateType(t *testing.T) {
 	w.waitTurnEnd(1, "complete", false)
 	noDialog("after a reload")
 	w.shot("fault-duplicate-type")
+}
+
+// TestWebFaultCookieToken (#26.9): with a --token-file token holding ';',
+// '"', '\', ',' and bytes that are not ASCII, POST /api/web/auth signs a
+// client in (its cookie jar keeps the cookie as a browser does), and the
+// cookie alone then lists sessions, starts one and reads its stream, as
+// the bearer token does. Before the fix the cookie was set with those
+// bytes dropped: 204, then 403 for every request.
+func TestWebFaultCookieToken(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const tok = `tok;en"with\odd,bytés`
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := svStart(t, svOpts{args: []string{"--dir", dir, "--token-file", file}})
+	origin := webOrigin(s)
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar, Timeout: 60 * time.Second}
+	do := func(method, path, body string) (int, []byte) {
+		t.Helper()
+		code, _, b, err := svDo(c, method, origin+path, "", strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		return code, b
+	}
+	if code, b := do(http.MethodGet, "/api/web/sessions", ""); code != http.StatusUnauthorized {
+		t.Fatalf("before signing in: HTTP %d %s", code, b)
+	}
+	if code, b := do(http.MethodPost, "/api/web/auth", `{"token":`+jsq(tok)+`}`); code != http.StatusNoContent {
+		t.Fatalf("POST /api/web/auth: HTTP %d %s", code, b)
+	}
+	if code, b := do(http.MethodGet, "/api/web/sessions", ""); code != http.StatusOK {
+		t.Fatalf("with the cookie: HTTP %d %s (cookies %v)", code, b, jar.Cookies(mustURL(t, origin)))
+	}
+	code, b := do(http.MethodPost, "/api/web/sessions", `{"mode":"new","cwd":`+jsq(dir)+`}`)
+	id := getStr(b, "id")
+	if code != http.StatusCreated {
+		t.Fatalf("start with the cookie: HTTP %d %s", code, b)
+	}
+	req, _ := http.NewRequest(http.MethodGet, origin+"/api/web/sessions/"+id+"/events", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), webWait)
+	defer cancel()
+	resp, err := (&http.Client{Jar: jar}).Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	if resp.StatusCode != http.StatusOK || line != "id: 1\n" {
+		t.Errorf("the stream with the cookie: HTTP %d, %q", resp.StatusCode, line)
+	}
+	// The same token as a bearer token.
+	if code, _, b, _ := svDo(s.client, http.MethodGet, origin+"/api/web/sessions", tok, nil); code != http.StatusOK {
+		t.Errorf("as a bearer token: HTTP %d %s", code, b)
+	}
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

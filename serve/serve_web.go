@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -243,7 +244,7 @@ func (h *webHost) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if scheme, v, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 		token = strings.TrimSpace(v)
 	} else if c, err := r.Cookie(webCookie); err == nil {
-		token = c.Value
+		token = cookieToken(c.Value)
 	}
 	if token == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ccbridge"`)
@@ -273,8 +274,21 @@ func (h *webHost) authCookie(w http.ResponseWriter, r *http.Request) {
 		webError(w, http.StatusForbidden, "forbidden", "the token is not valid for the web UI (it needs a token for every worker)")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: webCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: webCookie, Value: url.QueryEscape(token), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// cookieToken is the token a cookie value carries. A cookie value may not
+// hold every byte a token may (no ';', '"', '\', space, nor any byte
+// that is not ASCII: net/http drops them), so the cookie carries the token
+// URL-encoded (url.QueryEscape, which leaves a token of letters, digits
+// and "-._~" as it is); a value that does not decode is no token.
+func cookieToken(v string) string {
+	t, err := url.QueryUnescape(v)
+	if err != nil {
+		return ""
+	}
+	return t
 }
 
 // webBody reads a request body of at most max bytes: 413 beyond.

@@ -771,3 +771,36 @@ func TestWebModelName(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestWebAuthCookieAnyToken: a token with bytes a cookie value cannot hold
+// as they are (';', '"', '\', ',', '%', '+', not ASCII) signs in: the
+// cookie carries it encoded, and a request with that cookie, as the
+// client got it, is let in; a cookie that does not decode is no token.
+func TestWebAuthCookieAnyToken(t *testing.T) {
+	const odd = `a;b"c\dé%2B+,x`
+	tokens, err := loadTokens(writeTokenFile(t, 0o600, odd+"\nplain\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := newWebTest(t, tokens, nil)
+	for _, tok := range []string{odd, "plain"} {
+		r := wt.do(t, "POST", "/api/web/auth", `{"token":`+strconv.Quote(tok)+`}`)
+		resp := http.Response{Header: r.header}
+		cs := resp.Cookies()
+		if r.status != http.StatusNoContent || len(cs) != 1 || cs[0].Name != webCookie {
+			t.Fatalf("auth %q: %d %v", tok, r.status, r.header)
+		}
+		if tok == "plain" && cs[0].Value != "plain" {
+			t.Errorf("a plain token's cookie is %q", cs[0].Value)
+		}
+		cookie := cs[0].Name + "=" + cs[0].Value
+		if r := wt.do(t, "GET", "/api/web/sessions", "", "Cookie", cookie); r.status != http.StatusOK {
+			t.Errorf("%q: with its cookie %q: %d %s", tok, cookie, r.status, r.body)
+		}
+		if r := wt.do(t, "GET", "/api/web/info", "", "Authorization", "Bearer "+tok); r.status != http.StatusOK {
+			t.Errorf("%q as a bearer token: %d %s", tok, r.status, r.body)
+		}
+	}
+	wantWebError(t, wt.do(t, "GET", "/api/web/info", "", "Cookie", webCookie+"=%zz"), http.StatusUnauthorized, "unauthorized")
+	wantWebError(t, wt.do(t, "GET", "/api/web/info", "", "Cookie", webCookie+"=a"), http.StatusForbidden, "forbidden")
+}
