@@ -294,3 +294,49 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// TestWebFaultEndedPruned (#26.10): with --max-web-sessions 4, four
+// sessions ended, then four more: the list keeps the newest four ended
+// ones, and the streams of the first four are forgotten (404), as
+// docs/protocol/web.md says. Before the fix ended sessions were pruned
+// only when one started, so all eight stayed with their streams.
+func TestWebFaultEndedPruned(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := svStart(t, svOpts{args: []string{"--dir", dir, "--max-web-sessions", "4"}})
+	var ids []string
+	for range 2 {
+		var round []string
+		for range 4 {
+			code, b := webStart(t, s, `{"mode":"new","cwd":`+jsq(dir)+`}`)
+			if code != http.StatusCreated {
+				t.Fatalf("start: HTTP %d %s", code, b)
+			}
+			round = append(round, getStr(b, "id"))
+		}
+		for _, id := range round {
+			if code, _, b, err := svDo(s.client, http.MethodDelete, webOrigin(s)+"/api/web/sessions/"+id, "", nil); err != nil || code != http.StatusNoContent {
+				t.Fatalf("DELETE %s: HTTP %d %v %s", id, code, err, b)
+			}
+		}
+		for _, id := range round {
+			webStreamWait(t, s, id, "session_ended", func(l gjson.Result) bool { return l.Get("type").Str == "session_ended" })
+		}
+		ids = append(ids, round...)
+	}
+	want := jsv(ids[4:])
+	var got string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if got = webList(t, s).Get("open.#.id").Raw; got == want || time.Now().After(deadline) {
+			break
+		}
+	}
+	if got != want {
+		t.Errorf("sessions kept after eight ended: %s, want the newest four %s", got, want)
+	}
+	for _, id := range ids[:4] {
+		if code, _, _, _ := svDo(s.client, http.MethodGet, webOrigin(s)+"/api/web/sessions/"+id+"/events", "", nil); code != http.StatusNotFound {
+			t.Errorf("the stream of %s, ended among the first four: HTTP %d, want 404", id, code)
+		}
+	}
+}

@@ -608,6 +608,9 @@ func (h *webHost) start(mode, cwd string, opts session.Options, history string) 
 		s.appendEnded()
 		events.Close()
 		close(s.ended)
+		h.mu.Lock()
+		h.prune() // at most --max-web-sessions ended ones, from now on
+		h.mu.Unlock()
 		log.Info("web session ended", "code", s.code, "err", s.err)
 	}()
 	log.Info("web session started", "mode", mode, "cwd", cwd, "model", opts.Model, "permission_mode", opts.PermissionMode)
@@ -615,7 +618,8 @@ func (h *webHost) start(mode, cwd string, opts session.Options, history string) 
 }
 
 // prune forgets the oldest ended sessions, their logs with them, so that
-// at most --max-web-sessions ended ones are kept. The caller holds mu.
+// at most --max-web-sessions ended ones are kept. It runs whenever a
+// session ends (and before one starts). The caller holds mu.
 func (h *webHost) prune() {
 	ended := 0
 	for _, s := range h.order {

@@ -804,3 +804,36 @@ func TestWebAuthCookieAnyToken(t *testing.T) {
 	wantWebError(t, wt.do(t, "GET", "/api/web/info", "", "Cookie", webCookie+"=%zz"), http.StatusUnauthorized, "unauthorized")
 	wantWebError(t, wt.do(t, "GET", "/api/web/info", "", "Cookie", webCookie+"=a"), http.StatusForbidden, "forbidden")
 }
+
+// TestWebEndedPruned: ended sessions are kept with their streams up to
+// --max-web-sessions, whenever they end: with 2, four ended ones leave
+// the newest two, and the older two are forgotten (404).
+func TestWebEndedPruned(t *testing.T) {
+	wt := newWebTest(t, nil, func(c *webConfig) { c.max = 2 })
+	var ids []string
+	for range 2 {
+		round := []string{wt.start(t, `{}`), wt.start(t, `{}`)}
+		for _, id := range round {
+			wt.do(t, "DELETE", "/api/web/sessions/"+id, "")
+			wt.stream(t, id, "").until("session_ended")
+		}
+		ids = append(ids, round...)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list := wt.do(t, "GET", "/api/web/sessions", "")
+		got := gjson.GetBytes(list.body, "open.#.id").String()
+		if got == `["`+ids[2]+`","`+ids[3]+`"]` {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions kept: %s, want the last two of %v", got, ids)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, id := range ids[:2] {
+		if r := wt.do(t, "GET", "/api/web/sessions/"+id+"/events", ""); r.status != http.StatusNotFound {
+			t.Errorf("ended session %s still kept: %d", id, r.status)
+		}
+	}
+}
