@@ -340,3 +340,158 @@ func TestWebFaultEndedPruned(t *testing.T) {
 		}
 	}
 }
+
+// webBigTurns is how many 10 MiB answers TestWebFaultStreamBytes asks for.
+const webBigTurns = 3
+
+// TestWebFaultStreamBytes (#26.11): three 10 MiB answers (BIGTEXT
+// 10485760) in one web session, the page's stream read all along. serve
+// (the fake model in the test, so that only serve's own memory counts)
+// stays under 120 MiB resident; a replay from the start says where the
+// kept lines begin (stream_stale) and carries at most --web-retain-bytes
+// (default 32 MiB) of lines, the last answer whole; after DELETE serve's
+// resident memory drops. Before the fix the stream kept every line (30 MiB
+// per answer, nothing bounded by bytes) and nothing was given back after
+// DELETE. It runs alone (not in parallel): its CLI's three answers of
+// 10 MiB would slow the other tests' CLIs.
+func TestWebFaultStreamBytes(t *testing.T) {
+	const mib = 1 << 20
+	dir := t.TempDir()
+	s := svStart(t, svOpts{external: true, args: []string{"--dir", dir}})
+	pid := s.cmd.Process.Pid
+	code, b := webStart(t, s, `{"mode":"new","cwd":`+jsq(dir)+`}`)
+	id := getStr(b, "id")
+	if code != http.StatusCreated {
+		t.Fatalf("start: HTTP %d %s", code, b)
+	}
+	// The page's stream, read all along: each turn's end is counted.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ends := make(chan string, webBigTurns)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, webOrigin(s)+"/api/web/sessions/"+id+"/events", nil)
+		resp, err := s.sse.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		br := bufio.NewReaderSize(resp.Body, 1<<20)
+		for {
+			line, err := br.ReadSlice('\n')
+			line = bytes.Clone(line[:min(len(line), 256)]) // only the head matters
+			for err == bufio.ErrBufferFull {
+				_, err = br.ReadSlice('\n')
+			}
+			if err != nil {
+				return
+			}
+			if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+				if typ := gjson.GetBytes(data, "type").Str; typ == "turn_complete" || typ == "error" {
+					ends <- typ
+				}
+			}
+		}
+	}()
+	start := vmRSS(pid)
+	for i := range webBigTurns {
+		webPost(t, s, id, map[string]string{"type": "user_message", "text": "BIGTEXT 10485760"})
+		select {
+		case typ := <-ends:
+			if typ != "turn_complete" {
+				t.Fatalf("turn %d ended with %s", i+1, typ)
+			}
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("turn %d did not end within 3 minutes", i+1)
+		}
+		t.Logf("after answer %d: serve VmRSS %.1f MiB", i+1, float64(vmRSS(pid))/1024)
+	}
+	after := vmRSS(pid)
+	if after*1024 >= 120*mib {
+		t.Errorf("serve's VmRSS after %d answers of 10 MiB: %.1f MiB (%.1f at the start), want under 120", webBigTurns, float64(after)/1024, float64(start)/1024)
+	}
+
+	// A replay from the start: stream_stale first, then at most the
+	// budget's bytes of lines, ending with the last turn's end.
+	first, seqs, held, last := webReplay(t, s, id)
+	stale := gjson.Parse(first)
+	if stale.Get("type").Str != "stream_stale" || len(seqs) == 0 || stale.Get("resume_after").Uint()+1 != seqs[0] {
+		t.Errorf("a replay from the start begins with %s, then id %v: want stream_stale resuming after the line before the first kept", first, seqs[:min(len(seqs), 1)])
+	}
+	if held > 32*mib+1<<10 || last != "turn_complete" {
+		t.Errorf("a replay from the start carries %.1f MiB of lines ending with %s, want at most --web-retain-bytes (32 MiB), ending with turn_complete", float64(held)/mib, last)
+	}
+	t.Logf("a replay from the start: stream_stale resuming after %d, then %d lines, %.1f MiB", stale.Get("resume_after").Int(), len(seqs), float64(held)/mib)
+
+	if code, _, b, err := svDo(s.client, http.MethodDelete, webOrigin(s)+"/api/web/sessions/"+id, "", nil); err != nil || code != http.StatusNoContent {
+		t.Fatalf("DELETE: HTTP %d %v %s", code, err, b)
+	}
+	webStreamWait(t, s, id, "session_ended", func(l gjson.Result) bool { return l.Get("type").Str == "session_ended" })
+	var ended int64
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if ended = vmRSS(pid); ended < after-16*1024 || time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Logf("serve VmRSS: %.1f MiB at the start, %.1f after %d answers, %.1f after DELETE", float64(start)/1024, float64(after)/1024, webBigTurns, float64(ended)/1024)
+	if ended >= after-16*1024 {
+		t.Errorf("serve's VmRSS after DELETE: %.1f MiB, was %.1f: not given back", float64(ended)/1024, float64(after)/1024)
+	}
+}
+
+// webReplay reads web session id's stream from the start up to its last
+// line (the first moment it has nothing more for a second): the head of
+// the first data line, the ids, the bytes of the data lines, and the type
+// of the last.
+func webReplay(t *testing.T, s *svServer, id string) (first string, seqs []uint64, held int, last string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), webWait)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, webOrigin(s)+"/api/web/sessions/"+id+"/events", nil)
+	resp, err := s.sse.Do(req)
+	if err != nil {
+		t.Fatalf("GET the events of %s: %v", id, err)
+	}
+	defer resp.Body.Close()
+	type line struct {
+		head []byte // its first 256 bytes
+		n    int    // its length, with its newline
+	}
+	lines := make(chan line)
+	go func() {
+		defer close(lines)
+		br := bufio.NewReaderSize(resp.Body, 1<<20)
+		for {
+			l, err := br.ReadSlice('\n')
+			head, n := bytes.Clone(l[:min(len(l), 256)]), len(l)
+			for err == bufio.ErrBufferFull {
+				l, err = br.ReadSlice('\n')
+				n += len(l)
+			}
+			if err != nil {
+				return
+			}
+			lines <- line{head, n}
+		}
+	}()
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return
+			}
+			switch head := l.head; {
+			case bytes.HasPrefix(head, []byte("id: ")):
+				seq, _ := strconv.ParseUint(string(bytes.TrimSpace(head[4:])), 10, 64)
+				seqs = append(seqs, seq)
+			case bytes.HasPrefix(head, []byte("data: ")):
+				held += l.n - len("data: \n")
+				last = gjson.GetBytes(head[6:], "type").Str
+				if first == "" {
+					first = string(head[6:])
+				}
+			}
+		case <-time.After(time.Second):
+			return
+		}
+	}
+}

@@ -72,6 +72,7 @@ type serveConfig struct {
 	web         bool
 	dirs        []string // --dir, absolute with links resolved
 	webRetain   int
+	webBytes    int64
 	webSessions int
 }
 
@@ -141,6 +142,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return nil
 	})
 	fs.IntVar(&cfg.webRetain, "web-retain", webDefaultRetain, "how many lines of each web session's stream are kept for replay")
+	fs.Int64Var(&cfg.webBytes, "web-retain-bytes", webDefaultRetainBytes, "how many bytes of lines each web session's stream keeps for replay, at most (the newest line is kept whatever its size)")
 	fs.IntVar(&cfg.webSessions, "max-web-sessions", webDefaultSessions, "web sessions open at once, at most")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -162,6 +164,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return cfg, errors.New("--retain-events must be positive")
 	case cfg.webRetain <= 0:
 		return cfg, errors.New("--web-retain must be positive")
+	case cfg.webBytes <= 0:
+		return cfg, errors.New("--web-retain-bytes must be positive")
 	case cfg.webSessions <= 0:
 		return cfg, errors.New("--max-web-sessions must be positive")
 	}
@@ -481,7 +485,7 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 		web.Control = control.Config{}
 		web.Options.Extra = slices.Clone(cfg.extra)
 		srv.web = newWebHost(webConfig{
-			dirs: cfg.dirs, retain: cfg.webRetain, max: cfg.webSessions, base: web, child: child,
+			dirs: cfg.dirs, retain: cfg.webRetain, retainBytes: cfg.webBytes, max: cfg.webSessions, base: web, child: child,
 			grace: cfg.Grace, termGrace: cfg.TermGrace, fakeModel: cfg.FakeModel != "",
 		}, srv, log)
 	}

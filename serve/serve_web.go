@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,10 @@ import (
 const (
 	webDefaultRetain   = 100000
 	webDefaultSessions = 32
+	// webDefaultRetainBytes is --web-retain-bytes: the lines a web
+	// session's stream keeps hold at most 32 MiB (a 10 MiB answer takes
+	// about 30: its deltas, its whole text, and the turn's result).
+	webDefaultRetainBytes = 32 << 20
 	// webMaxFiles bounds the session files GET /api/web/sessions lists.
 	webMaxFiles = 200
 	// webTitleRunes bounds a listed session's title.
@@ -67,9 +72,10 @@ const webCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src
 
 // webConfig is what the web host takes from serve's flags.
 type webConfig struct {
-	dirs   []string // the folders a session may run in: absolute, links resolved
-	retain int
-	max    int
+	dirs        []string // the folders a session may run in: absolute, links resolved
+	retain      int
+	retainBytes int64
+	max         int
 	// base is every session's Settings but for its Child and the session
 	// flags of its mode.
 	base      adapter.Settings
@@ -114,6 +120,7 @@ type webSession struct {
 
 	sid   atomic.Pointer[string] // the CLI session id, from session_init
 	title atomic.Pointer[string] // the latest prompt, for the list
+	took  int64                  // bytes of lines since the last releaseMemory (the UI writer's)
 
 	ended chan struct{} // closed once Run returned and session_ended is in the log
 	code  int
@@ -566,7 +573,7 @@ func (h *webHost) start(mode, cwd string, opts session.Options, history string) 
 		return nil, http.StatusTooManyRequests, "too_many_sessions", fmt.Sprintf("%d sessions are open (--max-web-sessions); end one first", live)
 	}
 	h.prune()
-	events, err := control.OpenEventLog(control.EventLogConfig{Retain: h.cfg.retain, Logger: h.log})
+	events, err := control.OpenEventLog(control.EventLogConfig{Retain: h.cfg.retain, RetainBytes: h.cfg.retainBytes, Logger: h.log})
 	if err != nil {
 		return nil, http.StatusInternalServerError, "internal_error", err.Error()
 	}
@@ -611,6 +618,9 @@ func (h *webHost) start(mode, cwd string, opts session.Options, history string) 
 		h.mu.Lock()
 		h.prune() // at most --max-web-sessions ended ones, from now on
 		h.mu.Unlock()
+		// The session's child, loop and buffers are garbage now, and may
+		// have been large.
+		releaseMemory()
 		log.Info("web session ended", "code", s.code, "err", s.err)
 	}()
 	log.Info("web session started", "mode", mode, "cwd", cwd, "model", opts.Model, "permission_mode", opts.PermissionMode)
@@ -647,44 +657,85 @@ func (s *webSession) appendEnded() {
 	s.events.Append(func(uint64) []byte { return b })
 }
 
-// line logs one line of the session's output, noting the session id.
+// line logs one line of the session's output, noting the session id. A
+// turn that brought webReleaseAfter bytes of lines or more gives the
+// memory they passed through back before its end is logged.
 func (s *webSession) line(b []byte) {
-	if gjson.GetBytes(b, "type").Str == "session_init" {
+	switch gjson.GetBytes(b, "type").Str {
+	case "session_init":
 		if sid := gjson.GetBytes(b, "session_id").Str; sid != "" {
 			s.sid.Store(&sid)
 		}
+	case "turn_complete", "turn_cancelled":
+		if s.took+int64(len(b)) >= webReleaseAfter {
+			s.took = -int64(len(b))
+			releaseMemory()
+		}
 	}
+	s.took += int64(len(b))
 	s.events.Append(func(uint64) []byte { return b })
 }
 
+// webReleaseAfter is how many bytes of lines a turn brings before its end
+// gives memory back (releaseMemory).
+const webReleaseAfter = 8 << 20
+
+// releasing lets one releaseMemory run at a time.
+var releasing sync.Mutex
+
+// releaseMemory collects the garbage now and gives the memory it frees
+// back to the system, at once rather than when the runtime would (an idle
+// server may run no collection for minutes): after a turn of large lines,
+// and when a session ends. A line of the CLI is held whole and copied on
+// its way to the stream, so one 10 MiB answer leaves several times that
+// in the heap, most of it garbage once the turn ends. A release already
+// under way stands for another.
+func releaseMemory() {
+	if !releasing.TryLock() {
+		return
+	}
+	defer releasing.Unlock()
+	debug.FreeOSMemory()
+}
+
 // webOut cuts the session's output into lines for its log. The session's
-// UI writer is its only caller.
+// UI writer is its only caller. Each line is copied once, into memory of
+// its own size, straight from what the writer hands over (which it
+// reuses); only a line cut between two writes waits in buf, which is let
+// go once it is used.
 type webOut struct {
 	s   *webSession
-	buf []byte
+	buf []byte // the start of a line whose end has not come yet
 }
 
 func (o *webOut) Write(p []byte) (int, error) {
-	o.buf = append(o.buf, p...)
-	start := 0
-	for {
-		i := bytes.IndexByte(o.buf[start:], '\n')
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
+			o.buf = append(o.buf, p...)
 			break
 		}
-		if i > 0 {
-			o.s.line(bytes.Clone(o.buf[start : start+i]))
+		var line []byte
+		if len(o.buf) > 0 {
+			line = make([]byte, len(o.buf)+i)
+			copy(line[copy(line, o.buf):], p[:i])
+			o.buf = nil
+		} else if i > 0 {
+			line = bytes.Clone(p[:i])
 		}
-		start += i + 1
+		if len(line) > 0 {
+			o.s.line(line)
+		}
+		p = p[i+1:]
 	}
-	o.buf = o.buf[:copy(o.buf, o.buf[start:])]
-	return len(p), nil
+	return n, nil
 }
 
 // flush logs a last line that had no newline.
 func (o *webOut) flush() {
 	if len(bytes.TrimSpace(o.buf)) > 0 {
-		o.s.line(bytes.Clone(o.buf))
+		o.s.line(o.buf)
 	}
 	o.buf = nil
 }

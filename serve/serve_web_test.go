@@ -10,11 +10,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+	"weak"
 
 	"github.com/tidwall/gjson"
 
@@ -469,6 +471,7 @@ func TestWebConfig(t *testing.T) {
 		{[]string{"--web=false", "--worker", "a=" + dir, "--dir", dir}, "--dir"},
 		{[]string{"--dir", filepath.Join(dir, "missing")}, "missing"},
 		{[]string{"--web-retain", "0"}, "--web-retain"},
+		{[]string{"--web-retain-bytes", "0"}, "--web-retain-bytes"},
 		{[]string{"--max-web-sessions", "0"}, "--max-web-sessions"},
 		{[]string{"--model", "x y"}, "--model"},
 		{[]string{"--model", strings.Repeat("m", 257)}, "--model"},
@@ -835,5 +838,91 @@ func TestWebEndedPruned(t *testing.T) {
 		if r := wt.do(t, "GET", "/api/web/sessions/"+id+"/events", ""); r.status != http.StatusNotFound {
 			t.Errorf("ended session %s still kept: %d", id, r.status)
 		}
+	}
+}
+
+// TestWebStreamBytes: a session's stream keeps at most --web-retain-bytes
+// of lines (the newest whatever its size); a replay from the start says
+// where they begin (stream_stale); once the ended session is forgotten,
+// nothing keeps its lines alive.
+func TestWebStreamBytes(t *testing.T) {
+	const budget = 1 << 20
+	wt := newWebTest(t, nil, func(c *webConfig) { c.retainBytes, c.max = budget, 1 })
+	id := wt.start(t, `{}`)
+	s := wt.stream(t, id, "")
+	for range 8 { // 600 KiB of lines each
+		wt.post(t, id, `{"type":"user_message","text":"BIG"}`)
+		s.until("turn_complete")
+	}
+	wt.api.web.mu.Lock()
+	events := wt.api.web.sessions[id].events
+	wt.api.web.mu.Unlock()
+	lines, _, _ := events.After(0, 0, nil)
+	held := 0
+	var kept []weak.Pointer[byte]
+	for _, l := range lines {
+		held += len(l)
+		kept = append(kept, weak.Make(&l[0]))
+	}
+	if held > budget || held < budget/2 {
+		t.Errorf("the stream keeps %d bytes of lines, budget %d", held, budget)
+	}
+	r := wt.stream(t, id, "")
+	stale := r.next()
+	if gjson.Get(stale.data, "type").Str != "stream_stale" || stale.hasID {
+		t.Fatalf("a replay from the start begins with %+v, want stream_stale", stale)
+	}
+	if e := r.next(); e.id != gjson.Get(stale.data, "resume_after").Uint()+1 || e.id != events.Oldest() {
+		t.Errorf("after stream_stale %s: line %d, oldest kept %d", stale.data, e.id, events.Oldest())
+	}
+	lines, events = nil, nil
+
+	// Ended, then forgotten (--max-web-sessions 1: another one ends).
+	wt.do(t, "DELETE", "/api/web/sessions/"+id, "")
+	s.until("session_ended")
+	other := wt.start(t, `{}`)
+	wt.do(t, "DELETE", "/api/web/sessions/"+other, "")
+	wt.stream(t, other, "").until("session_ended")
+	for deadline := time.Now().Add(10 * time.Second); wt.do(t, "GET", "/api/web/sessions/"+id+"/events", "").status != http.StatusNotFound; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s is not forgotten", id)
+		}
+	}
+	s.resp.Body.Close()
+	r.resp.Body.Close()
+	runtime.GC()
+	alive := 0
+	for _, p := range kept {
+		if p.Value() != nil {
+			alive++
+		}
+	}
+	if alive > 0 {
+		t.Errorf("%d of the %d lines of a forgotten session are still alive", alive, len(kept))
+	}
+}
+
+// TestWebOut: the session's output cut into lines, each copied from the
+// writes, a line cut between two writes joined; blank lines skipped; a
+// last line without a newline logged at the end.
+func TestWebOut(t *testing.T) {
+	events, err := control.OpenEventLog(control.EventLogConfig{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &webOut{s: &webSession{events: events}}
+	buf := []byte("{\"a\":1}\n{\"b\":")
+	o.Write(buf)
+	copy(buf, "XXXXXXXXXXXXXX") // the writer reuses its buffer
+	o.Write([]byte("2}\n\n{\"c\":3}\n{\"d\""))
+	o.Write([]byte(":4}"))
+	o.flush()
+	lines, _, _ := events.After(0, 0, nil)
+	var got []string
+	for _, l := range lines {
+		got = append(got, string(l))
+	}
+	if strings.Join(got, " ") != `{"a":1} {"b":2} {"c":3} {"d":4}` {
+		t.Errorf("lines %q", got)
 	}
 }

@@ -18,7 +18,10 @@ import (
 // The worker lane's event log. Every receipt (worker.response,
 // worker.error) and progress event (worker.event) of one worker gets the
 // next sequence number, seq 1, 2, …, and the last Retain events are kept so
-// that a client can replay from its cursor (the last seq it saw).
+// that a client can replay from its cursor (the last seq it saw). With
+// RetainBytes the kept lines are bounded in bytes too: the oldest are
+// dropped once they hold more (ccbridge serve's web sessions, whose lines
+// may be many megabytes each).
 //
 // With a Path the log is also an NDJSON file, one event line per line, so
 // that the seq goes on across restarts and replay survives them. Lines are
@@ -41,6 +44,11 @@ type EventLogConfig struct {
 	// Retain is how many events are kept for replay (DefaultRetain when
 	// zero or negative).
 	Retain int
+	// RetainBytes bounds the bytes of the event lines kept: once they
+	// hold more, the oldest are dropped, and their references with them
+	// (the newest line is kept whatever its size). Zero or negative: no
+	// bound but Retain.
+	RetainBytes int64
 	// Path is the log's NDJSON file: "" keeps the log in memory only. The
 	// file is created with mode 0600, its missing parent folders with 0700.
 	Path string
@@ -77,22 +85,30 @@ type logEntry struct {
 // HTTP handlers and socket connections). Lines handed in and out are
 // shared, never copied: nobody may modify them.
 type EventLog struct {
-	retain int
-	path   string
-	log    *slog.Logger
+	retain      int
+	retainBytes int64
+	path        string
+	log         *slog.Logger
 
 	// wmu serialises Append, compaction and Close: the writer's disk work
 	// happens under it, never under mu, so readers do not wait for the disk.
-	// It guards f, fileLines and wbuf. ring, start and latest change only
-	// under both locks, so either one suffices to read them.
+	// It guards f, fileLines, fileBytes and wbuf. ring, start, n, bytes
+	// and latest change only under both locks, so either one suffices to
+	// read them.
 	wmu       sync.Mutex
 	f         *os.File // nil: in memory (no Path, the file failed, or closed)
 	fileLines int      // lines in the file
+	fileBytes int64    // bytes in the file
 	wbuf      []byte   // reused for line+"\n"
 
-	mu      sync.Mutex
-	ring    []logEntry // at most retain entries; ring[start] is the oldest
+	mu sync.Mutex
+	// ring holds the kept entries, at most retain: n of them from
+	// ring[start] on, wrapping around; bytes is the sum of their lines'
+	// lengths. An empty slot holds nothing.
+	ring    []logEntry
 	start   int
+	n       int
+	bytes   int64
 	latest  uint64
 	changed chan struct{} // nil until a reader asks; closed by the next Append
 	closed  bool
@@ -108,7 +124,7 @@ type EventLog struct {
 // without it. A file that cannot be read, truncated or rewritten is an
 // error.
 func OpenEventLog(cfg EventLogConfig) (*EventLog, error) {
-	l := &EventLog{retain: cfg.Retain, path: cfg.Path, log: cfg.Logger}
+	l := &EventLog{retain: cfg.Retain, retainBytes: cfg.RetainBytes, path: cfg.Path, log: cfg.Logger}
 	if l.retain <= 0 {
 		l.retain = DefaultRetain
 	}
@@ -203,7 +219,7 @@ func (l *EventLog) load() error {
 		l.log.Warn("worker event log: torn last line dropped (or damaged last lines); file truncated to the last good line",
 			"path", l.path, "lines_dropped", len(pending), "bytes_dropped", off-goodEnd, "last_seq", l.latest)
 	}
-	if middle > 0 || kept > 2*l.retain {
+	if middle > 0 || kept > 2*l.retain || l.retainBytes > 0 && goodEnd > 2*l.retainBytes {
 		// Rewriting keeps only the good, kept lines: this also drops the tail.
 		f, err := l.rewrite()
 		if err != nil {
@@ -211,7 +227,7 @@ func (l *EventLog) load() error {
 		}
 		l.f.Close() // the old file is replaced; nothing of it is needed
 		l.f = f
-		l.fileLines = len(l.ring)
+		l.fileLines, l.fileBytes = l.n, l.keptFileBytes()
 		return nil
 	}
 	if len(pending) > 0 {
@@ -219,7 +235,7 @@ func (l *EventLog) load() error {
 			return fmt.Errorf("truncate the torn last line: %w", err)
 		}
 	}
-	l.fileLines = kept
+	l.fileLines, l.fileBytes = kept, goodEnd
 	return nil
 }
 
@@ -275,32 +291,54 @@ func (l *EventLog) Append(build func(seq uint64) []byte) uint64 {
 	if wake != nil {
 		close(wake)
 	}
-	if l.f != nil && l.fileLines > 2*l.retain {
+	if l.f != nil && (l.fileLines > 2*l.retain || l.retainBytes > 0 && l.fileBytes > 2*l.retainBytes) {
 		l.compact()
 	}
 	return seq
 }
 
 // push adds e as the newest entry, dropping the oldest once retain are
-// held. The ring grows up to retain entries and no further; a dropped
-// entry's slot is overwritten, so nothing keeps its line alive.
+// held, and then the oldest but e while the kept lines hold more than
+// retainBytes. The ring grows up to retain entries and no further; a
+// dropped entry's slot is cleared, so nothing keeps its line alive.
 // The caller holds the locks (or owns the log, in load).
 func (l *EventLog) push(e logEntry) {
-	if len(l.ring) < l.retain {
-		if len(l.ring) == cap(l.ring) {
-			grown := make([]logEntry, len(l.ring), min(max(2*cap(l.ring), 64), l.retain))
-			copy(grown, l.ring)
-			l.ring = grown
+	if l.n == len(l.ring) {
+		if l.n < l.retain {
+			grown := make([]logEntry, min(max(2*len(l.ring), 64), l.retain))
+			for i := range l.n {
+				grown[i] = l.at(i)
+			}
+			l.ring, l.start = grown, 0
+		} else {
+			l.drop()
 		}
-		l.ring = append(l.ring, e) // start is 0 until the ring is full
-		return
 	}
-	l.ring[l.start] = e
+	i := l.start + l.n
+	if i >= len(l.ring) {
+		i -= len(l.ring)
+	}
+	l.ring[i] = e
+	l.n++
+	l.bytes += int64(len(e.line))
+	for l.retainBytes > 0 && l.bytes > l.retainBytes && l.n > 1 {
+		l.drop()
+	}
+}
+
+// drop forgets the oldest kept entry. The caller holds the locks.
+func (l *EventLog) drop() {
+	l.bytes -= int64(len(l.ring[l.start].line))
+	l.ring[l.start] = logEntry{}
 	l.start++
 	if l.start == len(l.ring) {
 		l.start = 0
 	}
+	l.n--
 }
+
+// keptFileBytes is how many bytes the kept lines take in a file.
+func (l *EventLog) keptFileBytes() int64 { return l.bytes + int64(l.n) }
 
 // at returns the i-th kept entry, oldest first. The caller holds a lock.
 func (l *EventLog) at(i int) logEntry {
@@ -326,6 +364,7 @@ func (l *EventLog) write(line []byte) {
 		return
 	}
 	l.fileLines++
+	l.fileBytes += int64(len(b))
 }
 
 // compact rewrites the file with the kept lines. The caller holds wmu.
@@ -337,7 +376,7 @@ func (l *EventLog) compact() {
 	}
 	l.f.Close() // replaced by the rename; its lines are all in f
 	l.f = f
-	l.fileLines = len(l.ring)
+	l.fileLines, l.fileBytes = l.n, l.keptFileBytes()
 }
 
 // fail gives up the file after an error: the log warns once (there is no
@@ -362,7 +401,7 @@ func (l *EventLog) rewrite() (*os.File, error) {
 	}
 	tmp := f.Name()
 	w := bufio.NewWriterSize(f, 64<<10)
-	for i := range len(l.ring) {
+	for i := range l.n {
 		w.Write(l.at(i).line) // a write error sticks: Flush reports it
 		w.WriteByte('\n')
 	}
@@ -402,7 +441,7 @@ func (l *EventLog) Oldest() uint64 {
 
 // oldest is Oldest with mu held.
 func (l *EventLog) oldest() uint64 {
-	if len(l.ring) == 0 {
+	if l.n == 0 {
 		return l.latest + 1
 	}
 	return l.ring[l.start].seq
@@ -428,7 +467,7 @@ func (l *EventLog) After(cursor uint64, max int, dst [][]byte) (lines [][]byte, 
 	if cursor > l.latest || cursor+1 < oldest {
 		stale, cursor = true, oldest-1
 	}
-	n := len(l.ring)
+	n := l.n
 	i := sort.Search(n, func(i int) bool { return l.at(i).seq > cursor })
 	end := n
 	if max > 0 && end-i > max {

@@ -660,3 +660,52 @@ func BenchmarkEventLogAppend(b *testing.B) {
 		})
 	}
 }
+
+// TestEventLogRetainBytes: with RetainBytes the kept lines hold at most
+// that many bytes (the newest is kept whatever its size); the dropped
+// lines are garbage; a cursor before them is stale; the file is compacted
+// by bytes too and a reopened log keeps the same bound.
+func TestEventLogRetainBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.ndjson")
+	size := int64(len(evLine(100)))
+	budget := 10 * size
+	l, _ := openLog(t, EventLogConfig{Retain: 1000, RetainBytes: budget, Path: path})
+	var ptrs []weak.Pointer[byte]
+	for range 100 {
+		l.Append(func(seq uint64) []byte {
+			b := evLine(seq)
+			ptrs = append(ptrs, weak.Make(&b[0]))
+			return b
+		})
+	}
+	lines, stale, after := l.After(0, 0, nil)
+	var held int64
+	for _, b := range lines {
+		held += int64(len(b))
+	}
+	if !stale || held > budget || len(lines) < 9 || after != l.Oldest()-1 || l.Oldest()+uint64(len(lines)) != 101 {
+		t.Fatalf("kept %d lines of %d bytes (budget %d), stale %v after %d, oldest %d", len(lines), held, budget, stale, after, l.Oldest())
+	}
+	runtime.GC()
+	for i, p := range ptrs[:int(l.Oldest())-1] {
+		if p.Value() != nil {
+			t.Fatalf("line of seq %d was dropped but is still alive", i+1)
+		}
+	}
+	if fl := fileLines(t, path); int64(len(fl))*size > 3*budget {
+		t.Errorf("the file holds %d lines: not compacted by bytes", len(fl))
+	}
+	// A line over the budget is kept alone.
+	big := bytes.Repeat([]byte("x"), int(2*budget))
+	seq := l.Append(func(seq uint64) []byte { return fmt.Appendf(nil, `{"seq":%d,"big":"%s"}`, seq, big) })
+	if lines, _, _ := l.After(0, 0, nil); len(lines) != 1 || l.Oldest() != seq {
+		t.Errorf("after a line over the budget: %d lines kept, oldest %d, want only %d", len(lines), l.Oldest(), seq)
+	}
+	appendEvents(t, l, 3)
+	l.Close()
+	r, _ := openLog(t, EventLogConfig{Retain: 1000, RetainBytes: budget, Path: path})
+	lines, _, _ = r.After(0, 0, nil)
+	if got := seqsOf(t, lines); !slices.Equal(got, seqRange(seq+1, seq+3)) || r.Latest() != seq+3 {
+		t.Errorf("reopened: kept %v, latest %d", got, r.Latest())
+	}
+}
