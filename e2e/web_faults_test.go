@@ -22,6 +22,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 // webOrigin is serve's http://ADDR.
@@ -492,6 +494,66 @@ func webReplay(t *testing.T, s *svServer, id string) (first string, seqs []uint6
 			}
 		case <-time.After(time.Second):
 			return
+		}
+	}
+}
+
+// TestWebFaultListBigFile (#26.12): with a 300 MB session file in the
+// folder (and a small one), GET /api/web/sessions lists both, and every
+// call after the first takes under 0.3 s: the list reads each file's
+// first and last 64 KiB, and nothing of a file that has not changed since
+// (session/clifiles keeps each file's summary by size and modification
+// time). Before the session list of session/clifiles, each call read
+// every file whole: about 1.6 s with such a file.
+func TestWebFaultListBigFile(t *testing.T) {
+	t.Parallel()
+	dir, home := t.TempDir(), t.TempDir()
+	folder := filepath.Join(home, ".claude", "projects", clifiles.ProjectDirName(mustReal(t, dir)))
+	if err := os.MkdirAll(folder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	entry := func(typ, text string) []byte {
+		if typ == "user" {
+			return []byte(`{"type":"user","cwd":` + jsq(mustReal(t, dir)) + `,"timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":[{"type":"text","text":` + jsq(text) + `}]},"uuid":"u"}` + "\n")
+		}
+		return []byte(`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"text","text":` + jsq(text) + `}]},"uuid":"a"}` + "\n")
+	}
+	big := "11111111-2222-4333-8444-555555555555"
+	f, err := os.Create(filepath.Join(folder, big+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.Write(entry("user", "the first prompt of a big session"))
+	line := entry("assistant", strings.Repeat("all work and no play ", 200))
+	for n := 0; n < 300<<20; n += len(line) {
+		w.Write(line)
+	}
+	w.Write(entry("user", "BIGFILETITLE"))
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	small := "11111111-2222-4333-8444-666666666666"
+	if err := os.WriteFile(filepath.Join(folder, small+".jsonl"), append(entry("user", "SMALLTITLE"), entry("assistant", "ok")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	s := svStart(t, svOpts{home: home, args: []string{"--dir", dir}})
+	for i := range 4 {
+		start := time.Now()
+		l := webList(t, s)
+		took := time.Since(start)
+		titles := map[string]string{}
+		for _, f := range l.Get("files").Array() {
+			titles[f.Get("session_id").Str] = f.Get("title").Str
+		}
+		if titles[big] != "BIGFILETITLE" || titles[small] != "SMALLTITLE" {
+			t.Errorf("call %d: files %s", i+1, l.Get("files").Raw)
+		}
+		t.Logf("GET /api/web/sessions, call %d: %v", i+1, took)
+		if i > 0 && took >= 300*time.Millisecond {
+			t.Errorf("GET /api/web/sessions, call %d: %v, want under 0.3 s", i+1, took)
 		}
 	}
 }

@@ -340,23 +340,86 @@ var ends = sync.Pool{New: func() any { return new([2*EndBytes + 1]byte) }}
 // titles again at the end. A line cut by either bound is skipped. The
 // error is the one of opening the file (removed meanwhile).
 //
-// Read is where a cache of summaries keyed by path, size and modification
-// time would go: what it returns depends on the file's bytes alone.
+// What Read returns depends on the file's bytes alone, so it is cached,
+// keyed by the file's path and checked against its size and modification
+// time: a file whose size and time are those it had at the last Read is
+// not opened again (one stat, no read), so listing the same folders again
+// (a UI's list after every turn) reads only the files that changed.
 func Read(f Session) (Info, error) {
 	in := Info{Session: f}
+	fi, err := os.Stat(f.Path)
+	if err != nil {
+		return in, err
+	}
+	if sum, ok := summaries.get(f.Path, fi.Size(), fi.ModTime()); ok {
+		in.SessionSummary = sum
+		return in, nil
+	}
 	fh, err := os.Open(f.Path)
 	if err != nil {
 		return in, err
 	}
 	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
+	if fi, err = fh.Stat(); err != nil {
 		return in, err
 	}
 	buf := ends.Get().(*[2*EndBytes + 1]byte)
 	defer ends.Put(buf)
 	readEnds(fh, fi.Size(), buf[:], in.SessionSummary.Line)
+	summaries.put(f.Path, fi.Size(), fi.ModTime(), in.SessionSummary)
 	return in, nil
+}
+
+// summaryCacheSize bounds the summaries Read keeps.
+const summaryCacheSize = 4096
+
+// summaries is Read's cache.
+var summaries = summaryCache{m: map[string]cachedSummary{}}
+
+// summaryCache maps a file's path to the summary Read made of it, with
+// the size and modification time the file had then. It holds at most
+// summaryCacheSize entries: when full, a quarter of them, chosen at
+// random, make room.
+type summaryCache struct {
+	mu sync.Mutex
+	m  map[string]cachedSummary
+}
+
+type cachedSummary struct {
+	size int64
+	mod  time.Time
+	sum  mapping.SessionSummary
+}
+
+// get returns path's summary when it was made of a file of that size and
+// modification time (a zero time is never cached: nothing says what the
+// file was).
+func (c *summaryCache) get(path string, size int64, mod time.Time) (mapping.SessionSummary, bool) {
+	if mod.IsZero() {
+		return mapping.SessionSummary{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[path]
+	if !ok || e.size != size || !e.mod.Equal(mod) {
+		return mapping.SessionSummary{}, false
+	}
+	return e.sum, true
+}
+
+func (c *summaryCache) put(path string, size int64, mod time.Time, sum mapping.SessionSummary) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[path]; !ok && len(c.m) >= summaryCacheSize {
+		n := summaryCacheSize / 4
+		for k := range c.m { // map order: at random
+			delete(c.m, k)
+			if n--; n == 0 {
+				break
+			}
+		}
+	}
+	c.m[path] = cachedSummary{size, mod, sum}
 }
 
 // readEnds calls fn with the whole lines of the first and the last

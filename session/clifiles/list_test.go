@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ccbridge/ccbridge/mapping"
 )
 
 // Session file lines for the tests.
@@ -304,5 +306,68 @@ func TestSummarize(t *testing.T) {
 	}
 	if _, err := Summarize(context.Background(), path+"x"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing: %v", err)
+	}
+}
+
+// TestReadCache: Read keeps what it found in a file for as long as the
+// file's size and modification time are those it had: a file rewritten
+// with the same size and time is not read again (the cache answers), one
+// with another time or size is; a removed file is an error, cached or not;
+// the cache holds at most summaryCacheSize files.
+func TestReadCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), u("cached")+".jsonl")
+	mod := time.Now().Add(-time.Hour).Truncate(time.Second)
+	mkfile(t, path, lines(prompt("one")), mod)
+	read := func() string {
+		t.Helper()
+		in, err := Read(Session{ID: u("cached"), Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in.LastPrompt
+	}
+	if got := read(); got != "one" {
+		t.Fatalf("first Read: %q", got)
+	}
+	mkfile(t, path, lines(prompt("two")), mod) // same size, same time
+	if got := read(); got != "one" {
+		t.Errorf("same size and time: %q, want the cached \"one\"", got)
+	}
+	mkfile(t, path, lines(prompt("two")), mod.Add(time.Second))
+	if got := read(); got != "two" {
+		t.Errorf("another time: %q, want \"two\"", got)
+	}
+	mkfile(t, path, lines(prompt("two"), prompt("three")), mod.Add(time.Second))
+	if got := read(); got != "three" {
+		t.Errorf("another size: %q, want \"three\"", got)
+	}
+	os.Remove(path)
+	if _, err := Read(Session{ID: u("cached"), Path: path}); err == nil {
+		t.Errorf("a removed file was read from the cache")
+	}
+
+	for i := range summaryCacheSize + 10 {
+		summaries.put(fmt.Sprintf("/nowhere/%d", i), 1, mod, mapping.SessionSummary{})
+	}
+	summaries.mu.Lock()
+	n := len(summaries.m)
+	summaries.mu.Unlock()
+	if n > summaryCacheSize {
+		t.Errorf("the cache holds %d summaries, over %d", n, summaryCacheSize)
+	}
+}
+
+// BenchmarkReadCached is Read of an unchanged file: a stat and the cache.
+func BenchmarkReadCached(b *testing.B) {
+	path := filepath.Join(b.TempDir(), u("bench")+".jsonl")
+	content := lines(prompt("first")) + strings.Repeat(lines(reply("m")), 20000) + lines(prompt("last"))
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	f := Session{ID: u("bench"), Path: path}
+	for b.Loop() {
+		if in, err := Read(f); err != nil || in.LastPrompt != "last" {
+			b.Fatal(in.LastPrompt, err)
+		}
 	}
 }
