@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -64,6 +65,16 @@ type Handler interface {
 // lines (a pty): their output is handed over as it is read.
 type RawHandler interface {
 	CLIOutput(p *Proc, b []byte)
+}
+
+// UrgentHandler is implemented by a handler whose UI sends lines that
+// must not wait for a child's input (an interrupt, a cancel): while a
+// child's input is at its bound the loop holds the UI's ordinary lines
+// back, and hands an urgent one over at once, ahead of the ordinary ones
+// held before it. UIUrgent is called on the loop, only then; it must
+// only look at the line.
+type UrgentHandler interface {
+	UIUrgent(line []byte) bool
 }
 
 // Clock is the session core's time: the loop reads it and arms its one
@@ -153,6 +164,16 @@ type Loop struct {
 	uiCh    chan uiLine
 	cliCh   chan cliBlock
 	asyncCh chan func()
+
+	// The children's input (childinput.go): inFull counts the children
+	// whose queued input is at its bound, and inWake is signalled when
+	// one goes under it. Meanwhile the UI's ordinary lines are held, in
+	// order (held, heldBytes of lines); urgent ones are not.
+	inFull    atomic.Int32
+	inWake    chan struct{}
+	held      []uiLine
+	heldBytes int
+	urgent    UrgentHandler
 }
 
 // NewLoop makes the loop of one session.
@@ -179,6 +200,7 @@ func NewLoop(cfg LoopConfig) *Loop {
 		uiCh:    make(chan uiLine, uiQueue),
 		cliCh:   make(chan cliBlock, cliQueue),
 		asyncCh: make(chan func(), 16),
+		inWake:  make(chan struct{}, 1),
 	}
 	if cfg.ReuseBlocks {
 		l.blocks = newBlockPool()
@@ -212,8 +234,19 @@ func (l *Loop) UIEnded() bool { return l.uiEOF }
 // shutdown began, output the UI takes none of for stallLimit is given up
 // too, so that the staged shutdown and the exit never wait for a UI that
 // does not read.
+//
+// Nor does it block on a child: what it writes to one is queued when the
+// child's stdin does not take it, and written by a goroutine of the
+// child's (childinput.go). While a child has inputLimit bytes or more
+// queued, the loop holds the UI's ordinary lines back (up to uiQueue
+// lines or inputLimit bytes, then it stops reading them), so that the UI
+// writes no faster than the CLI reads; the UI's urgent lines
+// (UrgentHandler), the end of its input once nothing is held, signals,
+// deadlines, submitted and background work and the children's exits are
+// still served.
 func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, signals <-chan os.Signal) (int, error) {
 	l.h = h
+	l.urgent, _ = h.(UrgentHandler)
 	l.Start(out)
 	defer func() {
 		l.bgCancel()
@@ -230,12 +263,16 @@ func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, 
 		if paused {
 			cli = nil // backpressure: the CLI waits for the UI
 		}
+		ui := l.uiCh
+		if l.holdingFull() {
+			ui = nil // backpressure: the UI waits for the CLI
+		}
 		select {
 		case <-done:
 			done = nil
 			l.Shutdown("context cancelled")
-		case m := <-l.uiCh:
-			l.fromUI(m)
+		case m := <-ui:
+			l.takeUI(m)
 		case m := <-cli:
 			l.fromCLI(m)
 			l.blocks.put(m.buf) // the handler kept nothing of it
@@ -256,7 +293,10 @@ func (l *Loop) Run(ctx context.Context, h Handler, in io.Reader, out io.Writer, 
 			l.signal(sig)
 		case <-l.host.ui.notify:
 			// A write ended: room again, or an error.
+		case <-l.inWake:
+			// A child's input went under its bound, or ended.
 		}
+		l.release()
 		l.checkUI()
 		// Hand the output over when no more input waits (a burst
 		// coalesces into few writes without added latency), or when
@@ -314,6 +354,47 @@ func (l *Loop) watchStall() {
 	l.log.Warn("the UI has read none of its output while shutting down; giving it up", "for", l.host.StallLimit.String(), "bytes", lost)
 }
 
+// inputFull reports whether a child's input is at its bound: the UI's
+// ordinary lines then wait.
+func (l *Loop) inputFull() bool { return l.inFull.Load() > 0 }
+
+// holdingFull reports whether the UI's lines held back have reached
+// their bound: the loop then stops reading the UI's input.
+func (l *Loop) holdingFull() bool {
+	return len(l.held) > 0 && (len(l.held) >= uiQueue || l.heldBytes >= inputLimit)
+}
+
+// takeUI hands a UI message to the handler, or holds it back while a
+// child's input is at its bound: an ordinary line, or anything behind a
+// line held. An urgent line is never held.
+func (l *Loop) takeUI(m uiLine) {
+	ordinary := !m.eof && m.tooLong == nil
+	switch {
+	case len(l.held) == 0 && (!ordinary || !l.inputFull()):
+	case ordinary && l.urgent != nil && l.urgent.UIUrgent(m.line):
+	default:
+		l.held = append(l.held, m)
+		l.heldBytes += len(m.line)
+		return
+	}
+	l.fromUI(m)
+}
+
+// release hands the UI's lines held back to the handler, in order, for as
+// long as no child's input is at its bound.
+func (l *Loop) release() {
+	for len(l.held) > 0 && !l.inputFull() {
+		m := l.held[0]
+		l.held[0] = uiLine{}
+		l.held = l.held[1:]
+		l.heldBytes -= len(m.line)
+		l.fromUI(m)
+	}
+	if len(l.held) == 0 {
+		l.held = nil
+	}
+}
+
 func (l *Loop) fromUI(m uiLine) {
 	switch {
 	case m.eof:
@@ -338,6 +419,7 @@ func (l *Loop) fromCLI(m cliBlock) {
 	}
 	if m.exit != nil {
 		delete(l.procs, m.gen)
+		p.in.gone()
 		if !l.exitFixed {
 			l.exitCode = m.exit.Code
 		}

@@ -96,6 +96,8 @@ type recorder struct {
 	onLine   func(line string)
 	deadline time.Time
 	onExpire func(now time.Time)
+	// urgent, when set, says which UI lines are urgent (UIUrgent).
+	urgent func(line string) bool
 }
 
 func (r *recorder) note(s string)                               { r.calls = append(r.calls, s) }
@@ -109,6 +111,7 @@ func (r *recorder) Interrupt()                                  { r.note("interr
 func (r *recorder) Shutdown(reason string)                      { r.note("shutdown " + reason) }
 func (r *recorder) NextDeadline() time.Time                     { return r.deadline }
 func (r *recorder) Expire(now time.Time)                        { r.deadline = time.Time{}; r.onExpire(now) }
+func (r *recorder) UIUrgent(line []byte) bool                   { return r.urgent != nil && r.urgent(string(line)) }
 func (r *recorder) closeLive() {
 	if p := r.sup.Live(); p != nil {
 		p.CloseStdin()

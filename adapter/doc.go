@@ -14,6 +14,10 @@
 // time; optional behaviour (RawHandler, for a pty child's bytes) is
 // found by type assertion. Its CLI children are kept by a Supervisor:
 // generation-tagged Procs, one live at a time, respawned with --resume.
+// What the loop writes to a child never waits for it: what the child's
+// pipe does not take is queued for a goroutine of the child's, and while
+// too much waits the loop holds the UI's ordinary lines back
+// (childinput.go).
 //
 // What every runner shares is a Host: the UI's output, written by a
 // goroutine of its own with a bound (the CLI waits for a UI that reads

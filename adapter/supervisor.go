@@ -18,14 +18,18 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 // Child is a running child process as the core sees it. *session.Child
-// is one, over pipes or a pty.
+// is one, over pipes or a pty. Its stdin is written by a goroutine of the
+// child's own (childinput.go), and closing it (CloseStdin, Shutdown) or
+// killing the child must end a write that waits. A child that also has
+// WriteNow(p []byte) (int, error), a write that never waits (as
+// session.Child has on Unix), takes lines straight from the loop while
+// nothing is queued.
 type Child interface {
 	Pid() int
 	Stdin() io.WriteCloser
@@ -54,7 +58,7 @@ const (
 type Proc struct {
 	Gen   int
 	child Child
-	w     *framing.Writer
+	in    *childInput // the child's stdin: the loop never waits for it
 	sup   *Supervisor // the supervisor that started it
 	log   *slog.Logger
 	tr    Transport
@@ -63,12 +67,8 @@ type Proc struct {
 	retired bool
 }
 
-func newProc(gen int, child Child, tr Transport, log *slog.Logger) *Proc {
-	p := &Proc{Gen: gen, child: child, tr: tr, log: log}
-	if tr == Lines {
-		p.w = framing.NewWriter(child.Stdin())
-	}
-	return p
+func newProc(gen int, child Child, tr Transport, l *Loop, log *slog.Logger) *Proc {
+	return &Proc{Gen: gen, child: child, tr: tr, log: log, in: newChildInput(child, log, &l.inFull, l.inWake)}
 }
 
 // Live reports whether p is its supervisor's live child.
@@ -80,20 +80,13 @@ func (p *Proc) Supervisor() *Supervisor { return p.sup }
 // Pid is the child's process id.
 func (p *Proc) Pid() int { return p.child.Pid() }
 
-// Write sends one line to the child (with Bytes, the bytes as they are).
-// A failure means the child is going; its exit is reported when its
-// reader sees it.
-func (p *Proc) Write(line []byte) {
-	var err error
-	if p.tr == Bytes {
-		_, err = p.child.Stdin().Write(line)
-	} else {
-		err = p.w.WriteLine(line)
-	}
-	if err != nil {
-		p.log.Warn("writing to the CLI", "err", err)
-	}
-}
+// Write sends one line to the child (with Bytes, the bytes as they are),
+// after every line written before it, and never waits for the child to
+// read: what its stdin does not take now is queued (childinput.go). A
+// failure means the child is going; its exit is reported when its reader
+// sees it. Once its stdin is closed, or the child has gone, the line is
+// dropped.
+func (p *Proc) Write(line []byte) { p.in.write(line, p.tr == Lines) }
 
 // AutoReply answers a control request of the CLI that needs no UI (see
 // mapping.AppendAutoReply); it reports whether it did.
@@ -105,25 +98,29 @@ func (p *Proc) AutoReply(ev *mapping.Event) bool {
 	return ok
 }
 
-// CloseStdin flushes what is pending for the child and closes its stdin.
-func (p *Proc) CloseStdin() {
-	if p.w == nil {
-		// Bytes: nothing is held back.
-	} else if err := p.w.Flush(); err != nil {
-		p.log.Debug("flushing to the CLI", "err", err)
-	}
-	if err := p.child.CloseStdin(); err != nil {
-		p.log.Debug("closing the CLI's stdin", "err", err)
-	}
-}
+// CloseStdin closes the child's stdin once every line written before is
+// written, without waiting for that; lines written after it are dropped.
+func (p *Proc) CloseStdin() { p.in.close() }
 
 // Stop shuts the child down in stages, in the background; each stage is
-// bounded by the child's own grace periods.
-func (p *Proc) Stop() { go p.child.Shutdown(context.Background()) }
+// bounded by the child's own grace periods. Its first stage closes the
+// child's stdin at once: what is still queued for a child that does not
+// read is not waited for.
+func (p *Proc) Stop() {
+	p.in.stop()
+	go p.child.Shutdown(context.Background())
+}
+
+// kill kills the child now.
+func (p *Proc) kill() error {
+	p.in.stop()
+	return p.child.Kill()
+}
 
 // stopWithin shuts the child down in stages, in the background, and
 // kills it if it is still there after d.
 func (p *Proc) stopWithin(d time.Duration) {
+	p.in.stop()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()
@@ -265,7 +262,7 @@ func (s *Supervisor) Start(opts session.Options, resumed bool) (*Proc, error) {
 	}
 	l := s.loop
 	l.gen++
-	p := newProc(l.gen, child, s.cfg.Transport, s.log)
+	p := newProc(l.gen, child, s.cfg.Transport, l, s.log)
 	p.sup, p.Opts = s, opts
 	l.procs[p.Gen] = p
 	s.live = p
@@ -302,7 +299,7 @@ func (s *Supervisor) Retire(why string, within time.Duration, kill bool) *Proc {
 	s.log.Info("stopping claude", "gen", p.Gen, "reason", why)
 	switch {
 	case kill:
-		if err := p.child.Kill(); err != nil {
+		if err := p.kill(); err != nil {
 			s.log.Debug("killing claude", "err", err)
 		}
 	case within > 0:

@@ -260,10 +260,12 @@ type Child struct {
 	stdin  *os.File // write end of the child's stdin (pty mode: the master)
 	stdout *os.File // read end of the child's stdout (pty mode: the master)
 	stderr *os.File // read end of the child's stderr
+	// stdinConn is stdin's raw connection, for WriteNow (Unix).
+	stdinConn syscall.RawConn
 
 	stdinOnce   sync.Once
 	stdinErr    error
-	stdinClosed atomic.Bool // pty mode: no more writes
+	stdinClosed atomic.Bool // no more writes (stdin closed, or a pty's end of file sent)
 
 	ttyName string // pty mode: the terminal's path, for CloseStdin
 
@@ -336,6 +338,7 @@ func Start(cfg Config) (*Child, error) {
 	}
 	c.pid = cmd.Process.Pid
 	c.log = c.log.With("pid", c.pid)
+	c.stdinConn, _ = c.stdin.SyscallConn() // nil: WriteNow fails, Write works
 	c.log.Debug("claude started", "path", cfg.Path, "dir", cfg.Dir)
 
 	go c.drainStderr()
@@ -442,6 +445,7 @@ func (c *Child) CloseStdin() error {
 			c.stdinErr = c.ptyEOF()
 			return
 		}
+		c.stdinClosed.Store(true)
 		c.stdinErr = c.stdin.Close()
 	})
 	return c.stdinErr

@@ -3,6 +3,8 @@
 package session
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -130,11 +132,16 @@ func (c *Child) ptyEOF() error {
 	if eof == 0 {
 		eof = 4 // ^D
 	}
-	if _, err := c.stdin.Write([]byte{'\n', eof}); err != nil {
-		return fmt.Errorf("session: ending pty input: %w", err)
+	// Without waiting: a program that reads nothing (stopped, say) has a
+	// full terminal, and the staged shutdown must go on to its signals.
+	if n, err := writeNow(c.stdinConn, []byte{'\n', eof}); err != nil || n < 2 {
+		return fmt.Errorf("session: ending pty input: %d of 2 bytes written: %w", n, cmp.Or(err, errTerminalFull))
 	}
 	return nil
 }
+
+// errTerminalFull: the terminal's input holds all it can.
+var errTerminalFull = errors.New("the terminal's input is full")
 
 // termIoctl runs a terminal ioctl on f without switching f to blocking mode.
 func termIoctl(f *os.File, req uintptr, arg unsafe.Pointer) error {

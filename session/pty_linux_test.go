@@ -99,3 +99,34 @@ func TestPTYKill(t *testing.T) {
 		t.Errorf("Exit = %+v, want SIGKILL", ex)
 	}
 }
+
+// TestPTYShutdownFullTerminal: a program under a pty that reads nothing,
+// its terminal's input full: the staged shutdown does not wait to write
+// the end of file; it goes on to SIGTERM after the grace.
+func TestPTYShutdownFullTerminal(t *testing.T) {
+	t.Parallel()
+	cfg := fakeConfig("hang")
+	cfg.PTY = true
+	cfg.Grace, cfg.TermGrace = 200*time.Millisecond, 5*time.Second
+	c := start(t, cfg)
+	out := readLines(c.Stdout())
+	out.expect(t, "ready")
+	fillNow(t, c)
+	done := make(chan error, 1)
+	t0 := time.Now()
+	go func() { done <- c.Shutdown(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown did not end: it waited to write the end of file to a full terminal")
+	}
+	if took := time.Since(t0); took > 4*time.Second {
+		t.Errorf("Shutdown took %v, want about the 200 ms grace", took)
+	}
+	if ex := c.Exit(); ex.Signal != syscall.SIGTERM {
+		t.Errorf("Exit = %+v, want SIGTERM", ex)
+	}
+}

@@ -198,6 +198,13 @@ func (l *acpLoop) UITooLong(e *framing.LineTooLongError) {
 	l.emit()
 }
 
+// UIUrgent: session/cancel and $/cancel_request are served even while a
+// CLI's input is held back (adapter.UrgentHandler).
+func (l *acpLoop) UIUrgent(line []byte) bool {
+	m := gjson.GetBytes(line, "method").Str
+	return m == acp.MethodSessionCancel || m == acp.MethodCancelRequest
+}
+
 // UILine handles one line of the client's input.
 func (l *acpLoop) UILine(line []byte) {
 	defer l.emit()

@@ -594,6 +594,12 @@ func (l *ipcLoop) Interrupt() {
 
 func (l *ipcLoop) Shutdown(string) {}
 
+// UIUrgent: an interrupt is served even while the CLI's input is held
+// back (adapter.UrgentHandler): its deadline must run.
+func (l *ipcLoop) UIUrgent(line []byte) bool {
+	return gjson.GetBytes(line, "type").Str == "interrupt"
+}
+
 func (l *ipcLoop) emitError(code, msg string, recoverable bool) {
 	l.out = append(l.out, ipc.AppendError(nil, code, msg, recoverable))
 }

@@ -30,6 +30,12 @@ func (l *rpcLoop) UITooLong(e *framing.LineTooLongError) {
 	l.out.UI = append(l.out.UI, err.AppendResponse(nil, ""))
 }
 
+// UIUrgent: run.cancel is served even while the CLI's input is held back
+// (adapter.UrgentHandler): its deadline must run.
+func (l *rpcLoop) UIUrgent(line []byte) bool {
+	return gjson.GetBytes(line, "method").Str == rpc.MethodRunCancel
+}
+
 // UILine handles one line of the UI: a request, a notification, or the
 // answer to one of ccbridge's requests.
 func (l *rpcLoop) UILine(line []byte) {

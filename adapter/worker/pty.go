@@ -474,6 +474,13 @@ func (w *ptyWorker) UILine(line []byte) {
 	w.ui.push(w.loop, line, w.take, w.endInput)
 }
 
+// UIUrgent: an interrupt, and a screen request (answered on the loop,
+// writing nothing to the program), are taken even while the program's
+// input is held back (adapter.UrgentHandler).
+func (w *ptyWorker) UIUrgent(line []byte) bool {
+	return urgent(line) || gjson.GetBytes(line, "type").Str == lane000.TypeScreenRequest
+}
+
 // ScreenAnswer is the control.screen answer to a control.screen.request:
 // the whole screen, every row. On the loop only.
 func (w *ptyWorker) ScreenAnswer(requestID string) []byte {

@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/lane000"
+	"github.com/ccbridge/ccbridge/mapping/lane004"
 	"github.com/ccbridge/ccbridge/mapping/lanes"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -175,6 +177,16 @@ func (w *controlWorker) emit() { w.out = w.loop.EmitAll(w.out) }
 
 // UILine queues the line for the lanes (laneQueue).
 func (w *controlWorker) UILine(line []byte) { w.ui.push(w.loop, line, w.take, w.endInput) }
+
+// UIUrgent: an interrupt (lane 000's, lane 004's turn/interrupt) is
+// taken even while the CLI's input is held back (adapter.UrgentHandler).
+func (w *controlWorker) UIUrgent(line []byte) bool { return urgent(line) }
+
+// urgent reports whether a control line is an interrupt.
+func urgent(line []byte) bool {
+	r := gjson.GetManyBytes(line, "type", "request.method")
+	return r[0].Str == lane000.TypeInterruptRequest || r[1].Str == lane004.MethodTurnInterrupt
+}
 
 // take starts one UI line on the loop (lane 004's stream begins with a
 // peer's first lane-004 line) and returns its lane's work.
