@@ -661,18 +661,18 @@ func (s *webSession) appendEnded() {
 // turn that brought webReleaseAfter bytes of lines or more gives the
 // memory they passed through back before its end is logged.
 func (s *webSession) line(b []byte) {
+	s.took += int64(len(b))
 	switch gjson.GetBytes(b, "type").Str {
 	case "session_init":
 		if sid := gjson.GetBytes(b, "session_id").Str; sid != "" {
 			s.sid.Store(&sid)
 		}
 	case "turn_complete", "turn_cancelled":
-		if s.took+int64(len(b)) >= webReleaseAfter {
-			s.took = -int64(len(b))
+		if s.took >= webReleaseAfter {
+			s.took = 0
 			releaseMemory()
 		}
 	}
-	s.took += int64(len(b))
 	s.events.Append(func(uint64) []byte { return b })
 }
 
