@@ -122,7 +122,13 @@ type webSession struct {
 	title atomic.Pointer[string] // the latest prompt, for the list
 	took  int64                  // bytes of lines since the last releaseMemory (the UI writer's)
 
-	ended chan struct{} // closed once Run returned and session_ended is in the log
+	// over is set once Run returned, before session_ended is logged: a
+	// client that has read session_ended finds the session ended in the
+	// list, its place free under --max-web-sessions. ended is closed once
+	// session_ended is in the log: what a stream waits for, so that it
+	// never ends before that line.
+	over  atomic.Bool
+	ended chan struct{}
 	code  int
 	err   error
 }
@@ -332,7 +338,7 @@ type webSessionJSON struct {
 }
 
 func (s *webSession) json() webSessionJSON {
-	j := webSessionJSON{ID: s.id, Cwd: s.cwd, Mode: s.mode, Created: s.created, Ended: s.isEnded()}
+	j := webSessionJSON{ID: s.id, Cwd: s.cwd, Mode: s.mode, Created: s.created, Ended: s.over.Load()}
 	if p := s.sid.Load(); p != nil {
 		j.SessionID = *p
 	}
@@ -565,7 +571,7 @@ func (h *webHost) start(mode, cwd string, opts session.Options, history string) 
 	}
 	live := 0
 	for _, s := range h.order {
-		if !s.isEnded() {
+		if !s.over.Load() {
 			live++
 		}
 	}
@@ -612,6 +618,7 @@ func (h *webHost) start(mode, cwd string, opts session.Options, history string) 
 		s.code, s.err = d.Run(context.Background(), pr, out, nil)
 		pr.Close()
 		out.flush()
+		s.over.Store(true)
 		s.appendEnded()
 		events.Close()
 		close(s.ended)
@@ -633,12 +640,12 @@ func (h *webHost) start(mode, cwd string, opts session.Options, history string) 
 func (h *webHost) prune() {
 	ended := 0
 	for _, s := range h.order {
-		if s.isEnded() {
+		if s.over.Load() {
 			ended++
 		}
 	}
 	h.order = slices.DeleteFunc(h.order, func(s *webSession) bool {
-		if ended <= h.cfg.max || !s.isEnded() {
+		if ended <= h.cfg.max || !s.over.Load() {
 			return false
 		}
 		ended--
@@ -789,7 +796,7 @@ func (h *webHost) message(w http.ResponseWriter, r *http.Request) {
 	}
 	s.inMu.Lock()
 	defer s.inMu.Unlock()
-	if s.isEnded() {
+	if s.over.Load() {
 		webError(w, http.StatusConflict, "session_ended", "the session has ended")
 		return
 	}
