@@ -218,20 +218,19 @@ func Open(c Config, timeout time.Duration, log *slog.Logger, target Target, subm
 }
 
 // open004 opens lane 004's receipt store and event log: under
-// --state-dir's lane004 folder, or in memory.
+// --state-dir's lane004 folder, the log in the store's file (so that a
+// receipt and its line are one commit), or in memory.
 func (cp *Plane) open004(c *Config) error {
-	scfg := StoreConfig{TTL: ReceiptTTL, MaxKeys: c.DedupeMax}
-	lcfg := EventLogConfig{Retain: c.RetainEvents, Logger: cp.log}
+	scfg := StoreConfig{TTL: ReceiptTTL, MaxKeys: c.DedupeMax, Events: true}
 	var err error
 	if c.StateDir != "" {
-		dir := filepath.Join(c.StateDir, "lane004")
-		if cp.store004, err = OpenStore(dir, scfg); err != nil {
+		if cp.store004, err = OpenStore(filepath.Join(c.StateDir, "lane004"), scfg); err != nil {
 			return fmt.Errorf("--state-dir: %w", err)
 		}
-		lcfg.Path = filepath.Join(dir, "events.ndjson")
 	} else {
 		cp.store004 = NewMemoryStore(scfg)
 	}
+	lcfg := EventLogConfig{Retain: c.RetainEvents, Store: cp.store004, Logger: cp.log}
 	if cp.log004, err = OpenEventLog(lcfg); err != nil {
 		cp.store004.Close()
 		return fmt.Errorf("--state-dir: %w", err)
