@@ -1,16 +1,13 @@
 package control
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -18,22 +15,25 @@ import (
 // The worker lane's event log. Every receipt (worker.response,
 // worker.error) and progress event (worker.event) of one worker gets the
 // next sequence number, seq 1, 2, …, and the last Retain events are kept so
-// that a client can replay from its cursor (the last seq it saw). With
-// RetainBytes the kept lines are bounded in bytes too: the oldest are
-// dropped once they hold more (ccbridge serve's web sessions, whose lines
-// may be many megabytes each).
+// that a client can replay from its cursor (the last seq it saw).
 //
-// With a Path the log is also an NDJSON file, one event line per line, so
-// that the seq goes on across restarts and replay survives them. Lines are
-// appended with one write each and no fsync: a crash of the machine (not
-// of the process) can lose the last lines, and their seqs are then given
-// again. The file is rewritten with only the kept lines (compacted) when it
-// holds more than 2×Retain lines, so it stays bounded.
+// With a Store that keeps events (the durable store of lane 004, opened
+// with StoreConfig.Events), the log is kept there, so that the seq goes on
+// across restarts and replay survives them. A line is committed (fsynced)
+// before anyone can read it: what a reader saw, a crash cannot take back,
+// and so no seq a reader saw is ever given again. A receipt is committed
+// in one transaction with its request's store entry and the seq it takes
+// (AppendReceipt): a crash or a failed write keeps both or neither.
 //
-// The file is never read back while the log is open: readers are served
-// from memory. A file that cannot be written (disk full, removed device)
-// costs the persistence, never the worker: the log warns once and goes on
-// in memory.
+// Progress events are committed by a goroutine of the log, as many as
+// have come at once in one transaction, so that the session's loop never
+// waits for the disk; they become readable once committed, in seq order.
+// A commit that fails (a full disk) keeps them waiting, at most Retain of
+// them (older ones are dropped, their seqs never used; while commits work
+// nothing is dropped, however far the disk lags), and tries again;
+// meanwhile nothing new is readable, and a receipt, which cannot be
+// recorded either, is an error for its caller. Readers are served from
+// memory: the file is read once, at open.
 
 // DefaultRetain is how many events an EventLog keeps for replay when
 // EventLogConfig.Retain is zero.
@@ -49,21 +49,26 @@ type EventLogConfig struct {
 	// (the newest line is kept whatever its size). Zero or negative: no
 	// bound but Retain.
 	RetainBytes int64
-	// Path is the log's NDJSON file: "" keeps the log in memory only. The
-	// file is created with mode 0600, its missing parent folders with 0700.
-	Path string
-	// Logger receives the warnings (dropped lines, a file that cannot be
-	// written). nil: slog.Default().
+	// Store keeps the log when it is a durable store opened with
+	// StoreConfig.Events; otherwise (nil, or another store) the log lives
+	// in memory only.
+	Store Store
+	// Logger receives the warnings (events that cannot be recorded).
+	// nil: slog.Default().
 	Logger *slog.Logger
 }
 
-// eventLogWriteBuf bounds the write buffer an EventLog keeps between
-// Appends: a larger line is written through a buffer made for it alone.
-const eventLogWriteBuf = 64 << 10
+// eventJournal is a store that keeps an event log (boltStore with
+// StoreConfig.Events).
+type eventJournal interface {
+	keepsEvents() bool
+	loadEvents(n int) ([]logEntry, uint64, error)
+	appendEvents(lines []logEntry, keep int, fin *receiptFinish) error
+}
 
-// eventLogOpenWarnings bounds the per-line warnings OpenEventLog logs
-// about a damaged file; the rest are counted in one warning.
-const eventLogOpenWarnings = 10
+// commitRetry is how long the log's committer waits after a failed
+// commit before it tries again (new events do not hurry it).
+const commitRetry = 200 * time.Millisecond
 
 // closedChan is the channel Changed returns once the log is closed.
 var closedChan = func() chan struct{} {
@@ -79,27 +84,39 @@ type logEntry struct {
 }
 
 // EventLog is one worker's event log: sequence numbers and the ring of the
-// last Retain event lines, optionally kept in an NDJSON file. It is safe
-// for concurrent use; it is meant for one writer (the session's loop,
-// calling Append) and many readers (After, Changed, Latest, Oldest from
+// last Retain event lines, optionally kept in a store. It is safe for
+// concurrent use; it is meant for one writer of progress events (the
+// session's loop, calling Append), receipts from any goroutine
+// (AppendReceipt) and many readers (After, Changed, Latest, Oldest from
 // HTTP handlers and socket connections). Lines handed in and out are
 // shared, never copied: nobody may modify them.
 type EventLog struct {
 	retain      int
 	retainBytes int64
-	path        string
+	j           eventJournal // nil: in memory
 	log         *slog.Logger
 
-	// wmu serialises Append, compaction and Close: the writer's disk work
-	// happens under it, never under mu, so readers do not wait for the disk.
-	// It guards f, fileLines, fileBytes and wbuf. ring, start, n, bytes
-	// and latest change only under both locks, so either one suffices to
-	// read them.
-	wmu       sync.Mutex
-	f         *os.File // nil: in memory (no Path, the file failed, or closed)
-	fileLines int      // lines in the file
-	fileBytes int64    // bytes in the file
-	wbuf      []byte   // reused for line+"\n"
+	// cmu serialises commits (the committer's and AppendReceipt's), so
+	// that lines become readable in seq order. Lock order: cmu, wmu, mu.
+	// It guards failing.
+	cmu     sync.Mutex
+	failing bool // the last commit failed (warned once per run of failures)
+
+	// wmu serialises the giving of seqs: it guards next, pending,
+	// dropped, stalled and stopped. ring, start and latest change only
+	// under mu and, to keep seq order, cmu (kept in a store) or wmu (in
+	// memory, or once stopped), so mu suffices to read them.
+	wmu     sync.Mutex
+	next    uint64     // the last seq given
+	pending []logEntry // given a seq, waiting to be committed (durable)
+	dropped int        // pending lines dropped beyond retain, since the last warning
+	stalled bool       // the last commit failed: pending is bounded by retain
+	stopped bool       // Close began: no committer, events stay in memory
+
+	kick     chan struct{} // wakes the committer (durable)
+	quit     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
 
 	mu sync.Mutex
 	// ring holds the kept entries, at most retain: n of them from
@@ -109,134 +126,37 @@ type EventLog struct {
 	start   int
 	n       int
 	bytes   int64
-	latest  uint64
-	changed chan struct{} // nil until a reader asks; closed by the next Append
+	latest  uint64        // the last seq readable
+	changed chan struct{} // nil until a reader asks; closed by the next line shown
 	closed  bool
 }
 
-// OpenEventLog opens an event log. With a Path it reads the file (created
-// when missing), keeps its last Retain lines and continues the seq after
-// the last line's top-level "seq". Damaged lines are dropped with a
-// warning: a torn last line (no trailing newline, not valid JSON, or no
-// positive integer seq) is cut off the file, which is truncated to its
-// last good line; a line whose seq does not increase on the one before, or
-// a damaged line followed by good ones, is dropped and the file rewritten
-// without it. A file that cannot be read, truncated or rewritten is an
-// error.
+// OpenEventLog opens an event log: in memory, or kept in cfg.Store (see
+// EventLogConfig), whose last Retain lines it reads, and whose seq it
+// continues.
 func OpenEventLog(cfg EventLogConfig) (*EventLog, error) {
-	l := &EventLog{retain: cfg.Retain, retainBytes: cfg.RetainBytes, path: cfg.Path, log: cfg.Logger}
+	l := &EventLog{retain: cfg.Retain, retainBytes: cfg.RetainBytes, log: cfg.Logger}
 	if l.retain <= 0 {
 		l.retain = DefaultRetain
 	}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
-	if l.path == "" {
+	j, ok := cfg.Store.(eventJournal)
+	if !ok || !j.keepsEvents() {
 		return l, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
-		return nil, fmt.Errorf("worker event log: %w", err)
-	}
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	lines, latest, err := j.loadEvents(l.retain)
 	if err != nil {
 		return nil, fmt.Errorf("worker event log: %w", err)
 	}
-	l.f = f
-	if err := l.load(); err != nil {
-		l.f.Close() // best effort: the open already failed
-		return nil, fmt.Errorf("worker event log %s: %w", l.path, err)
+	for _, e := range lines {
+		l.push(e)
 	}
+	l.j, l.next, l.latest = j, latest, latest
+	l.kick, l.quit, l.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	go l.commits()
 	return l, nil
-}
-
-// rejected is a line load drops.
-type rejected struct {
-	lineNo int
-	reason string
-}
-
-// load reads l.f into the ring and repairs the file (see OpenEventLog).
-// It runs before the log is shared, so it takes no lock.
-func (l *EventLog) load() error {
-	r := bufio.NewReaderSize(l.f, 64<<10)
-	var (
-		off, goodEnd int64
-		lineNo, kept int
-		middle       int        // rejected lines followed by a good one
-		pending      []rejected // rejected lines since the last good one
-		warned       int
-	)
-	warn := func(rj rejected) {
-		warned++
-		if warned <= eventLogOpenWarnings {
-			l.log.Warn("worker event log: dropping a damaged line", "path", l.path, "line", rj.lineNo, "reason", rj.reason)
-		}
-	}
-	for {
-		b, err := r.ReadBytes('\n')
-		if len(b) > 0 {
-			lineNo++
-			off += int64(len(b))
-			var seq uint64
-			reason := ""
-			if b[len(b)-1] != '\n' {
-				reason = "torn: no trailing newline"
-			} else {
-				b = b[:len(b)-1]
-				seq, reason = lineSeq(b)
-				if reason == "" && seq <= l.latest {
-					reason = fmt.Sprintf("seq %d does not increase on %d", seq, l.latest)
-				}
-			}
-			if reason != "" {
-				pending = append(pending, rejected{lineNo, reason})
-			} else {
-				for _, rj := range pending {
-					warn(rj)
-				}
-				middle += len(pending)
-				pending = pending[:0]
-				l.push(logEntry{seq, b})
-				l.latest = seq
-				kept++
-				goodEnd = off
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("read: %w", err)
-		}
-	}
-	for _, rj := range pending {
-		warn(rj)
-	}
-	if warned > eventLogOpenWarnings {
-		l.log.Warn("worker event log: more damaged lines dropped", "path", l.path, "dropped", warned)
-	}
-	if len(pending) > 0 {
-		l.log.Warn("worker event log: torn last line dropped (or damaged last lines); file truncated to the last good line",
-			"path", l.path, "lines_dropped", len(pending), "bytes_dropped", off-goodEnd, "last_seq", l.latest)
-	}
-	if middle > 0 || kept > 2*l.retain || l.retainBytes > 0 && goodEnd > 2*l.retainBytes {
-		// Rewriting keeps only the good, kept lines: this also drops the tail.
-		f, err := l.rewrite()
-		if err != nil {
-			return err
-		}
-		l.f.Close() // the old file is replaced; nothing of it is needed
-		l.f = f
-		l.fileLines, l.fileBytes = l.n, l.keptFileBytes()
-		return nil
-	}
-	if len(pending) > 0 {
-		if err := l.f.Truncate(goodEnd); err != nil {
-			return fmt.Errorf("truncate the torn last line: %w", err)
-		}
-	}
-	l.fileLines, l.fileBytes = kept, goodEnd
-	return nil
 }
 
 // lineSeq returns the top-level "seq" of an event line, or why the line
@@ -262,27 +182,203 @@ func lineSeq(b []byte) (uint64, string) {
 
 // Append gives the next seq to build, which returns the event's whole line
 // (one JSON object on one line, no trailing newline, whose top-level "seq"
-// is that seq: reopening the file reads it back). The log keeps the line:
-// the caller must not reuse it. Append keeps it in memory, writes it to
-// the file (one write of line+"\n", no fsync), wakes the waiters and
-// returns the seq. build runs with the writer's lock held: it must not
-// call Append or Close.
+// is that seq). The log keeps the line: the caller must not reuse it. In
+// memory the line is readable at once; kept in a store, once the
+// committer has committed it (Append does not wait). build runs with the
+// writer's lock held: it must not call the log.
 //
-// Append never fails: a file that cannot be written is logged once and the
-// log goes on in memory. After Close, Append still keeps events in memory
-// (the file is closed, and no waiter is woken any more: Changed's channel
-// is already closed).
+// Append never fails: a line that cannot be committed waits (see the
+// log's comment). After Close, Append still keeps events in memory (no
+// waiter is woken any more: Changed's channel is already closed).
 func (l *EventLog) Append(build func(seq uint64) []byte) uint64 {
 	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	seq := l.latest + 1 // latest changes only under wmu
-	line := build(seq)
-	if l.f != nil {
-		l.write(line)
+	seq := l.next + 1
+	e := logEntry{seq, build(seq)}
+	l.next = seq
+	if l.j == nil || l.stopped {
+		l.show(e)
+		l.wmu.Unlock()
+		return seq
 	}
+	l.pending = append(l.pending, e)
+	if l.stalled {
+		l.bound()
+	}
+	l.wmu.Unlock()
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+	return seq
+}
+
+// AppendReceipt appends a request's receipt: build gets its seq and
+// returns its line, and the request's entry k in s (the lane's store) is
+// completed with it (Finish, the line as the outcome's detail, result and
+// at as given). Kept in a store, which must be s, the line, the events
+// waiting before it and the entry are committed in one transaction, and
+// the line is readable once they are; in memory the line is readable once
+// the entry is finished. An error (the write failed, the disk is full,
+// the store is closed or broken) records nothing: the line is not
+// readable, its seq is not used, k stays as it was.
+func (l *EventLog) AppendReceipt(s Store, k Key, result string, at time.Time, build func(seq uint64) []byte) ([]byte, error) {
+	if l.j == nil {
+		return l.appendReceiptMemory(s, k, result, at, build)
+	}
+	if js, ok := s.(eventJournal); !ok || js != l.j {
+		return nil, errors.New("worker event log: a receipt of another store than the log's")
+	}
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	l.wmu.Lock()
+	if l.stopped {
+		l.wmu.Unlock()
+		return nil, ErrClosed
+	}
+	seq := l.next + 1
+	e := logEntry{seq, build(seq)}
+	l.next = seq
+	batch := append(l.pending, e)
+	l.pending = nil
+	l.wmu.Unlock()
+	err := l.j.appendEvents(batch, l.retain, &receiptFinish{k, Outcome{Result: result, Detail: string(e.line), At: at}})
+	if err != nil {
+		l.requeue(batch[:len(batch)-1], seq)
+		l.failed(err)
+		return nil, err
+	}
+	l.recovered()
+	l.showAll(batch)
+	return e.line, nil
+}
+
+// appendReceiptMemory is AppendReceipt in memory: under wmu throughout,
+// so that lines are shown in seq order.
+func (l *EventLog) appendReceiptMemory(s Store, k Key, result string, at time.Time, build func(seq uint64) []byte) ([]byte, error) {
+	if s == nil {
+		return nil, errors.New("worker event log: a receipt without a store")
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	seq := l.next + 1
+	e := logEntry{seq, build(seq)}
+	if err := s.Finish(k, Outcome{Result: result, Detail: string(e.line), At: at}); err != nil {
+		return nil, err
+	}
+	l.next = seq
+	l.show(e)
+	return e.line, nil
+}
+
+// requeue puts back lines a failed commit took, before those that came
+// meanwhile; the failed receipt's seq is given again when nothing took a
+// seq after it (nobody saw it). The caller holds cmu.
+func (l *EventLog) requeue(lines []logEntry, receiptSeq uint64) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if receiptSeq != 0 && l.next == receiptSeq {
+		l.next--
+	}
+	l.pending = append(lines[:len(lines):len(lines)], l.pending...)
+	l.stalled = true
+	l.bound()
+}
+
+// bound drops the oldest lines waiting beyond retain, while commits fail:
+// they would not be kept anyway, and are never shown (their seqs are
+// never used). The caller holds wmu.
+func (l *EventLog) bound() {
+	if over := len(l.pending) - l.retain; over > 0 {
+		l.pending = append(l.pending[:0], l.pending[over:]...)
+		l.dropped += over
+	}
+}
+
+// commits is the committer: it commits what waits whenever Append kicks
+// it, pausing commitRetry after a failure; at Close it tries once more.
+func (l *EventLog) commits() {
+	defer close(l.done)
+	var retry *time.Timer
+	for {
+		if retry != nil {
+			select {
+			case <-retry.C:
+			case <-l.quit:
+				retry.Stop()
+				l.flush()
+				return
+			}
+		} else {
+			select {
+			case <-l.kick:
+			case <-l.quit:
+				l.flush()
+				return
+			}
+		}
+		retry = nil
+		if !l.flush() {
+			retry = time.NewTimer(commitRetry)
+		}
+	}
+}
+
+// flush commits the lines waiting and shows them; false when the commit
+// failed (they wait again).
+func (l *EventLog) flush() bool {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	l.wmu.Lock()
+	batch := l.pending
+	l.pending = nil
+	l.wmu.Unlock()
+	if len(batch) == 0 {
+		return true
+	}
+	if err := l.j.appendEvents(batch, l.retain, nil); err != nil {
+		l.requeue(batch, 0)
+		l.failed(err)
+		return false
+	}
+	l.recovered()
+	l.showAll(batch)
+	return true
+}
+
+// failed warns about the first failure of a run of them. The caller
+// holds cmu.
+func (l *EventLog) failed(err error) {
+	if l.failing {
+		return
+	}
+	l.failing = true
+	l.log.Warn("worker event log: cannot record events; they wait (at most --retain-events of them) and are shown once recorded, and receipts fail meanwhile",
+		"err", err, "latest_seq", l.Latest())
+}
+
+// recovered notes a commit after failures. The caller holds cmu.
+func (l *EventLog) recovered() {
+	l.wmu.Lock()
+	dropped := l.dropped
+	l.dropped, l.stalled = 0, false
+	l.wmu.Unlock()
+	if l.failing || dropped > 0 {
+		l.log.Warn("worker event log: recording events again", "dropped", dropped, "latest_seq", l.Latest())
+	}
+	l.failing = false
+}
+
+// show makes e readable and wakes the waiters. The caller holds wmu (in
+// memory) or cmu (kept in a store), so that lines are shown in seq order.
+func (l *EventLog) show(e logEntry) { l.showAll([]logEntry{e}) }
+
+// showAll is show of several lines, in seq order.
+func (l *EventLog) showAll(lines []logEntry) {
 	l.mu.Lock()
-	l.push(logEntry{seq, line})
-	l.latest = seq
+	for _, e := range lines {
+		l.push(e)
+	}
+	l.latest = lines[len(lines)-1].seq
 	var wake chan struct{}
 	if !l.closed {
 		wake, l.changed = l.changed, nil
@@ -291,17 +387,13 @@ func (l *EventLog) Append(build func(seq uint64) []byte) uint64 {
 	if wake != nil {
 		close(wake)
 	}
-	if l.f != nil && (l.fileLines > 2*l.retain || l.retainBytes > 0 && l.fileBytes > 2*l.retainBytes) {
-		l.compact()
-	}
-	return seq
 }
 
 // push adds e as the newest entry, dropping the oldest once retain are
 // held, and then the oldest but e while the kept lines hold more than
 // retainBytes. The ring grows up to retain entries and no further; a
 // dropped entry's slot is cleared, so nothing keeps its line alive.
-// The caller holds the locks (or owns the log, in load).
+// The caller holds the locks (or owns the log, in OpenEventLog).
 func (l *EventLog) push(e logEntry) {
 	if l.n == len(l.ring) {
 		if l.n < l.retain {
@@ -337,9 +429,6 @@ func (l *EventLog) drop() {
 	l.n--
 }
 
-// keptFileBytes is how many bytes the kept lines take in a file.
-func (l *EventLog) keptFileBytes() int64 { return l.bytes + int64(l.n) }
-
 // at returns the i-th kept entry, oldest first. The caller holds a lock.
 func (l *EventLog) at(i int) logEntry {
 	i += l.start
@@ -349,82 +438,7 @@ func (l *EventLog) at(i int) logEntry {
 	return l.ring[i]
 }
 
-// write appends line+"\n" to the file in one write. The caller holds wmu.
-func (l *EventLog) write(line []byte) {
-	b := append(l.wbuf[:0], line...)
-	b = append(b, '\n')
-	_, err := l.f.Write(b)
-	if cap(b) <= eventLogWriteBuf {
-		l.wbuf = b
-	} else {
-		l.wbuf = nil
-	}
-	if err != nil {
-		l.fail("write", err)
-		return
-	}
-	l.fileLines++
-	l.fileBytes += int64(len(b))
-}
-
-// compact rewrites the file with the kept lines. The caller holds wmu.
-func (l *EventLog) compact() {
-	f, err := l.rewrite()
-	if err != nil {
-		l.fail("compact", err)
-		return
-	}
-	l.f.Close() // replaced by the rename; its lines are all in f
-	l.f = f
-	l.fileLines, l.fileBytes = l.n, l.keptFileBytes()
-}
-
-// fail gives up the file after an error: the log warns once (there is no
-// file afterwards to fail again) and goes on in memory. The caller holds
-// wmu. Giving up also keeps the file bounded when compaction fails.
-func (l *EventLog) fail(op string, err error) {
-	l.log.Warn("worker event log: cannot "+op+" the file; events are kept in memory only from now on (replay will not survive a restart)",
-		"path", l.path, "err", err, "seq", l.latest)
-	l.f.Close() // best effort: the file is given up
-	l.f = nil
-}
-
-// rewrite writes the kept lines to a new file beside the log's, synced,
-// and renames it over the log's; it returns the new file, open for
-// appending (its offset is at its end). The caller holds wmu (or owns the
-// log, in load), so the ring does not change meanwhile.
-func (l *EventLog) rewrite() (*os.File, error) {
-	dir := filepath.Dir(l.path)
-	f, err := os.CreateTemp(dir, ".events-*") // mode 0600
-	if err != nil {
-		return nil, fmt.Errorf("compact: %w", err)
-	}
-	tmp := f.Name()
-	w := bufio.NewWriterSize(f, 64<<10)
-	for i := range l.n {
-		w.Write(l.at(i).line) // a write error sticks: Flush reports it
-		w.WriteByte('\n')
-	}
-	err = w.Flush()
-	if err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
-		err = os.Rename(tmp, l.path)
-	}
-	if err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return nil, fmt.Errorf("compact: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync() // the rename itself; best effort
-		d.Close()
-	}
-	return f, nil
-}
-
-// Latest returns the last seq given (0 for none).
+// Latest returns the last seq readable (0 for none).
 func (l *EventLog) Latest() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -459,7 +473,9 @@ func (l *EventLog) oldest() uint64 {
 // resumeAfter is cursor.
 //
 // Only slice headers are copied, under a short lock; seqs in the log may
-// have gaps (lines dropped from a damaged file), which After skips.
+// have gaps (lines that waited for a failing disk beyond Retain, a receipt
+// given up after its seq was passed, a damaged line of an earlier
+// version's file), which After skips.
 func (l *EventLog) After(cursor uint64, max int, dst [][]byte) (lines [][]byte, stale bool, resumeAfter uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -479,7 +495,8 @@ func (l *EventLog) After(cursor uint64, max int, dst [][]byte) (lines [][]byte, 
 	return dst, stale, cursor
 }
 
-// Changed returns a channel closed at the next Append (or at Close). A
+// Changed returns a channel closed when the next lines become readable
+// (or at Close). A
 // reader takes it before calling After and, when After found nothing new,
 // waits on it and calls After again: taken in that order, no Append
 // between the two calls is missed. Once the log is closed the channel is
@@ -493,16 +510,32 @@ func (l *EventLog) Changed() <-chan struct{} {
 	return l.changed
 }
 
-// Close closes the file and the Changed channel, so that waiters return.
-// It waits for an Append under way. Closing twice is not an error; the
-// kept events stay readable.
+// Close stops the committer, which commits what waits one last time,
+// and closes the Changed channel, so that waiters return. It does not
+// close the store. Events that could not be committed are lost (the
+// error counts them). Closing twice is not an error; the kept events stay
+// readable.
 func (l *EventLog) Close() error {
+	if l.j != nil {
+		l.stopOnce.Do(func() { close(l.quit) })
+		<-l.done
+	}
+	var err error
+	l.cmu.Lock() // a receipt being committed is shown before the log stops
 	l.wmu.Lock()
-	defer l.wmu.Unlock()
+	if !l.stopped {
+		l.stopped = true
+		if n := len(l.pending); n > 0 {
+			err = fmt.Errorf("worker event log: %d events could not be recorded", n)
+			l.pending = nil
+		}
+	}
+	l.wmu.Unlock()
+	l.cmu.Unlock()
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return nil
+		return err
 	}
 	l.closed = true
 	wake := l.changed
@@ -511,13 +544,5 @@ func (l *EventLog) Close() error {
 	if wake != nil {
 		close(wake)
 	}
-	if l.f == nil {
-		return nil
-	}
-	err := l.f.Close()
-	l.f = nil
-	if err != nil {
-		return fmt.Errorf("worker event log %s: %w", l.path, err)
-	}
-	return nil
+	return err
 }

@@ -2,6 +2,8 @@ package control
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,11 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 	"weak"
 
 	"github.com/tidwall/gjson"
+	bolt "go.etcd.io/bbolt"
 )
 
 // evLine is a worker.event line of seq, shaped as lane 004 writes it.
@@ -58,23 +63,6 @@ func seqRange(first, last uint64) []uint64 {
 		out = append(out, s)
 	}
 	return out
-}
-
-// fileLines returns the lines of the file at path (each without its
-// newline) and whether the file ends with a newline.
-func fileLines(t testing.TB, path string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(b) == 0 {
-		return nil
-	}
-	if b[len(b)-1] != '\n' {
-		t.Fatalf("file %s does not end with a newline: %q", path, b)
-	}
-	return strings.Split(string(b[:len(b)-1]), "\n")
 }
 
 // openLog opens an event log with a logger writing to the returned buffer;
@@ -235,240 +223,6 @@ func TestEventLogChangedWakesWaiter(t *testing.T) {
 	}
 }
 
-func TestEventLogCloseWakesWaiters(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "events.ndjson")
-	l, _ := openLog(t, EventLogConfig{Path: path})
-	appendEvents(t, l, 2)
-	done := make(chan struct{})
-	c := l.Changed()
-	go func() {
-		<-c
-		close(done)
-	}()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second): // a guard against a hang, not synchronisation
-		t.Fatal("Close did not wake the waiter")
-	}
-	select {
-	case <-l.Changed():
-	default:
-		t.Fatal("Changed after Close is not closed")
-	}
-	if err := l.Close(); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
-	// The kept events stay readable; an Append after Close stays in memory.
-	if got := l.Append(evLine); got != 3 {
-		t.Errorf("Append after Close = %d, want 3", got)
-	}
-	lines, _, _ := l.After(0, 0, nil)
-	if got := seqsOf(t, lines); !slices.Equal(got, seqRange(1, 3)) {
-		t.Errorf("after Close: %v, want 1..3", got)
-	}
-	if n := len(fileLines(t, path)); n != 2 {
-		t.Errorf("file has %d lines after Close and an Append, want 2", n)
-	}
-}
-
-func TestEventLogReopen(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "state", "workers")
-	path := filepath.Join(dir, "w1.ndjson")
-	l, _ := openLog(t, EventLogConfig{Retain: 10, Path: path})
-	appendEvents(t, l, 25)
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("file mode %v (%v), want 0600", fi.Mode(), err)
-	}
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
-			t.Errorf("folder %s mode %v (%v), want 0700", d, fi.Mode(), err)
-		}
-	}
-
-	r, out := openLog(t, EventLogConfig{Retain: 10, Path: path})
-	if r.Latest() != 25 || r.Oldest() != 16 {
-		t.Fatalf("reopened: Latest %d Oldest %d, want 25 and 16", r.Latest(), r.Oldest())
-	}
-	lines, stale, resume := r.After(15, 0, nil)
-	if stale || resume != 15 {
-		t.Errorf("After(15): stale %v resume %d", stale, resume)
-	}
-	if len(lines) != 10 {
-		t.Fatalf("reopened: %d lines, want 10", len(lines))
-	}
-	for i, b := range lines {
-		if want := evLine(uint64(16 + i)); !bytes.Equal(b, want) {
-			t.Errorf("line %d = %s, want %s", i, b, want)
-		}
-	}
-	if got := r.Append(evLine); got != 26 {
-		t.Fatalf("Append after reopen = %d, want 26", got)
-	}
-	if n := warnings(out); n != 0 {
-		t.Errorf("%d warnings reopening a good file: %s", n, out.String())
-	}
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r2, _ := openLog(t, EventLogConfig{Retain: 10, Path: path})
-	if r2.Latest() != 26 || r2.Oldest() != 17 {
-		t.Errorf("second reopen: Latest %d Oldest %d, want 26 and 17", r2.Latest(), r2.Oldest())
-	}
-}
-
-func TestEventLogTornLastLine(t *testing.T) {
-	good := string(evLine(1)) + "\n" + string(evLine(2)) + "\n" + string(evLine(3)) + "\n"
-	for _, tc := range []struct{ name, tail string }{
-		{"cut mid-line", `{"event_type":"worker.event","seq":4,"work`},
-		{"whole object but no newline", string(evLine(4))},
-		{"not JSON", "garbage\n"},
-		{"no seq", `{"event_type":"worker.event","worker_id":"w1"}` + "\n"},
-		{"seq not a number", `{"seq":"4"}` + "\n"},
-		{"seq not an integer", `{"seq":4.5}` + "\n"},
-		{"seq not increasing", string(evLine(3)) + "\n"},
-		{"two bad lines", string(evLine(2)) + "\n" + `{"seq":5,`},
-		{"empty line", "\n"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "events.ndjson")
-			if err := os.WriteFile(path, []byte(good+tc.tail), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			l, out := openLog(t, EventLogConfig{Path: path})
-			if l.Latest() != 3 || l.Oldest() != 1 {
-				t.Errorf("Latest %d Oldest %d, want 3 and 1", l.Latest(), l.Oldest())
-			}
-			if !strings.Contains(out.String(), "truncated to the last good line") {
-				t.Errorf("no warning about the torn line: %q", out.String())
-			}
-			if b, _ := os.ReadFile(path); string(b) != good {
-				t.Errorf("file not truncated to the good lines:\n%s", b)
-			}
-			if got := l.Append(evLine); got != 4 {
-				t.Errorf("next Append = %d, want 4", got)
-			}
-			if got := fileLines(t, path); len(got) != 4 || got[3] != string(evLine(4)) {
-				t.Errorf("file after Append: %q", got)
-			}
-		})
-	}
-}
-
-func TestEventLogDropsNonIncreasing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "events.ndjson")
-	var b []byte
-	for _, s := range []uint64{1, 2, 2, 5, 3} {
-		b = append(append(b, evLine(s)...), '\n')
-	}
-	b = append(b, "not json\n"...)
-	b = append(append(b, evLine(6)...), '\n')
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l, out := openLog(t, EventLogConfig{Path: path})
-	if l.Latest() != 6 || l.Oldest() != 1 {
-		t.Fatalf("Latest %d Oldest %d, want 6 and 1", l.Latest(), l.Oldest())
-	}
-	lines, _, _ := l.After(0, 0, nil)
-	if got := seqsOf(t, lines); !slices.Equal(got, []uint64{1, 2, 5, 6}) {
-		t.Errorf("kept %v, want [1 2 5 6]", got)
-	}
-	// The gap 3..4 is skipped; a cursor in it is not stale.
-	lines, stale, _ := l.After(3, 0, nil)
-	if got := seqsOf(t, lines); stale || !slices.Equal(got, []uint64{5, 6}) {
-		t.Errorf("After(3) = %v stale %v, want [5 6] not stale", got, stale)
-	}
-	if n := warnings(out); n != 3 {
-		t.Errorf("%d warnings, want 3 (one per dropped line): %s", n, out.String())
-	}
-	var want []string
-	for _, s := range []uint64{1, 2, 5, 6} {
-		want = append(want, string(evLine(s)))
-	}
-	if got := fileLines(t, path); !slices.Equal(got, want) {
-		t.Errorf("file not rewritten without the dropped lines:\n%q", got)
-	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("rewritten file mode %v (%v), want 0600", fi.Mode(), err)
-	}
-}
-
-func TestEventLogCompactionBound(t *testing.T) {
-	const retain = 5
-	dir := t.TempDir()
-	path := filepath.Join(dir, "events.ndjson")
-	l, out := openLog(t, EventLogConfig{Retain: retain, Path: path})
-	shrank := false
-	for i := 1; i <= 60; i++ {
-		appendEvents(t, l, 1)
-		lines := fileLines(t, path)
-		if len(lines) > 2*retain+1 {
-			t.Fatalf("after %d appends the file holds %d lines, more than 2×Retain+1", i, len(lines))
-		}
-		if len(lines) < i && len(lines) < 2*retain {
-			shrank = true
-		}
-		if last := lines[len(lines)-1]; last != string(evLine(uint64(i))) {
-			t.Fatalf("after %d appends the file ends with %s", i, last)
-		}
-		if got := seqsOf(t, toBytes(lines)); !slices.Equal(got, seqRange(uint64(i-len(lines)+1), uint64(i))) {
-			t.Fatalf("after %d appends the file holds seqs %v", i, got)
-		}
-	}
-	if !shrank {
-		t.Error("the file was never compacted")
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Errorf("temp files left beside the log: %v", entries)
-	}
-	if n := warnings(out); n != 0 {
-		t.Errorf("warnings: %s", out.String())
-	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("compacted file mode %v (%v), want 0600", fi.Mode(), err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	r, _ := openLog(t, EventLogConfig{Retain: retain, Path: path})
-	if r.Latest() != 60 || r.Oldest() != 56 {
-		t.Fatalf("reopened: Latest %d Oldest %d, want 60 and 56", r.Latest(), r.Oldest())
-	}
-	lines, _, _ := r.After(55, 0, nil)
-	for i, b := range lines {
-		if want := evLine(uint64(56 + i)); !bytes.Equal(b, want) {
-			t.Errorf("reopened line %d = %s, want %s", i, b, want)
-		}
-	}
-	if r.Append(evLine) != 61 {
-		t.Error("seq does not go on after compaction and reopen")
-	}
-
-	// A file left longer than 2×Retain (Retain lowered) is compacted on open.
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, _ := openLog(t, EventLogConfig{Retain: 2, Path: path})
-	if got := len(fileLines(t, path)); got != 2 || s.Oldest() != 60 || s.Latest() != 61 {
-		t.Errorf("Retain 2 reopen: %d file lines, Oldest %d, Latest %d; want 2, 60, 61", got, s.Oldest(), s.Latest())
-	}
-}
-
-func toBytes(lines []string) [][]byte {
-	out := make([][]byte, len(lines))
-	for i, s := range lines {
-		out[i] = []byte(s)
-	}
-	return out
-}
-
 // TestEventLogRingBounded: after 3×Retain appends only Retain lines are
 // held, and the dropped lines are garbage (nothing keeps them alive).
 func TestEventLogRingBounded(t *testing.T) {
@@ -503,17 +257,409 @@ func TestEventLogRingBounded(t *testing.T) {
 	runtime.KeepAlive(l)
 }
 
-// TestEventLogConcurrent runs one writer and several readers following it
-// from their cursors; run it under -race.
-func TestEventLogConcurrent(t *testing.T) {
-	for _, withFile := range []bool{false, true} {
-		t.Run(fmt.Sprintf("file=%v", withFile), func(t *testing.T) {
-			cfg := EventLogConfig{Retain: 50}
-			if withFile {
-				cfg.Path = filepath.Join(t.TempDir(), "events.ndjson")
+// openDurable opens a store that keeps events in dir and a log in it;
+// both are closed at the end of the test.
+func openDurable(t testing.TB, dir string, retain int) (*boltStore, *EventLog, *syncBuffer) {
+	t.Helper()
+	s, err := OpenStore(dir, StoreConfig{Events: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	l, out := openLog(t, EventLogConfig{Retain: retain, Store: s})
+	return s.(*boltStore), l, out
+}
+
+// appendWait appends n events to a durable log and waits until they are
+// readable.
+func appendWait(t testing.TB, l *EventLog, n int) {
+	t.Helper()
+	var last uint64
+	for range n {
+		last = l.Append(evLine)
+	}
+	waitLatest(t, l, last)
+}
+
+// waitLatest waits until l's Latest is seq.
+func waitLatest(t testing.TB, l *EventLog, seq uint64) {
+	t.Helper()
+	deadline := time.After(10 * time.Second) // a guard against a hang, not synchronisation
+	for {
+		ch := l.Changed()
+		if got := l.Latest(); got == seq {
+			return
+		} else if got > seq {
+			t.Fatalf("Latest %d, past %d", got, seq)
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("Latest %d, not %d within 10 s", l.Latest(), seq)
+		}
+	}
+}
+
+// storedLines is every line the store's events bucket holds, by seq.
+func storedLines(t testing.TB, s *boltStore) map[uint64]string {
+	t.Helper()
+	out := map[uint64]string{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketEvents).ForEach(func(k, v []byte) error {
+			out[binary.BigEndian.Uint64(k)] = string(v)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestEventLogCloseWakesWaiters(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			var l *EventLog
+			var s *boltStore
+			if durable {
+				s, l, _ = openDurable(t, t.TempDir(), 0)
+				appendWait(t, l, 2)
+			} else {
+				l, _ = openLog(t, EventLogConfig{})
+				appendEvents(t, l, 2)
 			}
-			l, out := openLog(t, cfg)
-			const total = 3000
+			done := make(chan struct{})
+			c := l.Changed()
+			go func() {
+				<-c
+				close(done)
+			}()
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second): // a guard against a hang, not synchronisation
+				t.Fatal("Close did not wake the waiter")
+			}
+			select {
+			case <-l.Changed():
+			default:
+				t.Fatal("Changed after Close is not closed")
+			}
+			if err := l.Close(); err != nil {
+				t.Errorf("second Close: %v", err)
+			}
+			// The kept events stay readable; an Append after Close stays in
+			// memory.
+			if got := l.Append(evLine); got != 3 {
+				t.Errorf("Append after Close = %d, want 3", got)
+			}
+			lines, _, _ := l.After(0, 0, nil)
+			if got := seqsOf(t, lines); !slices.Equal(got, seqRange(1, 3)) {
+				t.Errorf("after Close: %v, want 1..3", got)
+			}
+			if durable {
+				if n := len(storedLines(t, s)); n != 2 {
+					t.Errorf("the store holds %d lines after Close and an Append, want 2", n)
+				}
+			}
+		})
+	}
+}
+
+// TestEventLogDurableReopen: the log kept in the store comes back with its
+// last Retain lines and its seq; the store holds Retain lines at most.
+func TestEventLogDurableReopen(t *testing.T) {
+	dir := t.TempDir()
+	s, l, _ := openDurable(t, dir, 10)
+	appendWait(t, l, 25)
+	if n := len(storedLines(t, s)); n != 10 {
+		t.Errorf("the store holds %d lines, want 10", n)
+	}
+	l.Close()
+	s.Close()
+
+	s, r, out := openDurable(t, dir, 10)
+	if r.Latest() != 25 || r.Oldest() != 16 {
+		t.Fatalf("reopened: Latest %d Oldest %d, want 25 and 16", r.Latest(), r.Oldest())
+	}
+	lines, stale, resume := r.After(15, 0, nil)
+	if stale || resume != 15 || len(lines) != 10 {
+		t.Fatalf("After(15): %d lines, stale %v resume %d", len(lines), stale, resume)
+	}
+	for i, b := range lines {
+		if want := evLine(uint64(16 + i)); !bytes.Equal(b, want) {
+			t.Errorf("line %d = %s, want %s", i, b, want)
+		}
+	}
+	if got := r.Append(evLine); got != 26 {
+		t.Fatalf("Append after reopen = %d, want 26", got)
+	}
+	waitLatest(t, r, 26)
+	if n := warnings(out); n != 0 {
+		t.Errorf("warnings: %s", out.String())
+	}
+	r.Close()
+	s.Close()
+
+	// Retain lowered: the last 2 are read, and the next commit trims the
+	// store to 2.
+	s, r2, _ := openDurable(t, dir, 2)
+	if r2.Latest() != 26 || r2.Oldest() != 25 {
+		t.Errorf("Retain 2: Latest %d Oldest %d, want 26 and 25", r2.Latest(), r2.Oldest())
+	}
+	appendWait(t, r2, 1)
+	if got := storedLines(t, s); len(got) != 2 || got[26] == "" || got[27] != string(evLine(27)) {
+		t.Errorf("the store after a commit with Retain 2: %v", got)
+	}
+}
+
+// failJournal is a store whose event commits can be made to fail (as a
+// full disk makes them) or to wait.
+type failJournal struct {
+	*boltStore
+	fail    atomic.Bool
+	gate    chan struct{} // when not nil, a commit waits for it
+	commits atomic.Int32
+}
+
+var errNoSpace = fmt.Errorf("write: %w", syscall.ENOSPC)
+
+func (f *failJournal) appendEvents(lines []logEntry, keep int, fin *receiptFinish) error {
+	if f.gate != nil {
+		<-f.gate
+	}
+	if f.fail.Load() {
+		return errNoSpace
+	}
+	f.commits.Add(1)
+	return f.boltStore.appendEvents(lines, keep, fin)
+}
+
+func openFailing(t *testing.T, retain int) (*failJournal, *EventLog, *syncBuffer) {
+	t.Helper()
+	s, err := OpenStore(t.TempDir(), StoreConfig{Events: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	f := &failJournal{boltStore: s.(*boltStore)}
+	l, out := openLog(t, EventLogConfig{Retain: retain, Store: f})
+	return f, l, out
+}
+
+// TestEventLogDurableShownOnceCommitted: a progress event is readable
+// only once committed, and those that come during a commit are committed
+// together after it.
+func TestEventLogDurableShownOnceCommitted(t *testing.T) {
+	f, l, _ := openFailing(t, 0)
+	f.gate = make(chan struct{})
+	if got := l.Append(evLine); got != 1 {
+		t.Fatalf("Append = %d, want 1", got)
+	}
+	for i := uint64(2); i <= 5; i++ {
+		if got := l.Append(evLine); got != i {
+			t.Fatalf("Append = %d, want %d", got, i)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // time for a wrong show; the check below holds without it
+	if lines, _, _ := l.After(0, 0, nil); l.Latest() != 0 || len(lines) != 0 {
+		t.Fatalf("before the commit: Latest %d, %d lines readable", l.Latest(), len(lines))
+	}
+	close(f.gate)
+	waitLatest(t, l, 5)
+	lines, _, _ := l.After(0, 0, nil)
+	if got := seqsOf(t, lines); !slices.Equal(got, seqRange(1, 5)) {
+		t.Errorf("readable %v, want 1..5", got)
+	}
+	if n := f.commits.Load(); n > 2 {
+		t.Errorf("%d commits for 5 events that came during one, want at most 2", n)
+	}
+	if got := storedLines(t, f.boltStore); len(got) != 5 {
+		t.Errorf("the store holds %d lines, want 5", len(got))
+	}
+}
+
+// TestEventLogDurableCommitFails: while commits fail, nothing new is
+// readable and a receipt records nothing (an error, its entry still in
+// flight, its seq given again); events wait, at most Retain of them, and
+// are shown once a commit works again.
+func TestEventLogDurableCommitFails(t *testing.T) {
+	f, l, out := openFailing(t, 5)
+	appendWait(t, l, 1)
+	f.fail.Store(true)
+	for range 3 {
+		l.Append(evLine) // 2, 3, 4: waiting
+	}
+	k := Key{Lane: "004", AgentID: "w1", RequestID: "r-1"}
+	if _, fresh, err := f.Begin(k, t0); err != nil || !fresh {
+		t.Fatalf("Begin: %v %v", fresh, err)
+	}
+	var built []uint64
+	line, err := l.AppendReceipt(f, k, "ok", t0, func(seq uint64) []byte { built = append(built, seq); return evLine(seq) })
+	if !errors.Is(err, syscall.ENOSPC) || line != nil {
+		t.Fatalf("AppendReceipt on a full disk: %q, %v; want ENOSPC", line, err)
+	}
+	if prev, fresh, err := f.Begin(k, t0); err != nil || fresh || !prev.InFlight {
+		t.Errorf("the receipt's entry after the failed commit: %+v fresh %v %v; want still in flight", prev, fresh, err)
+	}
+	if l.Latest() != 1 {
+		t.Errorf("Latest %d after failed commits, want 1", l.Latest())
+	}
+	for range 6 {
+		l.Append(evLine) // 5..10: beyond Retain waiting, 2..5 go
+	}
+	f.fail.Store(false)
+	waitLatest(t, l, 10)
+	lines, _, _ := l.After(0, 0, nil)
+	if got := seqsOf(t, lines); !slices.Equal(got, seqRange(6, 10)) {
+		t.Errorf("readable %v, want 6..10 (Retain 5; 2..5 dropped while waiting)", got)
+	}
+	line, err = l.AppendReceipt(f, k, "ok", t0, func(seq uint64) []byte { built = append(built, seq); return evLine(seq) })
+	if err != nil || !bytes.Equal(line, evLine(11)) {
+		t.Fatalf("AppendReceipt once commits work: %s, %v; want seq 11", line, err)
+	}
+	if !slices.Equal(built, []uint64{5, 11}) {
+		t.Errorf("the receipt was built for seqs %v, want [5 11] (its first seq, 5, went to the next event)", built)
+	}
+	if prev, _, _ := f.Begin(k, t0); prev.InFlight || prev.Outcome.Detail != string(line) {
+		t.Errorf("the entry after the receipt: %+v", prev)
+	}
+	if got := storedLines(t, f.boltStore); len(got) != 5 || got[11] != string(line) || got[2] != "" {
+		t.Errorf("the store holds %v", got)
+	}
+	if n := warnings(out); n != 2 || !strings.Contains(out.String(), "cannot record events") || !strings.Contains(out.String(), "dropped=4") {
+		t.Errorf("want a warning for the failures and one for the recovery with 4 dropped: %s", out.String())
+	}
+}
+
+// TestEventLogDurableReceiptSeqGivenAgain: a receipt whose commit failed
+// leaves no gap when nothing took a seq after it.
+func TestEventLogDurableReceiptSeqGivenAgain(t *testing.T) {
+	f, l, _ := openFailing(t, 0)
+	k := Key{Lane: "004", RequestID: "r"}
+	f.Begin(k, t0)
+	f.fail.Store(true)
+	if _, err := l.AppendReceipt(f, k, "ok", t0, evLine); err == nil {
+		t.Fatal("AppendReceipt succeeded on a failing store")
+	}
+	f.fail.Store(false)
+	line, err := l.AppendReceipt(f, k, "ok", t0, evLine)
+	if err != nil || gjson.GetBytes(line, "seq").Uint() != 1 || l.Latest() != 1 {
+		t.Errorf("after the failure: %s, %v, Latest %d; want seq 1", line, err, l.Latest())
+	}
+	// Another store's receipt is refused.
+	other := NewMemoryStore(StoreConfig{})
+	other.Begin(k, t0)
+	if _, err := l.AppendReceipt(other, k, "ok", t0, evLine); err == nil {
+		t.Error("a receipt for another store than the log's was taken")
+	}
+}
+
+// TestEventLogDurableReceiptAtomic: a receipt's line, the seq it took and
+// its entry are in the store together; a receipt whose entry is not in
+// flight (ErrNoEntry) records no line either.
+func TestEventLogDurableReceiptAtomic(t *testing.T) {
+	dir := t.TempDir()
+	s, l, _ := openDurable(t, dir, 0)
+	appendWait(t, l, 2)
+	k := Key{Lane: "004", AgentID: "w1", RequestID: "r-1"}
+	wantFresh(t, s, k, t0)
+	line, err := l.AppendReceipt(s, k, "ok", t0, evLine)
+	if err != nil || gjson.GetBytes(line, "seq").Uint() != 3 {
+		t.Fatalf("AppendReceipt: %s, %v", line, err)
+	}
+	if _, err := l.AppendReceipt(s, key("never begun"), "ok", t0, evLine); !errors.Is(err, ErrNoEntry) {
+		t.Errorf("a receipt without an entry: %v, want ErrNoEntry", err)
+	}
+	l.Append(evLine)
+	waitLatest(t, l, 4)
+	// No Close of the log or the store: as after kill -9, what is
+	// committed is there.
+	s.db.Close()
+	s2, err := OpenStore(dir, StoreConfig{Events: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if prev := wantDup(t, s2, k, t0); prev.InFlight || prev.Outcome.Detail != string(line) {
+		t.Errorf("the entry after reopening: %+v", prev)
+	}
+	if got := storedLines(t, s2.(*boltStore)); len(got) != 4 || got[3] != string(line) {
+		t.Errorf("the lines after reopening: %v", got)
+	}
+	r, _ := openLog(t, EventLogConfig{Store: s2})
+	if r.Latest() != 4 {
+		t.Errorf("Latest after reopening %d, want 4", r.Latest())
+	}
+}
+
+// TestEventLogLegacyFile: a store an earlier version kept beside its
+// events.ndjson takes the file's good lines in, once, and its seq goes on
+// after both the file's last line and the highest seq a receipt names
+// (the file may have lost lines its receipts name: issue #26).
+func TestEventLogLegacyFile(t *testing.T) {
+	dir := t.TempDir()
+	old, err := OpenStore(dir, StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Lane: "004", AgentID: "w1", RequestID: "r-9"}
+	wantFresh(t, old, k, t0)
+	receipt := `{"event_type":"worker.response","seq":9,"worker_id":"w1","payload":{"request_id":"r-9","method":"thread/list","ok":true,"response":{}}}`
+	mustFinish(t, old, k, Outcome{Result: "ok", Detail: receipt, At: t0})
+	old.Close()
+	var file []byte
+	for _, seq := range []uint64{1, 2, 5, 6} {
+		file = append(append(file, evLine(seq)...), '\n')
+	}
+	file = append(file, "not json\n"...)
+	file = append(file, `{"event_type":"worker.event","seq":7,"wor`...) // torn
+	path := filepath.Join(dir, legacyEventsFile)
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, l, _ := openDurable(t, dir, 0)
+	lines, _, _ := l.After(0, 0, nil)
+	if got := seqsOf(t, lines); !slices.Equal(got, []uint64{1, 2, 5, 6}) || l.Latest() != 9 {
+		t.Errorf("taken in: %v, Latest %d; want [1 2 5 6] and 9", got, l.Latest())
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the old file is still there: %v", err)
+	}
+	if got := l.Append(evLine); got != 10 {
+		t.Errorf("the next seq %d, want 10", got)
+	}
+	waitLatest(t, l, 10)
+	l.Close()
+	s.Close()
+	// Once: a file written now is not read again.
+	if err := os.WriteFile(path, evLine(50), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, l, _ = openDurable(t, dir, 0)
+	if l.Latest() != 10 {
+		t.Errorf("after a second open: Latest %d, want 10", l.Latest())
+	}
+}
+
+// TestEventLogConcurrent runs one writer and several readers following it
+// from their cursors, in memory and kept in a store; run it under -race.
+func TestEventLogConcurrent(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			var l *EventLog
+			var out *syncBuffer
+			if durable {
+				_, l, out = openDurable(t, t.TempDir(), 50)
+			} else {
+				l, out = openLog(t, EventLogConfig{Retain: 50})
+			}
+			total := uint64(3000)
+			if durable {
+				total = 600 // every commit is fsynced
+			}
 			const readers = 4
 			var wg sync.WaitGroup
 			errs := make(chan error, readers)
@@ -561,11 +707,6 @@ func TestEventLogConcurrent(t *testing.T) {
 			if l.Latest() != total || l.Oldest() != total-50+1 {
 				t.Errorf("Latest %d Oldest %d", l.Latest(), l.Oldest())
 			}
-			if withFile {
-				if n := len(fileLines(t, cfg.Path)); n > 2*50+1 {
-					t.Errorf("file holds %d lines", n)
-				}
-			}
 			if n := warnings(out); n != 0 {
 				t.Errorf("warnings: %s", out.String())
 			}
@@ -573,89 +714,36 @@ func TestEventLogConcurrent(t *testing.T) {
 	}
 }
 
-// TestEventLogUnwritableFile: a file that cannot be written is warned of
-// once and the log goes on in memory.
-func TestEventLogUnwritableFile(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		breakFile func(t *testing.T, l *EventLog)
-	}{
-		{"read-only handle", func(t *testing.T, l *EventLog) {
-			// As a full disk or a lost device: every write fails.
-			ro, err := os.Open(l.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l.f.Close()
-			l.f = ro
-		}},
-		{"closed", func(t *testing.T, l *EventLog) { l.f.Close() }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "events.ndjson")
-			l, out := openLog(t, EventLogConfig{Retain: 4, Path: path})
-			appendEvents(t, l, 3)
-			tc.breakFile(t, l)
-			appendEvents(t, l, 20) // passes compaction's threshold too
-			if n := warnings(out); n != 1 || !strings.Contains(out.String(), "memory only") {
-				t.Errorf("%d warnings, want 1 saying memory only: %s", n, out.String())
-			}
-			if l.Latest() != 23 || l.Oldest() != 20 {
-				t.Errorf("Latest %d Oldest %d, want 23 and 20", l.Latest(), l.Oldest())
-			}
-			lines, _, _ := l.After(19, 0, nil)
-			if got := seqsOf(t, lines); !slices.Equal(got, seqRange(20, 23)) {
-				t.Errorf("in memory: %v, want 20..23", got)
-			}
-			if got := fileLines(t, path); len(got) != 3 {
-				t.Errorf("file has %d lines, want the 3 written before it broke", len(got))
-			}
-			if err := l.Close(); err != nil {
-				t.Errorf("Close after the file was given up: %v", err)
-			}
-		})
-	}
-}
-
-func TestEventLogOpenErrors(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := OpenEventLog(EventLogConfig{Path: dir}); err == nil {
-		t.Error("a folder as the log's path: no error")
-	}
-	file := filepath.Join(dir, "file")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := OpenEventLog(EventLogConfig{Path: filepath.Join(file, "events.ndjson")}); err == nil {
-		t.Error("a path under a file: no error")
-	}
-}
-
-// BenchmarkEventLogAppend measures Append of a ~190-byte line, in memory
-// and with a file (in the test's temp dir: set TMPDIR to measure another
-// disk), compactions included. One allocation per op is the line that
-// build makes, as a caller's does.
+// BenchmarkEventLogAppend measures Append of a ~190-byte line: in
+// memory (one allocation per op, the line build makes, as a caller's
+// does), and kept in a store (in the test's temp dir: set TMPDIR to
+// measure another disk), where an op is one line readable, committed on
+// its own ("store/1") or with 99 others that came meanwhile ("store/100",
+// per line).
 func BenchmarkEventLogAppend(b *testing.B) {
-	for _, withFile := range []bool{false, true} {
-		name := "memory"
-		if withFile {
-			name = "file"
+	build := func(seq uint64) []byte {
+		line := make([]byte, 0, 192)
+		line = append(line, `{"event_type":"worker.event","seq":`...)
+		line = strconv.AppendUint(line, seq, 10)
+		return append(line, `,"worker_id":"w1","payload":{"method":"turn/progress","params":{"delta":"hello"},"occurred_at":"2025-01-02T03:04:05.000Z"}}`...)
+	}
+	b.Run("memory", func(b *testing.B) {
+		l, _ := openLog(b, EventLogConfig{})
+		b.ReportAllocs()
+		for b.Loop() {
+			l.Append(build)
 		}
-		b.Run(name, func(b *testing.B) {
-			cfg := EventLogConfig{}
-			if withFile {
-				cfg.Path = filepath.Join(b.TempDir(), "events.ndjson")
-			}
-			l, _ := openLog(b, cfg)
-			build := func(seq uint64) []byte {
-				line := make([]byte, 0, 192)
-				line = append(line, `{"event_type":"worker.event","seq":`...)
-				line = strconv.AppendUint(line, seq, 10)
-				return append(line, `,"worker_id":"w1","payload":{"method":"turn/progress","params":{"delta":"hello"},"occurred_at":"2025-01-02T03:04:05.000Z"}}`...)
-			}
+	})
+	for _, batch := range []int{1, 100} {
+		b.Run(fmt.Sprintf("store/%d", batch), func(b *testing.B) {
+			_, l, _ := openDurable(b, b.TempDir(), 0)
 			b.ReportAllocs()
+			n := 0
 			for b.Loop() {
-				l.Append(build)
+				last := l.Append(build)
+				if n++; n%batch == 0 {
+					waitLatest(b, l, last)
+				}
 			}
 		})
 	}
@@ -663,13 +751,11 @@ func BenchmarkEventLogAppend(b *testing.B) {
 
 // TestEventLogRetainBytes: with RetainBytes the kept lines hold at most
 // that many bytes (the newest is kept whatever its size); the dropped
-// lines are garbage; a cursor before them is stale; the file is compacted
-// by bytes too and a reopened log keeps the same bound.
+// lines are garbage; a cursor before them is stale.
 func TestEventLogRetainBytes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "events.ndjson")
 	size := int64(len(evLine(100)))
 	budget := 10 * size
-	l, _ := openLog(t, EventLogConfig{Retain: 1000, RetainBytes: budget, Path: path})
+	l, _ := openLog(t, EventLogConfig{Retain: 1000, RetainBytes: budget})
 	var ptrs []weak.Pointer[byte]
 	for range 100 {
 		l.Append(func(seq uint64) []byte {
@@ -692,20 +778,10 @@ func TestEventLogRetainBytes(t *testing.T) {
 			t.Fatalf("line of seq %d was dropped but is still alive", i+1)
 		}
 	}
-	if fl := fileLines(t, path); int64(len(fl))*size > 3*budget {
-		t.Errorf("the file holds %d lines: not compacted by bytes", len(fl))
-	}
 	// A line over the budget is kept alone.
 	big := bytes.Repeat([]byte("x"), int(2*budget))
 	seq := l.Append(func(seq uint64) []byte { return fmt.Appendf(nil, `{"seq":%d,"big":"%s"}`, seq, big) })
 	if lines, _, _ := l.After(0, 0, nil); len(lines) != 1 || l.Oldest() != seq {
 		t.Errorf("after a line over the budget: %d lines kept, oldest %d, want only %d", len(lines), l.Oldest(), seq)
-	}
-	appendEvents(t, l, 3)
-	l.Close()
-	r, _ := openLog(t, EventLogConfig{Retain: 1000, RetainBytes: budget, Path: path})
-	lines, _, _ = r.After(0, 0, nil)
-	if got := seqsOf(t, lines); !slices.Equal(got, seqRange(seq+1, seq+3)) || r.Latest() != seq+3 {
-		t.Errorf("reopened: kept %v, latest %d", got, r.Latest())
 	}
 }

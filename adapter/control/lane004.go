@@ -92,8 +92,9 @@ func (l *Lane004) WorkerID() string { return l.cfg.WorkerID }
 // exists. fresh reports a receipt made now and published in the worker's
 // event log (those who follow the stream get it there); otherwise it is
 // a duplicate's cached receipt, or a refusal that is no event of the log
-// (the line could not be read as a request, or the worker has no lane
-// 004), which the caller writes to its peer itself. decoded is the
+// (the line could not be read as a request, the worker has no lane 004,
+// or the receipt store failed: a seq-less internal_error, nothing
+// recorded), which the caller writes to its peer itself. decoded is the
 // request, when the line could be read as one; it is nil for a line that
 // answers nothing (a worker.* line echoed back), and then receipt is nil.
 //
@@ -153,23 +154,27 @@ func (l *Lane004) Request(line []byte, replay func(after uint64)) (receipt []byt
 		l.mu.Unlock()
 		close(f.done)
 	}()
-	if !isNew {
+	var recorded bool
+	switch {
+	case !isNew && prev.InFlight:
+		// Left in flight by this process: its receipt could not be
+		// recorded (its caller was told so). Whether it took effect is
+		// not known to the store, and this says so, once.
+		f.line, recorded = l.publish(key, &req, Fail004(lane004.CodeInternalError,
+			"the request's receipt could not be recorded when it was carried out; whether it took effect is not known"))
+	case !isNew:
 		// In flight when the last ccbridge on this --state-dir stopped:
 		// whether it took effect is not known, and this says so, once.
-		f.line = l.publish(key, &req, Fail004(lane004.CodeInternalError,
+		f.line, recorded = l.publish(key, &req, Fail004(lane004.CodeInternalError,
 			"the request was in flight when ccbridge stopped; whether it took effect is not known"))
-		return f.line, true, &req
+	case prob != nil:
+		f.line, recorded = l.publish(key, &req, Fail004(prob.Code, prob.Message))
+	case req.Method == lane004.MethodReplay:
+		f.line, recorded = l.publish(key, &req, l.replay(&req, replay))
+	default:
+		f.line, recorded = l.execute(key, &req)
 	}
-	if prob != nil {
-		f.line = l.publish(key, &req, Fail004(prob.Code, prob.Message))
-		return f.line, true, &req
-	}
-	if req.Method == lane004.MethodReplay {
-		f.line = l.publish(key, &req, l.replay(&req, replay))
-		return f.line, true, &req
-	}
-	f.line = l.execute(key, &req)
-	return f.line, true, &req
+	return f.line, recorded, &req
 }
 
 // replay moves the peer's stream back to the request's cursor; the
@@ -249,64 +254,73 @@ func receiptLine(detail string) bool {
 	return gjson.Get(detail, "event_type").Str != "" && gjson.Get(detail, "payload.request_id").Exists()
 }
 
-// refuse answers a request that could not be carried out and ends its
-// store entry, so that a retry is judged anew (nothing ran).
+// refuse answers a request with a seq-less worker.error, no event of the
+// log, and audits it. It records nothing: the request's store entry, if
+// it has one, stays as it is.
 func (l *Lane004) refuse(req *lane004.Request, code, message string) []byte {
 	p := &lane004.Problem{RequestID: req.RequestID, HasID: true, Method: req.Method, Code: code, Message: message}
 	l.audit("failure", req.RequestID, req.Method, message)
 	return lane004.AppendProblem(nil, l.cfg.WorkerID, p, l.cfg.Now())
 }
 
-// publish makes the receipt, keeps it for retries (before anyone can see
-// it) and appends it to the event log.
-func (l *Lane004) publish(key Key, req *lane004.Request, r Receipt004) []byte {
-	var line []byte
-	l.cfg.Log.Append(func(seq uint64) []byte {
-		var b []byte
-		now := l.cfg.Now()
-		if r.OK {
-			b = lane004.AppendResponse(nil, l.cfg.WorkerID, seq, req.RequestID, req.Method, r.Response, now)
-		} else {
-			b = lane004.AppendError(nil, l.cfg.WorkerID, seq, req.RequestID, req.Method, r.Code, r.Message, lane004.Retryable(r.Code), r.Details, now)
-		}
-		status := "ok"
-		if !r.OK {
-			status = r.Code
-		}
-		if err := l.cfg.Store.Finish(key, Outcome{Result: status, Detail: string(b), At: now}); err != nil {
-			l.audit("failure", req.RequestID, req.Method, "recording the receipt: "+err.Error())
-		}
-		line = b
-		return b
-	})
+// publish makes the receipt and records it: the store keeps it for
+// retries and the event log publishes it, one commit under --state-dir.
+// recorded is false when that failed: nothing is recorded, and line is a
+// seq-less internal_error for the caller alone (the request's entry stays
+// in flight, so that a retry runs nothing and gets an internal_error
+// receipt of its own).
+func (l *Lane004) publish(key Key, req *lane004.Request, r Receipt004) (line []byte, recorded bool) {
+	now := l.cfg.Now()
 	status := "ok"
+	if !r.OK {
+		status = r.Code
+	}
+	line, err := l.cfg.Log.AppendReceipt(l.cfg.Store, key, status, now, func(seq uint64) []byte {
+		if r.OK {
+			return lane004.AppendResponse(nil, l.cfg.WorkerID, seq, req.RequestID, req.Method, r.Response, now)
+		}
+		return lane004.AppendError(nil, l.cfg.WorkerID, seq, req.RequestID, req.Method, r.Code, r.Message, lane004.Retryable(r.Code), r.Details, now)
+	})
+	if err != nil { // refuse audits it
+		return l.refuse(req, lane004.CodeInternalError, "the receipt could not be recorded ("+err.Error()+
+			"); the request may have taken effect, and a retry of this request_id runs nothing and gets an internal_error receipt"), false
+	}
 	if !r.OK {
 		status = r.Code + " " + r.Message
 	}
 	l.audit("result", req.RequestID, req.Method, status)
-	return line
+	return line, true
 }
 
-// execute runs the request on the session's loop and returns its receipt.
-func (l *Lane004) execute(key Key, req *lane004.Request) []byte {
-	ch := make(chan []byte, 1)
+// execute runs the request on the session's loop and returns its receipt
+// (see publish for recorded).
+func (l *Lane004) execute(key Key, req *lane004.Request) ([]byte, bool) {
+	type answer struct {
+		line     []byte
+		recorded bool
+	}
+	ch := make(chan answer, 1)
 	gone := Fail004(lane004.CodeWorkerUnavailable, "the worker's session has ended")
 	// The first receipt wins: a done that came after the loop was given
 	// up for gone publishes nothing.
 	var once sync.Once
-	publish := func(r Receipt004) (line []byte) {
-		once.Do(func() { line = l.publish(key, req, r) })
-		return line
+	publish := func(r Receipt004) (a answer, first bool) {
+		once.Do(func() {
+			a.line, a.recorded = l.publish(key, req, r)
+			first = true
+		})
+		return a, first
 	}
 	ok := l.cfg.Submit(func() {
 		l.cfg.Target.Do(req, func(r Receipt004) {
-			if line := publish(r); line != nil {
-				ch <- line
+			if a, first := publish(r); first {
+				ch <- a
 			}
 		})
 	})
 	if !ok {
-		return publish(gone)
+		a, _ := publish(gone)
+		return a.line, a.recorded
 	}
 	// A loop that ends before it ran the request never answers: look
 	// every second.
@@ -314,14 +328,15 @@ func (l *Lane004) execute(key Key, req *lane004.Request) []byte {
 	defer tick.Stop()
 	for {
 		select {
-		case line := <-ch:
-			return line
+		case a := <-ch:
+			return a.line, a.recorded
 		case <-tick.C:
 			if !l.cfg.Submit(func() {}) {
-				if line := publish(gone); line != nil {
-					return line
+				if a, first := publish(gone); first {
+					return a.line, a.recorded
 				}
-				return <-ch // done won the race: its receipt is on its way
+				a := <-ch // done won the race: its receipt is on its way
+				return a.line, a.recorded
 			}
 		}
 	}

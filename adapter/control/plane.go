@@ -28,7 +28,8 @@ type Config struct {
 	// MaxAge and ClockSkew bound sent_at (--max-age 10m, --clock-skew 30s).
 	MaxAge, ClockSkew time.Duration
 	// DedupeTTL is how long a request id is remembered (--dedupe-ttl 10m);
-	// DedupeMax bounds how many are (--dedupe-max).
+	// DedupeMax bounds how many each store holds (--dedupe-max): past it
+	// the oldest completed ids are forgotten, within their window too.
 	DedupeTTL time.Duration
 	DedupeMax int
 	// StateDir makes accepted request ids, outcomes and sequence numbers
@@ -61,12 +62,24 @@ type Config struct {
 // retries (at most --dedupe-max of them).
 const ReceiptTTL = 24 * time.Hour
 
+// MaxRate000 and MaxRate004 are the sustained rates of new request ids
+// ccbridge is sized for (docs/protocol/control.md, "The dedupe store"): on
+// lane 000 (and 001), and on lane 004 per worker. DefaultDedupeMax holds
+// every id for its whole window at these rates, so that a retry within
+// the window is never judged anew for want of room: 1,000 a second for
+// 10 minutes (lane 000) is 600,000 ids, for lane 001's 5 minutes
+// 300,000, and 10 a second for lane 004's 24 hours is 864,000.
+const (
+	MaxRate000 = 1000
+	MaxRate004 = 10
+)
+
 // The defaults of Config, in one place: Defaults and Flags use them.
 const (
 	DefaultMaxAge         = 10 * time.Minute
 	DefaultClockSkew      = 30 * time.Second
 	DefaultDedupeTTL      = 10 * time.Minute
-	DefaultDedupeMax      = 100_000
+	DefaultDedupeMax      = 1_000_000 // ≥ MaxRate000 × 10 min, MaxRate004 × 24 h
 	DefaultStdinSoftLimit = 64 << 10
 	DefaultStdinHardLimit = 1 << 20
 	DefaultWorkerID       = "local"
@@ -219,20 +232,19 @@ func Open(c Config, timeout time.Duration, log *slog.Logger, target Target, subm
 }
 
 // open004 opens lane 004's receipt store and event log: under
-// --state-dir's lane004 folder, or in memory.
+// --state-dir's lane004 folder, the log in the store's file (so that a
+// receipt and its line are one commit), or in memory.
 func (cp *Plane) open004(c *Config) error {
-	scfg := StoreConfig{TTL: ReceiptTTL, MaxKeys: c.DedupeMax}
-	lcfg := EventLogConfig{Retain: c.RetainEvents, Logger: cp.log}
+	scfg := StoreConfig{TTL: ReceiptTTL, MaxKeys: c.DedupeMax, Events: true}
 	var err error
 	if c.StateDir != "" {
-		dir := filepath.Join(c.StateDir, "lane004")
-		if cp.store004, err = OpenStore(dir, scfg); err != nil {
+		if cp.store004, err = OpenStore(filepath.Join(c.StateDir, "lane004"), scfg); err != nil {
 			return fmt.Errorf("--state-dir: %w", err)
 		}
-		lcfg.Path = filepath.Join(dir, "events.ndjson")
 	} else {
 		cp.store004 = NewMemoryStore(scfg)
 	}
+	lcfg := EventLogConfig{Retain: c.RetainEvents, Store: cp.store004, Logger: cp.log}
 	if cp.log004, err = OpenEventLog(lcfg); err != nil {
 		cp.store004.Close()
 		return fmt.Errorf("--state-dir: %w", err)
@@ -415,7 +427,7 @@ func Flags(fs *flag.FlagSet, c *Config) {
 	fs.DurationVar(&c.MaxAge, "max-age", DefaultMaxAge, "control lanes: refuse a request whose sent_at is older than this")
 	fs.DurationVar(&c.ClockSkew, "clock-skew", DefaultClockSkew, "control lanes: refuse a request whose sent_at is later than now plus this")
 	fs.DurationVar(&c.DedupeTTL, "dedupe-ttl", DefaultDedupeTTL, "control lanes: how long a request id is remembered")
-	fs.IntVar(&c.DedupeMax, "dedupe-max", DefaultDedupeMax, "control lanes: how many request ids are remembered at most")
+	fs.IntVar(&c.DedupeMax, "dedupe-max", DefaultDedupeMax, "control lanes: how many request ids each lane remembers at most; past it the oldest are forgotten within their window too, and a retry of one is carried out again")
 	fs.StringVar(&c.StateDir, "state-dir", "", "control lanes: keep request ids, outcomes and sequence numbers in this folder, across restarts")
 	fs.StringVar(&c.AuditLog, "audit-log", "", `control lanes: write the audit trail (JSON lines) to this file; "-" for stderr`)
 	fs.BoolVar(&c.AuditPayloads, "audit-payloads", false, "control lanes: include the content in the audit trail")

@@ -64,6 +64,12 @@ type StoreConfig struct {
 	// Finish with a zero Outcome.At, and OpenStore's recovery of entries
 	// left in flight. nil: time.Now.
 	Now func() time.Time
+	// Events: the durable store also keeps an event log (lane 004's),
+	// whose receipts are committed with their entries in one transaction
+	// (EventLogConfig.Store). An event log file an earlier version kept
+	// beside the store is read in once and removed. The memory store
+	// ignores it.
+	Events bool
 }
 
 const (

@@ -397,3 +397,41 @@ func TestStoreDurable(t *testing.T) {
 		t.Error("bbolt store says not durable")
 	}
 }
+
+// The default bound holds every request id for its whole window at the
+// rates ccbridge is sized for (MaxRate000, MaxRate004): eviction, which
+// lets a retry be carried out again, cannot come before the window ends.
+func TestDefaultDedupeMaxHoldsTheWindow(t *testing.T) {
+	for _, c := range []struct {
+		lane   string
+		rate   int
+		window time.Duration
+	}{
+		{"000", MaxRate000, DefaultDedupeTTL},
+		{"001", MaxRate000, DedupeWindow001},
+		{"004", MaxRate004, ReceiptTTL},
+	} {
+		if need := c.rate * int(c.window/time.Second); DefaultDedupeMax < need {
+			t.Errorf("lane %s: %d ids a second for %v is %d ids, over DefaultDedupeMax %d", c.lane, c.rate, c.window, need, DefaultDedupeMax)
+		}
+	}
+	var c Config
+	c.Defaults()
+	if c.DedupeMax != DefaultDedupeMax {
+		t.Errorf("Defaults: DedupeMax %d", c.DedupeMax)
+	}
+}
+
+// The bound's consequence, as documented: past --dedupe-max the oldest
+// completed id is forgotten within its window, and its retry is fresh.
+func TestStoreEvictedRetryIsFresh(t *testing.T) {
+	forEachStore(t, func(t *testing.T, sk storeKind) {
+		s := sk.open(t, StoreConfig{MaxKeys: 3, TTL: time.Hour})
+		for _, id := range []string{"a", "b", "c", "d"} {
+			wantFresh(t, s, key(id), t0)
+			mustFinish(t, s, key(id), Outcome{Result: "ok", At: t0})
+		}
+		wantFresh(t, s, key("a"), t0.Add(time.Minute)) // within the hour: evicted, judged anew
+		wantDup(t, s, key("d"), t0.Add(time.Minute))
+	})
+}

@@ -1,6 +1,7 @@
 package lane000
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -46,12 +47,14 @@ func Check(r *Request, p Policy, sessionID string, now time.Time) (prob *Problem
 	case r.AgentID != p.AgentID:
 		return fail(NotFound, ErrUnknownAgent, "agent_id: "+quote(r.AgentID, 64)+" is not this worker's agent"), ""
 	}
-	if age := now.Sub(r.SentAt); age > p.MaxAge {
-		return fail(Rejected, ErrStale, "sent_at: "+age.Truncate(time.Millisecond).String()+
-			" old, over the max age of "+p.MaxAge.String()), ""
-	} else if -age > p.ClockSkew {
-		return fail(Rejected, ErrFuture, "sent_at: "+(-age).Truncate(time.Millisecond).String()+
-			" in the future, over the clock skew of "+p.ClockSkew.String()), ""
+	// Times are compared, not their difference: a time.Duration spans
+	// ±292 years and Sub saturates beyond, so a sent_at of year 9999 would
+	// seem only 292 years ahead, and its negation overflow.
+	if now.After(r.SentAt.Add(p.MaxAge)) {
+		return fail(Rejected, ErrStale, "sent_at: "+span(r.SentAt, now)+" old, over the max age of "+p.MaxAge.String()), ""
+	}
+	if r.SentAt.After(now.Add(p.ClockSkew)) {
+		return fail(Rejected, ErrFuture, "sent_at: "+span(now, r.SentAt)+" in the future, over the clock skew of "+p.ClockSkew.String()), ""
 	}
 	if r.Kind != KindStdin {
 		return nil, ""
@@ -73,4 +76,14 @@ func Check(r *Request, p Policy, sessionID string, now time.Time) (prob *Problem
 		return nil, "content: " + strconv.Itoa(n) + " bytes, over the soft limit of " + strconv.Itoa(p.SoftLimit)
 	}
 	return nil, ""
+}
+
+// span is b - a (b after a) to the millisecond, for a detail; beyond what a
+// time.Duration holds it says so rather than a saturated figure.
+func span(a, b time.Time) string {
+	d := b.Sub(a)
+	if d == math.MaxInt64 || d == math.MinInt64 {
+		return "more than " + strconv.Itoa(int(time.Duration(math.MaxInt64).Hours()/(24*365))) + " years"
+	}
+	return d.Truncate(time.Millisecond).String()
 }

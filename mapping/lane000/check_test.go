@@ -1,6 +1,7 @@
 package lane000
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,8 @@ func TestCheck(t *testing.T) {
 	noSenders := policy
 	noSenders.Senders = nil
 	content := func(s string) string { return set(t, baseStdin, "content", `"`+s+`"`) }
+	hugeSkew := policy
+	hugeSkew.MaxAge, hugeSkew.ClockSkew = math.MaxInt64, math.MaxInt64
 	cases := []struct {
 		name    string
 		line    string
@@ -58,6 +61,16 @@ func TestCheck(t *testing.T) {
 		{"too old", baseStdin, policy, "sess-1", t0.Add(DefaultMaxAge + time.Millisecond), Rejected, ErrStale, "sent_at: 10m0.001s old, over the max age of 10m0s", ""},
 		{"skew at max", baseStdin, policy, "sess-1", t0.Add(-DefaultClockSkew), "", "", "", ""},
 		{"too far ahead", baseStdin, policy, "sess-1", t0.Add(-DefaultClockSkew - time.Second), Rejected, ErrFuture, "sent_at: 31s in the future, over the clock skew of 30s", ""},
+		// Far from now: a time.Duration spans ±292 years; beyond, the
+		// check must still refuse (year 2400 and 9999 were accepted).
+		{"40 s ahead", baseStdin, policy, "sess-1", t0.Add(-40 * time.Second), Rejected, ErrFuture, "sent_at: 40s in the future, over the clock skew of 30s", ""},
+		{"year 2300", sentAt(t, "2300-01-01T00:00:00Z"), policy, "sess-1", t0, Rejected, ErrFuture, "sent_at: 2400602h45m0s in the future, over the clock skew of 30s", ""},
+		{"year 2318", sentAt(t, "2318-06-01T00:00:00Z"), policy, "sess-1", t0, Rejected, ErrFuture, "sent_at: 2562002h45m0s in the future, over the clock skew of 30s", ""},
+		{"year 2400", sentAt(t, "2400-01-01T00:00:00Z"), policy, "sess-1", t0, Rejected, ErrFuture, "sent_at: more than 292 years in the future, over the clock skew of 30s", ""},
+		{"year 9999", sentAt(t, "9999-12-31T23:59:59.999999999Z"), policy, "sess-1", t0, Rejected, ErrFuture, "sent_at: more than 292 years in the future, over the clock skew of 30s", ""},
+		{"year 9999, a huge skew", sentAt(t, "9999-12-31T23:59:59Z"), hugeSkew, "sess-1", t0, Rejected, ErrFuture, "sent_at: more than 292 years in the future, over the clock skew of 2562047h47m16.854775807s", ""},
+		{"year 1700", sentAt(t, "1700-01-01T00:00:00Z"), policy, "sess-1", t0, Rejected, ErrStale, "sent_at: more than 292 years old, over the max age of 10m0s", ""},
+		{"year 0000", sentAt(t, "0000-01-01T00:00:00Z"), hugeSkew, "sess-1", t0, Rejected, ErrStale, "sent_at: more than 292 years old, over the max age of 2562047h47m16.854775807s", ""},
 		{"age before limits", content(strings.Repeat("x", 50)), policy, "sess-1", t0.Add(time.Hour), Rejected, ErrStale, "sent_at: 1h0m0s old, over the max age of 10m0s", ""},
 		// 4. limits
 		{"refs refused", withRef(t, baseRef), noRefs, "sess-1", t0, Rejected, ErrRefsDisabled, "content_ref: refused, no --ref-root is configured", ""},
@@ -100,3 +113,6 @@ func TestCheckNoKind(t *testing.T) {
 		t.Fatalf("%+v", p)
 	}
 }
+
+// sentAt is baseStdin with sent_at at.
+func sentAt(t *testing.T, at string) string { return set(t, baseStdin, "sent_at", `"`+at+`"`) }
