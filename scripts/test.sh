@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Runs every test: format and vet checks, the unit tests and the end-to-end
-# tests (./e2e) against the real Claude Code CLI (installed into .tools/
-# when missing) and, for the web UI, headless Chromium (installed by
-# scripts/install-browser.sh), all under the race detector, then each fuzz
-# target for FUZZTIME (default 3s: 21 targets stay near 1.5 minutes; FUZZTIME=5m
-# ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run).
+# Runs every test: the format check, go vet (every analyzer), the unit
+# tests and the end-to-end tests (./e2e) against the real Claude Code CLI
+# (installed into .tools/ when missing) and, for the web UI, headless
+# Chromium (installed by scripts/install-browser.sh), all under the race
+# detector, then the static build and each fuzz target for FUZZTIME
+# (default 3s: 21 targets stay near 1.5 minutes; FUZZTIME=5m
+# ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run). It must
+# stay within 6 minutes on a 2-core machine with an empty build cache
+# (docs/testing.md, "Time").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,13 +26,19 @@ step() {
   step_start=$SECONDS
 }
 
+work=$(mktemp -d)
+bg_pids=()
+cleanup() {
+  for pid in "${bg_pids[@]}"; do kill -- "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
 # The browser of the web UI's tests (Debian's chromium) installs in the
 # background meanwhile: its download overlaps the steps up to go test.
-browser_out=$(mktemp)
-browser_log=$(mktemp)
-trap 'rm -f "$browser_out" "$browser_log"' EXIT
-scripts/install-browser.sh >"$browser_out" 2>"$browser_log" &
+scripts/install-browser.sh >"$work/browser.out" 2>"$work/browser.log" &
 browser_pid=$!
+bg_pids+=("$browser_pid")
 
 echo "== tools (.tools/)"
 CCBRIDGE_TEST_CLAUDE=$(scripts/install-tools.sh)
@@ -41,21 +50,13 @@ unformatted=$(gofmt -l $(git ls-files '*.go'; git ls-files --others --exclude-st
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
 step
 
-echo "== go vet"
-go vet ./...
-step
-
-echo "== go build"
-CGO_ENABLED=0 go build -o bin/ccbridge .
-step
-
 echo "== browser (scripts/install-browser.sh, started in the background)"
 if wait "$browser_pid"; then
-  CCBRIDGE_TEST_CHROMIUM=$(tail -n 1 "$browser_out")
+  CCBRIDGE_TEST_CHROMIUM=$(tail -n 1 "$work/browser.out")
   export CCBRIDGE_TEST_CHROMIUM
   echo "   $CCBRIDGE_TEST_CHROMIUM"
 else
-  cat "$browser_log" "$browser_out"
+  cat "$work/browser.log" "$work/browser.out"
   echo "scripts/install-browser.sh failed"
   # CI never skips a test; elsewhere the browser tests skip, saying why.
   if [ "${CI:-}" = true ]; then exit 1; fi
@@ -63,39 +64,93 @@ else
 fi
 step
 
-echo "== go test -race (unit and end-to-end against the real CLI)"
-go test -race -count=1 -timeout 15m ./...
+# The fuzz targets: each package with a func Fuzz… in its test files
+# (found with go list, so wherever the packages move), and its targets as
+# its test binary lists them. A name is unique within its package only
+# (lane000, lane001 and lane004 each have a FuzzDecode).
+fuzz_pkgs=$(go list -f '{{.ImportPath}}{{"\t"}}{{.Dir}}{{range .TestGoFiles}}{{"\t"}}{{.}}{{end}}{{range .XTestGoFiles}}{{"\t"}}{{.}}{{end}}' ./... |
+  while IFS=$'\t' read -r -a f; do
+    [ "${#f[@]}" -gt 2 ] && (cd "${f[1]}" && grep -qE '^func Fuzz[A-Za-z0-9_]+\(' "${f[@]:2}") && printf '%s\t%s\n' "${f[0]}" "${f[1]}"
+  done)
+
+# fuzz_build builds each fuzzed package's test binary once, with the
+# fuzzing instrumentation (go test -c -fuzz; go test -fuzz would build it
+# once per target), as $work/fuzzN.test.
+fuzz_build() {
+  local n=0 pkg dir
+  while IFS=$'\t' read -r pkg dir; do
+    n=$((n + 1))
+    go test -c -fuzz=. -o "$work/fuzz$n.test" "$pkg" || return 1
+  done <<<"$fuzz_pkgs"
+}
+
+# While the tests run, at the lowest priority (the tests keep the CPU), the
+# static build and the fuzz binaries fill the cycles the tests leave idle.
+# Stopped when the tests end, and done again in the foreground from the
+# build cache: what this finished is not built twice.
+set -m # its own process group, to stop it whole
+(
+  renice -n 19 -p "$BASHPID" >/dev/null
+  CGO_ENABLED=0 go build -o "$work/ccbridge" . && fuzz_build
+) >"$work/prebuild.log" 2>&1 &
+prebuild_pid=$!
+set +m
+bg_pids+=("-$prebuild_pid")
+
+echo "== go test -race -vet=all (vet, unit and end-to-end against the real CLI)"
+# One go command for vet and the tests: vet's type information comes from
+# the same race-built packages the tests link, so nothing is compiled
+# twice. ./e2e, the longest, is listed first, so that it is built and
+# started first.
+go test -race -vet=all -count=1 -timeout 15m ./e2e $(go list ./... | grep -vx "$(go list ./e2e)")
+step
+kill -- "-$prebuild_pid" 2>/dev/null || true
+wait "$prebuild_pid" 2>/dev/null || true
+
+echo "== go build (static)"
+CGO_ENABLED=0 go build -o bin/ccbridge .
 step
 
 echo "== fuzz ($FUZZTIME each)"
-# A fuzz target's name is unique within its package only (lane000, lane001
-# and lane004 each have a FuzzDecode): each (package, target) pair is run.
-fuzz_targets=$(grep -rHoE '^func Fuzz[A-Za-z0-9_]+\(' --include='*_test.go' . |
-  sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]+)\($#\1 \2#' | sort -u)
-while read -r pkg target <&3; do
-  echo "-- $target in $pkg"
-  # Go 1.26's fuzzing coordinator can fail a target with a bare "context
-  # deadline exceeded" when the -fuzztime duration runs out while a worker
-  # is mid-call (go.dev/issue/75804, fixed in Go 1.27): no input is
-  # written then. Such a run is done again with the number of executions
-  # the failed one reached (-fuzztime Nx), a budget with no deadline to
-  # race, so the same work is done; a real finding (an input written to
-  # testdata/fuzz/, a panic, a failed check) fails at once.
-  budget=$FUZZTIME
-  for attempt in 1 2; do
-    if out=$(go test -run='^$' -fuzz="^$target\$" -fuzztime="$budget" "$pkg" 2>&1); then
-      echo "$out" | tail -2
-      break
-    fi
-    echo "$out"
-    execs=$(grep -oE 'execs: [0-9]+' <<<"$out" | tail -1 | grep -oE '[0-9]+' || true)
-    if [ "$attempt" = 2 ] || [ -z "$execs" ] || [ "$execs" = 0 ] || ! grep -q 'context deadline exceeded' <<<"$out" ||
-      grep -qE 'Failing input written|panic:|_test\.go:[0-9]+:' <<<"$out"; then
-      exit 1
-    fi
-    budget="${execs}x"
-    echo "   (the fuzzing engine's deadline race, no input found: again for $budget executions)"
+fuzz_build
+step
+fuzzcache=$(go env GOCACHE)/fuzz
+n=0
+while IFS=$'\t' read -r pkg dir <&3; do
+  n=$((n + 1))
+  bin=$work/fuzz$n.test
+  targets=$(cd "$dir" && "$bin" -test.run='^$' -test.list '^Fuzz')
+  for target in $targets; do
+    echo "-- $target in $pkg"
+    # Go 1.26's fuzzing coordinator can fail a target with a bare "context
+    # deadline exceeded" when the -fuzztime duration runs out while a worker
+    # is mid-call (go.dev/issue/75804, fixed in Go 1.27): no input is
+    # written then. Such a run is done again with the number of executions
+    # the failed one reached (-fuzztime Nx), a budget with no deadline to
+    # race, so the same work is done; a real finding (an input written to
+    # testdata/fuzz/, a panic, a failed check) fails at once.
+    budget=$FUZZTIME
+    for attempt in 1 2; do
+      # As go test -fuzz runs it: in the package's folder (its
+      # testdata/fuzz/), the corpus cache in the build cache's fuzz/.
+      start=$SECONDS
+      if out=$(cd "$dir" && "$bin" -test.paniconexit0 -test.run='^$' -test.fuzz="^$target\$" -test.fuzztime="$budget" \
+        -test.fuzzcachedir="$fuzzcache/$pkg" 2>&1); then
+        echo "$out" | tail -2 | grep -v '^PASS$' || true
+        echo "ok  	$pkg	$target	$(( SECONDS - start )) s"
+        break
+      fi
+      echo "$out"
+      execs=$(grep -oE 'execs: [0-9]+' <<<"$out" | tail -1 | grep -oE '[0-9]+' || true)
+      if [ "$attempt" = 2 ] || [ -z "$execs" ] || [ "$execs" = 0 ] || ! grep -q 'context deadline exceeded' <<<"$out" ||
+        grep -qE 'Failing input written|panic:|_test\.go:[0-9]+:' <<<"$out"; then
+        echo "FAIL	$pkg	$target"
+        exit 1
+      fi
+      budget="${execs}x"
+      echo "   (the fuzzing engine's deadline race, no input found: again for $budget executions)"
+    done
   done
-done 3<<<"$fuzz_targets"
+done 3<<<"$fuzz_pkgs"
 step
 echo "all tests passed in $SECONDS s"
