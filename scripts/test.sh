@@ -70,7 +70,9 @@ step
 # (lane000, lane001 and lane004 each have a FuzzDecode).
 fuzz_pkgs=$(go list -f '{{.ImportPath}}{{"\t"}}{{.Dir}}{{range .TestGoFiles}}{{"\t"}}{{.}}{{end}}{{range .XTestGoFiles}}{{"\t"}}{{.}}{{end}}' ./... |
   while IFS=$'\t' read -r -a f; do
-    [ "${#f[@]}" -gt 2 ] && (cd "${f[1]}" && grep -qE '^func Fuzz[A-Za-z0-9_]+\(' "${f[@]:2}") && printf '%s\t%s\n' "${f[0]}" "${f[1]}"
+    if [ "${#f[@]}" -gt 2 ] && (cd "${f[1]}" && grep -qE '^func Fuzz[A-Za-z0-9_]+\(' "${f[@]:2}"); then
+      printf '%s\t%s\n' "${f[0]}" "${f[1]}"
+    fi
   done)
 
 # fuzz_build builds each fuzzed package's test binary once, with the
