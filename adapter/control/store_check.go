@@ -9,23 +9,24 @@ import (
 )
 
 // checkPages checks the structure of a bbolt file by reading it (ReadAt,
-// not bbolt's memory map), before bbolt walks it: every page reachable
-// from the root of the meta page of transaction txid, and the freelist.
-// bbolt trusts its pages: an element whose offset points past its page
-// makes it read outside the memory map (a fault, in Tx.Check a fault on a
-// goroutine of its own that nothing can recover), an overflow count of
-// 2³¹ makes Tx.Check loop for hours, a branch that points back up makes a
-// cursor loop for ever. This walk finds those first, so that what bbolt
-// reads afterwards is within bounds and acyclic.
+// not bbolt's memory map), before bbolt reads it: the meta page of
+// transaction txid, the freelist, every page below the high-water mark,
+// then the tree from the root. bbolt trusts its pages: an element whose
+// offset points past its page makes it read outside the memory map (a
+// fault, in Tx.Check a fault on a goroutine of its own that nothing can
+// recover), an overflow count of 2³¹ makes Tx.Check loop for hours, a
+// branch that points back up makes a cursor loop for ever. This check
+// finds those first, so that what bbolt reads afterwards is within bounds
+// and acyclic.
 //
-// The layout is bbolt's (go.etcd.io/bbolt/internal/common, little-endian
-// on the machines ccbridge runs on): a page header of 16 bytes (id u64,
-// flags u16, count u16, overflow u32), then count elements of 16 bytes
-// (branch: pos u32, ksize u32, pgid u64; leaf: flags u32, pos u32, ksize
-// u32, vsize u32), each pos relative to its element; a meta after its
-// header (magic, version, page size, flags u32; root pgid and sequence
-// u64; freelist, pgid (the high-water mark), txid, checksum u64, the
-// checksum an FNV-1a of the 56 bytes before it).
+// The layout is bbolt's (go.etcd.io/bbolt/internal/common, in the
+// machine's byte order): a page header of 16 bytes (id u64, flags u16,
+// count u16, overflow u32), then count elements of 16 bytes (branch: pos
+// u32, ksize u32, pgid u64; leaf: flags u32, pos u32, ksize u32, vsize
+// u32), each pos relative to its element; a meta after its header
+// (magic, version, page size, flags u32; root pgid and sequence u64;
+// freelist, pgid (the high-water mark), txid, checksum u64, the checksum
+// an FNV-1a of the 56 bytes before it).
 func checkPages(f io.ReaderAt, size int64, pageSize int, txid uint64) error {
 	const (
 		hdr          = 16
@@ -36,7 +37,7 @@ func checkPages(f io.ReaderAt, size int64, pageSize int, txid uint64) error {
 		maxDepth     = 64
 		noFreelist   = ^uint64(0)
 	)
-	le := binary.LittleEndian
+	le := binary.NativeEndian // as bbolt writes its structs
 	var m struct{ root, freelist, hwm uint64 }
 	found := false
 	for _, off := range []int64{0, int64(pageSize)} {
