@@ -408,7 +408,13 @@ func TestWebFaultStreamBytes(t *testing.T) {
 		t.Logf("after answer %d: serve VmRSS %.1f MiB", i+1, float64(vmRSS(pid))/1024)
 	}
 	after := vmRSS(pid)
-	if after*1024 >= 120*mib {
+	// A race-built serve (the test command's) holds the race detector's
+	// shadow memory too: its resident set says nothing of serve's own. The
+	// bounds are checked in a build without -race (go test -run
+	// TestWebFaultStreamBytes ./e2e); the byte budget and the replay are
+	// checked in both.
+	measured := !raceEnabled()
+	if measured && after*1024 >= 120*mib {
 		t.Errorf("serve's VmRSS after %d answers of 10 MiB: %.1f MiB (%.1f at the start), want under 120", webBigTurns, float64(after)/1024, float64(start)/1024)
 	}
 
@@ -435,7 +441,7 @@ func TestWebFaultStreamBytes(t *testing.T) {
 		}
 	}
 	t.Logf("serve VmRSS: %.1f MiB at the start, %.1f after %d answers, %.1f after DELETE", float64(start)/1024, float64(after)/1024, webBigTurns, float64(ended)/1024)
-	if ended >= after-16*1024 {
+	if measured && ended >= after-16*1024 {
 		t.Errorf("serve's VmRSS after DELETE: %.1f MiB, was %.1f: not given back", float64(ended)/1024, float64(after)/1024)
 	}
 }
