@@ -43,6 +43,7 @@ var depsPolicy = []struct {
 	{"internal/payload", nil},
 	{"internal/cliflags", nil},
 	{"internal/golden", nil},
+	{"internal/version", nil},
 	{"screen", nil},
 	// The pure codecs: the CLI side and one per dialect and lane.
 	{"mapping/...", []string{"mapping/...", "internal/jscan", "internal/jsonw", "internal/rfc3339"}},
@@ -56,11 +57,11 @@ var depsPolicy = []struct {
 	// The core.
 	{"adapter", []string{"adapter/control", "framing", "mapping/...", "session/...", "internal/payload", "internal/jsonw"}},
 	// The dialects (see dialects), on the core.
-	{"adapter/*", []string{"adapter", "adapter/control", "framing", "mapping/...", "session/...", "screen", "internal/payload", "internal/jsonw", "internal/jscan"}},
+	{"adapter/*", []string{"adapter", "adapter/control", "framing", "mapping/...", "session/...", "screen", "internal/payload", "internal/jsonw", "internal/jscan", "internal/version"}},
 	// ccbridge serve: the web UI's sessions are ipc dialects, its workers
 	// --ui control workers.
 	{"serve/webui", nil},
-	{"serve", []string{"adapter", "adapter/control", "adapter/ipc", "adapter/worker", "serve/webui", "framing", "mapping/...", "session/...", "internal/cliflags", "internal/jsonw", "internal/payload"}},
+	{"serve", []string{"adapter", "adapter/control", "adapter/ipc", "adapter/worker", "serve/webui", "framing", "mapping/...", "session/...", "internal/cliflags", "internal/jsonw", "internal/payload", "internal/version"}},
 	// What the tests share.
 	{"internal/adaptertest", []string{"framing", "session/..."}},
 	{"internal/controltest", []string{"adapter", "adapter/control", "internal/adaptertest", "mapping/..."}},

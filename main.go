@@ -25,6 +25,8 @@ import (
 	"github.com/ccbridge/ccbridge/adapter/stream"
 	"github.com/ccbridge/ccbridge/fakemodel"
 	"github.com/ccbridge/ccbridge/internal/cliflags"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
+	"github.com/ccbridge/ccbridge/internal/version"
 	"github.com/ccbridge/ccbridge/serve"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -69,6 +71,9 @@ type config struct {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) > 0 && args[0] == "serve" {
 		return runServe(args[1:], stderr, getenv)
+	}
+	if len(args) > 0 && args[0] == "version" {
+		return runVersion(args[1:], stdout, stderr)
 	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -166,6 +171,41 @@ func runServe(args []string, stderr io.Writer, getenv func(string) string) int {
 	return serve.Main(ctx, args, getenv, stderr, func(claude, fakeModel string, log *slog.Logger) (func(string) session.Config, func(), int, error) {
 		return launcher(claude, fakeModel, session.Config{}, getenv, log)
 	})
+}
+
+// runVersion is ccbridge version: which ccbridge this is, in words or,
+// with --json, as one JSON object.
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ccbridge version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object: version, commit, time, go, testedCLI")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: ccbridge version [--json]\n\nPrints ccbridge's version, the commit it was built from, the Go that built\nit and the Claude Code CLI version its tests ran against.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ccbridge version: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	i := version.Get()
+	if *asJSON {
+		o := jsonw.NewObj(nil).Str("version", i.Version).Str("commit", i.Commit).Str("time", i.Time).
+			Str("go", i.Go).Str("testedCLI", i.TestedCLI)
+		stdout.Write(append(o.End(), '\n'))
+		return 0
+	}
+	commit := cmp.Or(i.Commit, "unknown")
+	if i.Time != "" {
+		commit += " (" + i.Time + ")"
+	}
+	fmt.Fprintf(stdout, "ccbridge %s\ncommit: %s\ngo: %s\ntested with Claude Code %s\n", i.Version, commit, i.Go, i.TestedCLI)
+	return 0
 }
 
 // runSession runs a session with the process's signals, and turns its outcome
@@ -319,7 +359,7 @@ Dialect mode:
 Serve mode (a web UI and lane-004 workers over HTTP; ccbridge serve --help for its flags):
   ccbridge serve [--dir DIR] [--worker ID=DIR] [flags]
 
-`, adapter.Version)
+`, version.String())
 	if fs == nil {
 		fmt.Fprintln(w, "Run ccbridge --ui DIALECT --help for the flags (dialects: "+strings.Join(adapter.DialectNames(), ", ")+").")
 		return

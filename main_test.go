@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/ccbridge/ccbridge/adapter/rpc"
+	"github.com/ccbridge/ccbridge/internal/version"
 	"github.com/ccbridge/ccbridge/session"
+	"github.com/tidwall/gjson"
 )
 
 // TestMain lets the test binary be a guardian, as ccbridge is, should a
@@ -183,5 +185,34 @@ func TestParseConfigDialectFlags(t *testing.T) {
 	common, own, _ := strings.Cut(help, "Flags of the rpc dialect:")
 	if !strings.Contains(own, "-diagnostics") || strings.Contains(common, "-diagnostics") || !strings.Contains(common, "-max-cli-line") {
 		t.Errorf("--ui rpc --help does not list the rpc flags apart:\n%s", help)
+	}
+}
+
+func TestRunVersion(t *testing.T) {
+	var out, errb strings.Builder
+	if code := run([]string{"version"}, strings.NewReader(""), &out, &errb, func(string) string { return "" }); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	i := version.Get()
+	want := "ccbridge " + i.Version + "\n"
+	if !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), "tested with Claude Code "+version.TestedCLI+"\n") {
+		t.Errorf("ccbridge version printed %q", out.String())
+	}
+
+	out.Reset()
+	if code := run([]string{"version", "--json"}, strings.NewReader(""), &out, &errb, func(string) string { return "" }); code != 0 {
+		t.Fatalf("--json: exit %d", code)
+	}
+	v := gjson.Parse(out.String())
+	if !gjson.Valid(out.String()) || v.Get("version").String() != i.Version || v.Get("testedCLI").String() != version.TestedCLI || v.Get("go").String() != i.Go {
+		t.Errorf("ccbridge version --json printed %q", out.String())
+	}
+
+	for _, args := range [][]string{{"version", "extra"}, {"version", "--bogus"}} {
+		out.Reset()
+		errb.Reset()
+		if code := run(args, strings.NewReader(""), &out, &errb, func(string) string { return "" }); code != 2 || out.Len() != 0 || errb.Len() == 0 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2, nothing on stdout, a reason on stderr", args, code, out.String(), errb.String())
+		}
 	}
 }

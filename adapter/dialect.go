@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"sort"
 	"time"
 
@@ -14,22 +13,6 @@ import (
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/session"
 )
-
-// Version is ccbridge's version, reported by the dialects' initialize
-// answers and by --help. Release builds set it with
-// -ldflags "-X github.com/ccbridge/ccbridge/adapter.Version=…"; otherwise
-// it is the module version from the build info, or "dev".
-var Version = ""
-
-func init() {
-	if Version != "" {
-		return
-	}
-	Version = "dev"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		Version = bi.Main.Version
-	}
-}
 
 // DefaultInterruptTimeout is Settings.InterruptTimeout's default.
 const DefaultInterruptTimeout = 5 * time.Second

@@ -88,7 +88,9 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	ccbridgeBin = filepath.Join(tmp, "ccbridge")
-	args := []string{"build", "-o", ccbridgeBin}
+	// -buildvcs=auto records the commit (ccbridge version) even where
+	// GOFLAGS turns it off.
+	args := []string{"build", "-buildvcs=auto", "-o", ccbridgeBin}
 	if raceEnabled() {
 		args = append(args, "-race")
 		raceLogs = filepath.Join(tmp, "race")

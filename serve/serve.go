@@ -29,6 +29,7 @@ import (
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/adapter/worker"
 	"github.com/ccbridge/ccbridge/internal/cliflags"
+	"github.com/ccbridge/ccbridge/internal/version"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/session"
 )
@@ -222,7 +223,7 @@ Worker endpoints (with --token-file: Authorization: Bearer TOKEN):
   GET  /api/runtime/codex/workers                       every worker's
 
 Flags:
-`, adapter.Version)
+`, version.String())
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }

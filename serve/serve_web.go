@@ -40,6 +40,7 @@ import (
 	"github.com/ccbridge/ccbridge/adapter/control"
 	ipcdialect "github.com/ccbridge/ccbridge/adapter/ipc"
 	"github.com/ccbridge/ccbridge/internal/jsonw"
+	"github.com/ccbridge/ccbridge/internal/version"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/ipc"
 	"github.com/ccbridge/ccbridge/serve/webui"
@@ -322,7 +323,7 @@ func (h *webHost) info(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(w, r) {
 		return
 	}
-	writeJSON(w, http.StatusOK, jsonw.NewObj(nil).Str("version", adapter.Version).Strings("dirs", h.cfg.dirs).
+	writeJSON(w, http.StatusOK, jsonw.NewObj(nil).Str("version", version.String()).Strings("dirs", h.cfg.dirs).
 		Bool("auth", h.auth.tokens != nil).Bool("fake_model", h.cfg.fakeModel).End())
 }
 

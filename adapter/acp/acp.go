@@ -16,6 +16,7 @@ import (
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/internal/payload"
+	"github.com/ccbridge/ccbridge/internal/version"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
@@ -261,7 +262,7 @@ func (l *acpLoop) request(m jsonrpc.Message) {
 			return
 		}
 		l.initialized, l.caps = true, caps
-		l.reply(id, acp.AppendInitializeResult(nil, acp.AgentInfo{Name: "ccbridge", Title: "Claude Code (ccbridge)", Version: adapter.Version}))
+		l.reply(id, acp.AppendInitializeResult(nil, acp.AgentInfo{Name: "ccbridge", Title: "Claude Code (ccbridge)", Version: version.String()}))
 	case acp.MethodAuthenticate:
 		if mid := m.Params.Get("methodId"); mid.Str != acp.AuthMethodID {
 			l.fail(id, acp.InvalidParams("unknown authentication method "+strconv.Quote(mid.String())+"; the only one is "+strconv.Quote(acp.AuthMethodID)))

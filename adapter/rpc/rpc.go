@@ -18,6 +18,7 @@ import (
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/internal/payload"
+	"github.com/ccbridge/ccbridge/internal/version"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
 	"github.com/ccbridge/ccbridge/mapping/rpc"
@@ -58,7 +59,7 @@ type RPC struct {
 	// side effect. Default 10 minutes.
 	DedupeWindow time.Duration
 	// Version is the server version reported by initialize; default
-	// adapter.Version.
+	// version.String().
 	Version string
 	// Getenv reads HOME, CLAUDE_CONFIG_DIR and SHELL; nil means
 	// os.Getenv, after the Child's own Env entries.
@@ -127,7 +128,7 @@ func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 	}
 	s.Defaults()
 	if s.Version == "" {
-		s.Version = adapter.Version
+		s.Version = version.String()
 	}
 	opts := s.Options.WithSessionID()
 	if _, err := session.BuildArgs(adapter.CoreArgs, opts); err != nil {
