@@ -4,14 +4,15 @@
 # (installed into .tools/ when missing) and, for the web UI, headless
 # Chromium (installed by scripts/install-browser.sh), all under the race
 # detector, then the static build and each fuzz target for FUZZTIME
-# (default 3s: 21 targets stay near 1.5 minutes; FUZZTIME=5m
-# ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run). It must
+# (default 3s, two targets at a time;
+# FUZZTIME=5m ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run). It must
 # stay within 6 minutes on a 2-core machine with an empty build cache
 # (docs/testing.md, "Time").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZTIME=${FUZZTIME:-3s}
+FUZZJOBS=${FUZZJOBS:-2}
 
 # A program built with -race sleeps 1 s before it exits, so that a race
 # reported late is still printed (atexit_sleep_ms, default 1000). The
@@ -113,46 +114,67 @@ echo "== go build (static)"
 CGO_ENABLED=0 go build -o bin/ccbridge .
 step
 
-echo "== fuzz ($FUZZTIME each)"
+echo "== fuzz ($FUZZTIME each, $FUZZJOBS at a time)"
 fuzz_build
 step
 fuzzcache=$(go env GOCACHE)/fuzz
-n=0
+
+# fuzz_one fuzzes one target for FUZZTIME with one worker, printing what
+# go test -fuzz would.
+fuzz_one() {
+  local pkg=$1 dir=$2 bin=$3 target=$4 budget=$FUZZTIME attempt start out execs
+  echo "-- $target in $pkg"
+  # Go 1.26's fuzzing coordinator can fail a target with a bare "context
+  # deadline exceeded" when the -fuzztime duration runs out while a worker
+  # is mid-call (go.dev/issue/75804, fixed in Go 1.27): no input is
+  # written then. Such a run is done again with the number of executions
+  # the failed one reached (-fuzztime Nx), a budget with no deadline to
+  # race, so the same work is done; a real finding (an input written to
+  # testdata/fuzz/, a panic, a failed check) fails at once.
+  for attempt in 1 2; do
+    # As go test -fuzz runs it: in the package's folder (its
+    # testdata/fuzz/), the corpus cache in the build cache's fuzz/.
+    start=$SECONDS
+    if out=$(cd "$dir" && "$bin" -test.paniconexit0 -test.run='^$' -test.fuzz="^$target\$" -test.fuzztime="$budget" \
+      -test.parallel=1 -test.fuzzcachedir="$fuzzcache/$pkg" 2>&1); then
+      echo "$out" | tail -2 | grep -v '^PASS$' || true
+      echo "ok  	$pkg	$target	$(( SECONDS - start )) s"
+      return 0
+    fi
+    echo "$out"
+    execs=$(grep -oE 'execs: [0-9]+' <<<"$out" | tail -1 | grep -oE '[0-9]+' || true)
+    if [ "$attempt" = 2 ] || [ -z "$execs" ] || [ "$execs" = 0 ] || ! grep -q 'context deadline exceeded' <<<"$out" ||
+      grep -qE 'Failing input written|panic:|_test\.go:[0-9]+:' <<<"$out"; then
+      echo "FAIL	$pkg	$target"
+      return 1
+    fi
+    budget="${execs}x"
+    echo "   (the fuzzing engine's deadline race, no input found: again for $budget executions)"
+  done
+}
+
+# The targets run FUZZJOBS at a time, one fuzzing worker each: on two
+# cores two targets of one worker fuzz as much in a second as one of two
+# workers, in half the wall-clock time. Each prints its report when done.
+n=0 running=0 failed=0
 while IFS=$'\t' read -r pkg dir <&3; do
   n=$((n + 1))
   bin=$work/fuzz$n.test
   targets=$(cd "$dir" && "$bin" -test.run='^$' -test.list '^Fuzz')
   for target in $targets; do
-    echo "-- $target in $pkg"
-    # Go 1.26's fuzzing coordinator can fail a target with a bare "context
-    # deadline exceeded" when the -fuzztime duration runs out while a worker
-    # is mid-call (go.dev/issue/75804, fixed in Go 1.27): no input is
-    # written then. Such a run is done again with the number of executions
-    # the failed one reached (-fuzztime Nx), a budget with no deadline to
-    # race, so the same work is done; a real finding (an input written to
-    # testdata/fuzz/, a panic, a failed check) fails at once.
-    budget=$FUZZTIME
-    for attempt in 1 2; do
-      # As go test -fuzz runs it: in the package's folder (its
-      # testdata/fuzz/), the corpus cache in the build cache's fuzz/.
-      start=$SECONDS
-      if out=$(cd "$dir" && "$bin" -test.paniconexit0 -test.run='^$' -test.fuzz="^$target\$" -test.fuzztime="$budget" \
-        -test.fuzzcachedir="$fuzzcache/$pkg" 2>&1); then
-        echo "$out" | tail -2 | grep -v '^PASS$' || true
-        echo "ok  	$pkg	$target	$(( SECONDS - start )) s"
-        break
-      fi
-      echo "$out"
-      execs=$(grep -oE 'execs: [0-9]+' <<<"$out" | tail -1 | grep -oE '[0-9]+' || true)
-      if [ "$attempt" = 2 ] || [ -z "$execs" ] || [ "$execs" = 0 ] || ! grep -q 'context deadline exceeded' <<<"$out" ||
-        grep -qE 'Failing input written|panic:|_test\.go:[0-9]+:' <<<"$out"; then
-        echo "FAIL	$pkg	$target"
-        exit 1
-      fi
-      budget="${execs}x"
-      echo "   (the fuzzing engine's deadline race, no input found: again for $budget executions)"
-    done
+    if [ "$running" -ge "$FUZZJOBS" ]; then
+      wait -n || failed=1
+      running=$((running - 1))
+    fi
+    log=$work/fuzz-$n-$target.log
+    (if fuzz_one "$pkg" "$dir" "$bin" "$target" >"$log" 2>&1; then rc=0; else rc=1; fi; cat "$log"; exit $rc) &
+    running=$((running + 1))
   done
 done 3<<<"$fuzz_pkgs"
+while [ "$running" -gt 0 ]; do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+if [ "$failed" = 1 ]; then echo "a fuzz target failed (FAIL above)"; exit 1; fi
 step
 echo "all tests passed in $SECONDS s"
