@@ -446,6 +446,15 @@ func (l *acpLoop) cliLine(s *acpSession, p *adapter.Proc, line string) {
 		p.AutoReply(&ev)
 		return
 	}
+	if len(l.out) == 0 {
+		// The hot path: a streamed chunk goes straight into the pending
+		// output, with no line of its own to allocate and copy.
+		out := l.loop.Out()
+		var ok bool
+		if *out, ok = s.tr.AppendChunkLine(*out, &ev); ok {
+			return
+		}
+	}
 	l.out = s.tr.FromCLI(&ev, l.out)
 	switch ev.Kind {
 	case mapping.KindControlResponse:

@@ -491,3 +491,48 @@ func TestTaskToolsArePlans(t *testing.T) {
 		t.Errorf("after the list: %s", got[3].Raw)
 	}
 }
+
+// TestAppendChunkLine: the hot path appends exactly the line FromCLI
+// gives for a streamed delta, and nothing for any other event; with room
+// in dst it allocates nothing.
+func TestAppendChunkLine(t *testing.T) {
+	const wrap = `"session_id":"s","parent_tool_use_id":null,"uuid":"u"`
+	lines := []string{
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a \"quoted\"\nline é"}},` + wrap + `,"api_message_id":"msg_1"}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}},` + wrap + `}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"in a task"}},"session_id":"s","parent_tool_use_id":"toolu_1","uuid":"u"}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}},` + wrap + `}`,
+		`{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","usage":{}}},` + wrap + `}`,
+		`{"type":"assistant","message":{"id":"msg_2","role":"assistant","content":[{"type":"text","text":"whole"}]},` + wrap + `}`,
+	}
+	for _, l := range lines {
+		ev := mapping.Route([]byte(l))
+		want := acp.NewTranslator("sess").FromCLI(&ev, nil)
+		got, ok := acp.NewTranslator("sess").AppendChunkLine([]byte("before\n"), &ev)
+		isDelta := ev.Kind == mapping.KindTextDelta || ev.Kind == mapping.KindThinkingDelta
+		if ok != isDelta {
+			t.Errorf("%s: ok %v for kind %v", l, ok, ev.Kind)
+			continue
+		}
+		if !ok {
+			if string(got) != "before\n" {
+				t.Errorf("%s: appended %q to a line it does not take", l, got)
+			}
+			continue
+		}
+		var wantLines string
+		for _, w := range want {
+			wantLines += string(w) + "\n"
+		}
+		if string(got) != "before\n"+wantLines {
+			t.Errorf("%s:\n got %q\nwant %q", l, got, "before\n"+wantLines)
+		}
+	}
+
+	tr := acp.NewTranslator("sess")
+	ev := mapping.Route([]byte(lines[0]))
+	dst := make([]byte, 0, 4096)
+	if n := testing.AllocsPerRun(100, func() { dst, _ = tr.AppendChunkLine(dst[:0], &ev) }); n != 0 {
+		t.Errorf("AppendChunkLine allocated %v times a call", n)
+	}
+}

@@ -79,6 +79,27 @@ func NewTranslator(sessionID string) *Translator {
 // SessionID returns the session's id.
 func (t *Translator) SessionID() string { return t.sessionID }
 
+// AppendChunkLine is FromCLI's hot path: when ev is a streamed text or
+// thinking delta, it appends FromCLI's one notification for it, and a line
+// break, to dst (a UI's pending output) and reports true; otherwise it
+// appends nothing and reports false. It allocates nothing once dst has
+// room.
+func (t *Translator) AppendChunkLine(dst []byte, ev *mapping.Event) ([]byte, bool) {
+	var kind string
+	switch ev.Kind {
+	case mapping.KindTextDelta:
+		kind = "agent_message_chunk"
+	case mapping.KindThinkingDelta:
+		kind = "agent_thought_chunk"
+	default:
+		return dst, false
+	}
+	if ev.Text == "" {
+		return dst, true
+	}
+	return append(t.appendDelta(dst, kind, ev), '\n'), true
+}
+
 // FromCLI appends the session/update lines one CLI event gives (often
 // none) to out. The caller checks each line once at the boundary
 // (gjson.Valid): raw subtrees of the line are copied into the output.
@@ -86,11 +107,11 @@ func (t *Translator) FromCLI(ev *mapping.Event, out [][]byte) [][]byte {
 	switch ev.Kind {
 	case mapping.KindTextDelta:
 		if ev.Text != "" {
-			out = append(out, t.appendDelta("agent_message_chunk", ev))
+			out = append(out, t.appendDelta(nil, "agent_message_chunk", ev))
 		}
 	case mapping.KindThinkingDelta:
 		if ev.Text != "" {
-			out = append(out, t.appendDelta("agent_thought_chunk", ev))
+			out = append(out, t.appendDelta(nil, "agent_thought_chunk", ev))
 		}
 	case mapping.KindMessageStart:
 		if ev.MessageID != "" {
@@ -167,12 +188,14 @@ func (t *Translator) FromCLI(ev *mapping.Event, out [][]byte) [][]byte {
 // path. The delta's text is copied as the CLI wrote it (ev.TextRaw, a
 // JSON string from a line the caller validated), not decoded and encoded
 // again.
-func (t *Translator) appendDelta(kind string, ev *mapping.Event) []byte {
+func (t *Translator) appendDelta(dst []byte, kind string, ev *mapping.Event) []byte {
 	raw := ev.TextRaw
 	if raw == "" || raw[0] != '"' {
-		return t.appendChunk(nil, kind, ev.Text, ev.MessageID, ev.ParentToolUseID)
+		return t.appendChunk(dst, kind, ev.Text, ev.MessageID, ev.ParentToolUseID)
 	}
-	dst := make([]byte, 0, 200+len(raw)+len(t.sid)+len(ev.MessageID))
+	if dst == nil {
+		dst = make([]byte, 0, 200+len(raw)+len(t.sid)+len(ev.MessageID))
+	}
 	dst = appendUpdateHead(dst, t.sid, kind)
 	dst = append(dst, `,"content":{"type":"text","text":`...)
 	dst = append(dst, raw...)
