@@ -77,6 +77,11 @@ func sharedBrowser(t testing.TB) context.Context {
 	t.Helper()
 	path := chromiumPath(t)
 	browser.once.Do(func() {
+		pki, err := svTestPKI()
+		if err != nil {
+			browser.err = err
+			return
+		}
 		dir, err := os.MkdirTemp("", "ccbridge-e2e-chromium-")
 		if err != nil {
 			browser.err = err
@@ -97,6 +102,10 @@ func sharedBrowser(t testing.TB) context.Context {
 			// A name that resolves to loopback, as an attacker's name
 			// rebound to 127.0.0.1 would (TestWebCrossSite).
 			chromedp.Flag("host-resolver-rules", "MAP "+webRebindHost+" 127.0.0.1"),
+			// The serves started with tls (svOpts) use the package's test
+			// certificate: the browser trusts its key and no other (a
+			// flag Chromium honours with a --user-data-dir only).
+			chromedp.Flag("ignore-certificate-errors-spki-list", pki.spki),
 			chromedp.UserDataDir(dir),
 			chromedp.WindowSize(webWidth, webHeight),
 		)
@@ -147,7 +156,7 @@ var artifactsDir = sync.OnceValues(func() (string, error) {
 type webTab struct {
 	t      *testing.T
 	ctx    context.Context
-	origin string // http://ADDR of the serve
+	origin string // http://ADDR (https:// with tls) of the serve
 	s      *svServer
 
 	mu       sync.Mutex

@@ -114,18 +114,38 @@ func TestWebTextStreams(t *testing.T) {
 // TestWebPermissionAllow (b): WRITEFILE's permission prompt opens as
 // dialog#permission, on a second page of the session too; Allow on the
 // first closes both, writes the file and the turn completes, with the
-// created file shown as a diff; a reload does not ask again.
+// created file shown as a diff; a reload does not ask again. The page
+// shows ccbridge's version. All of it over HTTP, and over HTTPS (serve
+// with --tls-cert and --tls-key; the browser trusts that certificate's
+// key alone).
 func TestWebPermissionAllow(t *testing.T) {
 	t.Parallel()
+	for _, https := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http", true: "https"}[https], func(t *testing.T) {
+			t.Parallel()
+			testWebPermissionAllow(t, https)
+		})
+	}
+}
+
+func testWebPermissionAllow(t *testing.T, https bool) {
 	dir := t.TempDir()
-	w := webSession(t, dir, svOpts{}, false)
+	shot := func(w *webTab, name string) {
+		if https {
+			name += "-https"
+		}
+		w.shot(name)
+	}
+	w := webSession(t, dir, svOpts{tls: https}, false)
+	webWantTLS(w, https)
+	webCheckVersion(w)
 	w.send("WRITEFILE")
 	w.waitFor("the permission dialog", `!!document.querySelector('dialog#permission[open]')`)
 	w.do("the Allow button", webWait, chromedp.WaitVisible(chromedp.CSS(`dialog#permission[open] button[data-action=allow]`)))
 	if text := w.textOf("dialog#permission[open]"); !strings.Contains(text, "Write") {
 		t.Errorf("the permission dialog does not name the tool Write: %q", text)
 	}
-	w.shot("permission-dialog")
+	shot(w, "permission-dialog")
 	// A second page on the same session shows the prompt too; the answer
 	// given on the first closes it there.
 	other := newTab(t, w.s, false)
@@ -151,7 +171,7 @@ func TestWebPermissionAllow(t *testing.T) {
 	if got := w.textOf(`#conversation .diff .diff-add`); !strings.Contains(got, "hello world") {
 		t.Errorf("the Write's diff adds %q, want the line hello world", got)
 	}
-	w.shot("permission-allowed")
+	shot(w, "permission-allowed")
 }
 
 // TestWebPermissionDenyReason (c): Deny with a reason typed in

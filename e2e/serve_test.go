@@ -15,6 +15,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,13 +57,17 @@ type svOpts struct {
 	// checks (s.base is "" then, s.code and s.stderr say why), not a
 	// failure.
 	mayExit bool
+	// tls: HTTPS with the package's test certificate (serve_tls_test.go);
+	// the helpers' clients trust its CA.
+	tls bool
 }
 
 // svServer is one ccbridge serve under test.
 type svServer struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	base   string // http://ADDR/api/runtime/codex/workers
+	base   string // http://ADDR/api/runtime/codex/workers (https:// with tls)
+	caFile string // with tls: the CA's certificate
 	home   string
 	dirs   map[string]string
 	token  string
@@ -74,7 +79,8 @@ type svServer struct {
 }
 
 // svStart runs `ccbridge serve --listen 127.0.0.1:0` with the workers and
-// waits for its address; at cleanup it is stopped with SIGTERM.
+// waits for its url (its log line "serving"); at cleanup it is stopped
+// with SIGTERM.
 func svStart(t *testing.T, o svOpts) *svServer {
 	t.Helper()
 	cli := realCLI(t)
@@ -94,6 +100,12 @@ func svStart(t *testing.T, o svOpts) *svServer {
 		args = append(args, "--worker", id+"="+dir)
 	}
 	env := append(os.Environ(), "HOME="+s.home, "CCBRIDGE_CLAUDE="+cli, "CCBRIDGE_LOG_LEVEL=debug")
+	if o.tls {
+		pki, ca, cert, key := svTLS(t)
+		s.caFile = ca
+		tr.TLSClientConfig = svTLSClient(pki)
+		args = append(args, "--tls-cert", cert, "--tls-key", key)
+	}
 	if o.external {
 		env = append(env, fakeAPI(t).Env()...)
 	} else {
@@ -124,7 +136,7 @@ func svStart(t *testing.T, o svOpts) *svServer {
 			s.stderr.Write(line)
 			if gjson.GetBytes(line, "msg").Str == "serving" {
 				select {
-				case addr <- gjson.GetBytes(line, "listen").Str:
+				case addr <- cmp.Or(gjson.GetBytes(line, "url").Str, "http://"+gjson.GetBytes(line, "listen").Str+"/"):
 				default:
 				}
 			}
@@ -164,7 +176,7 @@ func svStart(t *testing.T, o svOpts) *svServer {
 	})
 	select {
 	case a := <-addr:
-		s.base = "http://" + a + svPath
+		s.base = strings.TrimSuffix(a, "/") + svPath
 	case <-s.exited:
 		if o.mayExit {
 			return s

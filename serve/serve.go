@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -69,6 +70,13 @@ type serveConfig struct {
 	cliflags.Common
 	extra []string
 
+	// HTTPS: --tls-cert and --tls-key, loaded into tls (nil: plain
+	// HTTP); --insecure-http: plain HTTP beyond loopback, for a
+	// TLS-terminating reverse proxy in front.
+	tlsCert, tlsKey string
+	tls             *tls.Config
+	insecureHTTP    bool
+
 	// The web UI (serve_web.go).
 	web         bool
 	dirs        []string // --dir, absolute with links resolved
@@ -121,7 +129,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	var err error
 	fs := flag.NewFlagSet("ccbridge serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.listen, "listen", serveDefaultListen, "address to serve HTTP on; one that is not loopback needs --token-file")
+	fs.StringVar(&cfg.listen, "listen", serveDefaultListen, "address to serve HTTP on; one that is not loopback needs --token-file, and --tls-cert or --insecure-http")
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "serve HTTPS only, with this certificate (PEM; the server's first, then its chain); needs --tls-key")
+	fs.StringVar(&cfg.tlsKey, "tls-key", "", "the private key (PEM) of --tls-cert")
+	fs.BoolVar(&cfg.insecureHTTP, "insecure-http", false, "serve plain HTTP beyond loopback: for a reverse proxy in front that speaks HTTPS to the clients")
 	fs.Func("worker", "a worker: ID=DIR, its id ([A-Za-z0-9._-], 1 to 64) and the CLI's working directory (repeatable)", func(v string) error {
 		id, dir, ok := strings.Cut(v, "=")
 		if !ok {
@@ -192,6 +203,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	} else if len(cfg.dirs) > 0 {
 		return cfg, errors.New("--dir is for the web UI, which --web=false turns off")
 	}
+	switch {
+	case (cfg.tlsCert == "") != (cfg.tlsKey == ""):
+		return cfg, errors.New("--tls-cert and --tls-key go together: give both or neither")
+	case cfg.tlsCert != "" && cfg.insecureHTTP:
+		return cfg, errors.New("--insecure-http is plain HTTP for a proxy that does TLS in front; with --tls-cert serve speaks HTTPS itself: give one or the other")
+	}
 	if cfg.tokenFile != "" {
 		ids := make(map[string]bool, len(cfg.workers))
 		for _, w := range cfg.workers {
@@ -203,7 +220,25 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	} else if !loopback(cfg.listen) {
 		return cfg, fmt.Errorf("--listen %s is not a loopback address: give --token-file, or listen on 127.0.0.1", cfg.listen)
 	}
+	if cfg.tlsCert != "" {
+		if cfg.tls, err = loadTLS(cfg.tlsCert, cfg.tlsKey); err != nil {
+			return cfg, err
+		}
+	} else if !cfg.insecureHTTP && !loopback(cfg.listen) {
+		return cfg, fmt.Errorf("--listen %s is not a loopback address: the tokens and the conversations would cross the network in clear. "+
+			"Give --tls-cert and --tls-key, or --insecure-http when a reverse proxy in front speaks HTTPS to the clients", cfg.listen)
+	}
 	return cfg, nil
+}
+
+// loadTLS reads --tls-cert and --tls-key once, at start (a renewed
+// certificate takes a restart): HTTPS with TLS 1.2 at least.
+func loadTLS(certFile, keyFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert %s, --tls-key %s: %w", certFile, keyFile, err)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}, nil
 }
 
 func serveUsage(w io.Writer, fs *flag.FlagSet) {
@@ -213,7 +248,8 @@ lane-004 workers (docs/protocol/worker.md), each a --ui control session with its
 
   ccbridge serve [--dir DIR …] [--worker ID=DIR …] [flags] [-- extra CLI arguments]
 
-The web UI: open http://127.0.0.1:8787/ (the page, and /api/web/… for its sessions).
+The web UI: open http://127.0.0.1:8787/ (the page, and /api/web/… for its sessions);
+with --tls-cert and --tls-key serve answers HTTPS only (https://…).
 
 Worker endpoints (with --token-file: Authorization: Bearer TOKEN):
   POST /api/runtime/codex/workers/{workerId}/requests   a request; its receipt (or 202 after --request-wait)
@@ -479,6 +515,7 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 	}
 
 	srv := newServeAPI(api, cfg.tokens, log)
+	srv.tlsProxy = cfg.insecureHTTP
 	srv.maxBody = cfg.maxBody
 	srv.requestWait = cfg.requestWait
 	if cfg.web {
@@ -498,8 +535,18 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	log.Info("serving", "listen", ln.Addr().String(), "workers", len(api), "web", cfg.web, "auth", cfg.tokens != nil)
+	scheme := "http"
+	if cfg.tls != nil {
+		// HTTPS only: net/http answers a plain HTTP request on this port
+		// with a 400 of its own, which no handler of ours sees.
+		scheme = "https"
+		hs.TLSConfig = cfg.tls
+		go func() { served <- hs.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { served <- hs.Serve(ln) }()
+	}
+	log.Info("serving", "listen", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String()+"/",
+		"workers", len(api), "web", cfg.web, "auth", cfg.tokens != nil, "tls", cfg.tls != nil)
 
 	code := 0
 	var serveErr error

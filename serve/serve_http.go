@@ -71,6 +71,10 @@ type serveAPI struct {
 	log     *slog.Logger
 	// web is the page and its sessions; nil: none (--web=false).
 	web *webHost
+	// tlsProxy is --insecure-http: a reverse proxy in front speaks HTTPS
+	// to the browser, so the page's origin may be https:// though the
+	// request came in plain.
+	tlsProxy bool
 
 	maxBody      int64
 	requestWait  time.Duration
@@ -129,7 +133,7 @@ func (s *serveAPI) handler() http.Handler {
 //     none with Sec-Fetch-Site absent, same-origin or none;
 //
 // and sets the security headers of every response (the page's
-// Content-Security-Policy among them).
+// Content-Security-Policy among them; over HTTPS, Strict-Transport-Security).
 func (s *serveAPI) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -138,11 +142,14 @@ func (s *serveAPI) guard(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		if r.TLS != nil {
+			h.Set("Strict-Transport-Security", webHSTS)
+		}
 		if s.tokens == nil && !loopbackHost(r.Host) {
 			webError(w, http.StatusForbidden, "forbidden_host", "Host "+strconv.Quote(r.Host)+" is not a loopback name: without --token-file, ccbridge serve answers 127.0.0.1, [::1] and localhost only")
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r, s.tlsProxy) {
 			webError(w, http.StatusForbidden, "forbidden_origin", "a request that changes something must come from this server's own page (Origin "+strconv.Quote(r.Header.Get("Origin"))+")")
 			return
 		}
@@ -166,18 +173,27 @@ func loopbackHost(host string) bool {
 
 // sameOrigin reports whether a request comes from serve's own origin, or
 // from a client that is not a browser (no Origin, no Sec-Fetch-Site, or
-// Sec-Fetch-Site none: typed by the user).
-func sameOrigin(r *http.Request) bool {
+// Sec-Fetch-Site none: typed by the user). Serve's origin is https://
+// and its Host over TLS, http:// and its Host over plain HTTP; behind a
+// TLS proxy (tlsProxy) https:// and the Host too, as the proxy passes
+// it on.
+func sameOrigin(r *http.Request, tlsProxy bool) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		site := r.Header.Get("Sec-Fetch-Site")
 		return site == "" || site == "same-origin" || site == "none"
 	}
-	scheme := "http://"
 	if r.TLS != nil {
-		scheme = "https://"
+		return strings.EqualFold(origin, "https://"+r.Host)
 	}
-	return strings.EqualFold(origin, scheme+r.Host)
+	return strings.EqualFold(origin, "http://"+r.Host) || tlsProxy && strings.EqualFold(origin, "https://"+r.Host)
+}
+
+// secureOrigin reports whether the browser reached serve over HTTPS: the
+// request came over TLS, or from a page of an https:// origin (behind a
+// TLS proxy; guard has checked that origin is serve's own).
+func secureOrigin(r *http.Request) bool {
+	return r.TLS != nil || len(r.Header.Get("Origin")) > 8 && strings.EqualFold(r.Header.Get("Origin")[:8], "https://")
 }
 
 // shutdown ends the streams and answers the requests waiting for their

@@ -66,6 +66,11 @@ const (
 	webCookie = "ccbridge_token"
 )
 
+// webHSTS is the Strict-Transport-Security of every HTTPS response: a
+// browser that has once reached serve over HTTPS uses nothing else for a
+// year (for a name: browsers keep none for an IP address).
+const webHSTS = "max-age=31536000"
+
 // webCSP is the Content-Security-Policy of every response: the page's own
 // scripts and styles only, no inline code, no frames, no form posts, no
 // connection but to serve itself.
@@ -273,7 +278,7 @@ func (h *webHost) authorized(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // authCookie is POST /api/web/auth: {"token"} sets the cookie that
-// EventSource sends.
+// EventSource sends; Secure when the page was reached over HTTPS.
 func (h *webHost) authCookie(w http.ResponseWriter, r *http.Request) {
 	body, ok := webBody(w, r, 4<<10)
 	if !ok {
@@ -288,7 +293,8 @@ func (h *webHost) authCookie(w http.ResponseWriter, r *http.Request) {
 		webError(w, http.StatusForbidden, "forbidden", "the token is not valid for the web UI (it needs a token for every worker)")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: webCookie, Value: url.QueryEscape(token), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: webCookie, Value: url.QueryEscape(token), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: secureOrigin(r)})
 	w.WriteHeader(http.StatusNoContent)
 }
 
