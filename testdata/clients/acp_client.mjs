@@ -8,7 +8,7 @@
 import { pathToFileURL } from 'node:url';
 import { spawn } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 
 const acp = await import(pathToFileURL(process.env.ACP_SDK).href);
 const out = (o) => process.stdout.write(JSON.stringify(o) + '\n');
@@ -24,10 +24,15 @@ console.error = (...args) => {
   origError(...args);
 };
 
-// connect starts one ccbridge and returns a client connection to it.
+// The agent to start: `ccbridge --ui acp`, or the program and arguments
+// AGENT_COMMAND names (a JSON array): the Node ACP adapter
+// claude-agent-acp, run in front of ccbridge in drop-in mode.
+const agentCommand = process.env.AGENT_COMMAND ? JSON.parse(process.env.AGENT_COMMAND) : [process.env.CCBRIDGE_BIN, '--ui', 'acp'];
+
+// connect starts one agent and returns a client connection to it.
 // policy answers the agent's requests: (method, params, signal) → result.
 function connect(name, policy, extraArgs = []) {
-  const child = spawn(process.env.CCBRIDGE_BIN, ['--ui', 'acp', ...extraArgs], {
+  const child = spawn(agentCommand[0], [...agentCommand.slice(1), ...extraArgs], {
     cwd, env: process.env, stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
@@ -109,6 +114,21 @@ function cliPids(pid) {
   return pids;
 }
 
+// The processes below pid, each with its parent, the program it runs and
+// its arguments.
+function descendants(pid) {
+  const procs = [];
+  for (const c of cliPids(pid)) {
+    let exe = '', args = [];
+    try {
+      exe = readlinkSync(`/proc/${c}/exe`);
+      args = readFileSync(`/proc/${c}/cmdline`, 'utf8').split('\0').slice(1, -1);
+    } catch {}
+    procs.push({ pid: c, ppid: pid, exe, args }, ...descendants(c));
+  }
+  return procs;
+}
+
 const isChunk = (sid) => (p) => p.sessionId === sid && p.update.sessionUpdate === 'agent_message_chunk';
 
 const scenarios = {
@@ -131,6 +151,24 @@ const scenarios = {
     const c = connect('a', async () => selected('reject'));
     const sid = await newSession(c);
     await prompt(c, sid, 'WRITEFILE please');
+    await c.close();
+  },
+
+  // An editor's session through another agent (AGENT_COMMAND): a text
+  // turn, then a Write and a Bash command, each allowed once when its
+  // permission request arrives; the processes below the agent are
+  // recorded while the request is open.
+  async editor() {
+    let c;
+    c = connect('a', async (method, params) => {
+      out({ event: 'processes', agent: c.child.pid, procs: descendants(c.child.pid) });
+      const allow = params.options?.find((o) => o.kind === 'allow_once');
+      return allow ? selected(allow.optionId) : { outcome: { outcome: 'cancelled' } };
+    });
+    const sid = await newSession(c);
+    await prompt(c, sid, 'hello');
+    await prompt(c, sid, 'WRITEFILE please');
+    await prompt(c, sid, 'BASH please');
     await c.close();
   },
 
