@@ -4,6 +4,7 @@
 package version
 
 import (
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -67,16 +68,11 @@ func fromBuild(stamped string, bi *debug.BuildInfo, ok bool) Info {
 	if bi.GoVersion != "" {
 		i.Go = bi.GoVersion
 	}
-	if i.Version == "" {
-		i.Version = "dev"
-		if v := bi.Main.Version; v != "" && v != "(devel)" && !strings.Contains(v, "+dirty") {
-			i.Version = v
-		}
-	}
-	var modified bool
+	var modified, fromVCS bool
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
+			fromVCS = true
 			i.Commit = s.Value
 			if len(i.Commit) > 12 {
 				i.Commit = i.Commit[:12]
@@ -90,5 +86,18 @@ func fromBuild(stamped string, bi *debug.BuildInfo, ok bool) Info {
 	if modified && i.Commit != "" {
 		i.Commit += "-dirty"
 	}
+	if i.Version == "" {
+		i.Version = "dev"
+		// A build in a checkout gets a module version from the VCS too: a
+		// tag on its commit, else a pseudo-version (or +dirty) that
+		// names no release. go install …@version records no VCS settings.
+		if v := bi.Main.Version; v != "" && v != "(devel)" && !strings.Contains(v, "+dirty") && !(fromVCS && pseudo.MatchString(v)) {
+			i.Version = v
+		}
+	}
 	return i
 }
+
+// pseudo matches a Go pseudo-version (v0.0.0-20261128010903-f6157fbcfc4f,
+// v1.2.4-0.20261128010903-f6157fbcfc4f, v1.3.0-rc.1.0.20261128…-…).
+var pseudo = regexp.MustCompile(`[-.]\d{14}-[0-9a-f]{12}(\+incompatible)?$`)

@@ -31,6 +31,12 @@ func TestFromBuild(t *testing.T) {
 		{"development build", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs(rev, "false")}, true, "dev", "3f2a1c9e0b1d", "dev+3f2a1c9e0b1d"},
 		{"dirty tree", "", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs(rev, "true")}, true, "dev", "3f2a1c9e0b1d-dirty", "dev+3f2a1c9e0b1d-dirty"},
 		{"go install @version", "", &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}}, true, "v1.4.0", "", "v1.4.0"},
+		{"go install @commit", "", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261128010903-f6157fbcfc4f"}}, true, "v0.0.0-20261128010903-f6157fbcfc4f", "", "v0.0.0-20261128010903-f6157fbcfc4f"},
+		// Go 1.24+ stamps a build in a clean checkout with the tag of its
+		// commit, else a pseudo-version: only the tag is a release.
+		{"checkout at a tag", "", &debug.BuildInfo{Main: debug.Module{Version: "v1.5.0"}, Settings: vcs(rev, "false")}, true, "v1.5.0", "3f2a1c9e0b1d", "v1.5.0"},
+		{"checkout past a tag", "", &debug.BuildInfo{Main: debug.Module{Version: "v1.5.1-0.20261128010903-3f2a1c9e0b1d"}, Settings: vcs(rev, "false")}, true, "dev", "3f2a1c9e0b1d", "dev+3f2a1c9e0b1d"},
+		{"clean checkout, no tag", "", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261128010903-3f2a1c9e0b1d"}, Settings: vcs(rev, "false")}, true, "dev", "3f2a1c9e0b1d", "dev+3f2a1c9e0b1d"},
 		// Go 1.24+ stamps a pseudo-version with +dirty from a modified
 		// checkout: not a release.
 		{"pseudo-version of a dirty tree", "", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261128010000-3f2a1c9e0b1d+dirty"}, Settings: vcs(rev, "true")}, true, "dev", "3f2a1c9e0b1d-dirty", "dev+3f2a1c9e0b1d-dirty"},
