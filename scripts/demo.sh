@@ -29,7 +29,9 @@ log=$home/serve.log
 HOME=$home bin/ccbridge serve --listen "$listen" --fake-model default --claude "$cli" \
   --dir "$project" --log-level "${LOG_LEVEL:-info}" 2>"$log" &
 pid=$!
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$home" "$project"' EXIT
+# Under set -e a failing command ends a trap too: kill fails when serve is
+# gone already (it takes the same Ctrl-C), wait returns serve's status.
+trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$home" "$project"' EXIT
 trap 'exit 130' INT TERM
 
 addr=
