@@ -761,7 +761,7 @@ func TestACPAlignResumeRefusedBeforeAnyChild(t *testing.T) {
 }
 
 // TestACPAlignCancelWhileReadingABigSession: a session/cancel is handled within
-// 50 ms while a session file of about 100 MB is being read for
+// 250 ms (a few on a quiet machine) while a session file of about 100 MB is being read for
 // session/load (and a session/list runs): the prompt it cancels, waiting
 // behind a running one, is answered at once, before the load.
 func TestACPAlignCancelWhileReadingABigSession(t *testing.T) {
@@ -815,8 +815,11 @@ func TestACPAlignCancelWhileReadingABigSession(t *testing.T) {
 	if q := tagged(r, "queued"); q.Get("result.stopReason").Str != "cancelled" {
 		t.Fatalf("the cancelled prompt: %s", q.Raw)
 	}
-	if ms := lat.Get("ms").Float(); ms >= 50 {
-		t.Errorf("the cancel took effect after %.1f ms, want < 50 ms", ms)
+	// A few milliseconds on a quiet machine; the bound leaves room for a
+	// loaded one (two cores, the rest of the suite beside it: 67 ms seen)
+	// and still fails a cancel that waits for the 100 MB read (seconds).
+	if ms := lat.Get("ms").Float(); ms >= 250 {
+		t.Errorf("the cancel took effect after %.1f ms, want < 250 ms", ms)
 	}
 	load := tagged(r, "load")
 	if load.Get("error").Exists() {
