@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestNPMManifests(t *testing.T) {
@@ -186,7 +187,21 @@ func TestNPMPackages(t *testing.T) {
 			t.Fatalf("%v: the fake said %q, %v", tc.sig, l, err)
 		}
 		cmd.Process.Signal(tc.sig)
-		rest, _ := io.ReadAll(r)
+		// The fake answers at once; when the signal is not forwarded, it
+		// goes on waiting (its sleep holds stdout open for 60 s).
+		done := make(chan []byte, 1)
+		go func() {
+			b, _ := io.ReadAll(r)
+			done <- b
+		}()
+		var rest []byte
+		select {
+		case rest = <-done:
+		case <-time.After(20 * time.Second):
+			t.Errorf("%v: no answer from the fake in 20 s: not forwarded", tc.sig)
+			cmd.Process.Kill()
+			continue
+		}
 		err := cmd.Wait()
 		if string(rest) != tc.out || cmd.ProcessState.ExitCode() != tc.code {
 			t.Errorf("%v: the fake said %q; the launcher: %v", tc.sig, rest, err)
