@@ -44,6 +44,8 @@ var depsPolicy = []struct {
 	{"internal/cliflags", nil},
 	{"internal/golden", nil},
 	{"internal/version", nil},
+	// The release tool (package main, run by scripts/release.sh).
+	{"internal/release", nil},
 	{"screen", nil},
 	// The pure codecs: the CLI side and one per dialect and lane.
 	{"mapping/...", []string{"mapping/...", "internal/jscan", "internal/jsonw", "internal/rfc3339"}},

@@ -22,7 +22,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
@@ -953,23 +952,6 @@ func TestControlBadInput(t *testing.T) {
 			t.Errorf("a turn of a request that was refused: %.400s", l)
 		}
 	}
-}
-
-// ctlRlimit is struct rlimit64 of prlimit(2).
-type ctlRlimit struct{ Cur, Max uint64 }
-
-// ctlSetFileSizeLimit sets the soft RLIMIT_FSIZE of process pid to n
-// bytes (prlimit(2)), keeping the hard limit.
-func ctlSetFileSizeLimit(pid int, n uint64) error {
-	var old ctlRlimit
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), syscall.RLIMIT_FSIZE, 0, uintptr(unsafe.Pointer(&old)), 0, 0); e != 0 {
-		return fmt.Errorf("prlimit %d: %w", pid, e)
-	}
-	lim := ctlRlimit{Cur: min(n, old.Max), Max: old.Max}
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), syscall.RLIMIT_FSIZE, uintptr(unsafe.Pointer(&lim)), 0, 0, 0); e != 0 {
-		return fmt.Errorf("prlimit %d: %w", pid, e)
-	}
-	return nil
 }
 
 // TestControlInternalError: the durable store's file may not grow (the

@@ -344,7 +344,14 @@ func TestDropInUIStream(t *testing.T) {
 
 func TestDropInAgentSDKWriteAllowed(t *testing.T) {
 	t.Parallel()
-	events := agentSDK(t, "write")
+	checkSDKWriteAllowed(t, agentSDK(t, "write"))
+}
+
+// checkSDKWriteAllowed checks the events of the SDK's "write" scenario: a
+// Write the SDK's canUseTool allowed, its file written, a successful
+// result.
+func checkSDKWriteAllowed(t *testing.T, events []gjson.Result) {
+	t.Helper()
 	var asked, path string
 	var result gjson.Result
 	for _, e := range events {

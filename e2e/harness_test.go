@@ -637,12 +637,18 @@ func interrupted(res []byte) bool {
 // script's events.
 func agentSDK(t *testing.T, scenario string) []gjson.Result {
 	t.Helper()
+	return agentSDKWith(t, ccbridgeBin, scenario)
+}
+
+// agentSDKWith is agentSDK with the ccbridge binary bin.
+func agentSDKWith(t *testing.T, bin, scenario string) []gjson.Result {
+	t.Helper()
 	cli := realCLI(t)
 	node, module := nodeModule(t, "@anthropic-ai/claude-agent-sdk/sdk.mjs", "the Agent SDK")
 	dir := t.TempDir()
 	cmd := exec.Command(node, clientScript("sdk_dropin.mjs"))
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "CCBRIDGE_CLAUDE="+cli,
-		"SDK_MODULE="+module, "CCBRIDGE_BIN="+ccbridgeBin, "WORKDIR="+dir, "SCENARIO="+scenario)
+		"SDK_MODULE="+module, "CCBRIDGE_BIN="+bin, "WORKDIR="+dir, "SCENARIO="+scenario)
 	cmd.Env = append(cmd.Env, fakeAPI(t).Env()...)
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr

@@ -148,8 +148,7 @@ func perfACPFake() int {
 					if rate > 0 {
 						due := start.Add(time.Duration(i) * time.Second / time.Duration(rate))
 						for d := time.Until(due); d > 0; d = time.Until(due) {
-							t := syscall.NsecToTimespec(int64(d))
-							syscall.Nanosleep(&t, nil)
+							nanosleep(d)
 						}
 					}
 					putTS(ts, time.Now().UnixNano())

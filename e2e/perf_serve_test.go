@@ -79,7 +79,7 @@ func startPerfServe(t *testing.T, cli string, ids []string) *perfServeProc {
 	s.cmd.Dir = t.TempDir()
 	s.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "CCBRIDGE_CLAUDE="+cli)
 	s.cmd.Stderr = s.stderr
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	s.cmd.SysProcAttr = withPdeathsig(&syscall.SysProcAttr{Setpgid: true})
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

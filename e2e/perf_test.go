@@ -236,7 +236,7 @@ func formatValues(format string, v []float64) string {
 // group of its own that dies with the harness, its stderr kept in stderr,
 // pipes to its stdin and from its stdout.
 func pipePerfProcess(cmd *exec.Cmd, stderr *lockedBuffer) (io.WriteCloser, io.ReadCloser, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = withPdeathsig(&syscall.SysProcAttr{Setpgid: true})
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -704,7 +704,7 @@ func perfRelay() int {
 	cmd := exec.Command(os.Getenv("CCBRIDGE_CLAUDE"), os.Args[1:]...)
 	cmd.Env = append(os.Environ(), perfHelperEnv+"=fakecli")
 	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = withPdeathsig(&syscall.SysProcAttr{})
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay:", err)
@@ -866,8 +866,7 @@ func perfFakeCLI() int {
 						}
 						// A nanosleep, not time.Sleep, whose wake-ups
 						// come in steps of about a millisecond.
-						ts := syscall.NsecToTimespec(int64(d))
-						syscall.Nanosleep(&ts, nil)
+						nanosleep(d)
 					}
 					f := frame(i)
 					f.stamp()

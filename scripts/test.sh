@@ -3,7 +3,8 @@
 # tests and the end-to-end tests (./e2e) against the real Claude Code CLI
 # (installed into .tools/ when missing) and, for the web UI, headless
 # Chromium (installed by scripts/install-browser.sh), all under the race
-# detector, then the static build and each fuzz target for FUZZTIME
+# detector, then the static build, go vet for darwin and windows (the
+# release's other systems), and each fuzz target for FUZZTIME
 # (default 3s, two targets at a time;
 # FUZZTIME=5m ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run). It must
 # stay within 6 minutes on a 2-core machine with an empty build cache
@@ -87,14 +88,25 @@ fuzz_build() {
   done <<<"$fuzz_pkgs"
 }
 
+# cross_vet runs go vet for darwin and windows (amd64), the systems the
+# release is built for beside linux (scripts/release.sh), so that code
+# that builds on Linux only is found here. ./e2e is left out for windows:
+# it drives ccbridge with POSIX signals and process groups, and ccbridge
+# starts no CLI on windows (README.md, "Platforms").
+cross_vet() {
+  GOOS=darwin GOARCH=amd64 go vet ./... &&
+    GOOS=windows GOARCH=amd64 go vet $(go list ./... | grep -vx "$(go list ./e2e)")
+}
+
 # While the tests run, at the lowest priority (the tests keep the CPU), the
-# static build and the fuzz binaries fill the cycles the tests leave idle.
+# static build, the fuzz binaries and the cross-system vet fill the cycles
+# the tests leave idle.
 # Stopped when the tests end, and done again in the foreground from the
 # build cache: what this finished is not built twice.
 set -m # its own process group, to stop it whole
 (
   renice -n 19 -p "$BASHPID" >/dev/null
-  CGO_ENABLED=0 go build -o "$work/ccbridge" . && fuzz_build
+  CGO_ENABLED=0 go build -trimpath -o "$work/ccbridge" . && fuzz_build && cross_vet
 ) >"$work/prebuild.log" 2>&1 &
 prebuild_pid=$!
 set +m
@@ -110,8 +122,15 @@ step
 kill -- "-$prebuild_pid" 2>/dev/null || true
 wait "$prebuild_pid" 2>/dev/null || true
 
+# -trimpath, as a release is built: e2e's TestRelease runs
+# scripts/release.sh for this system, and the two builds share their
+# compiled packages through the build cache.
 echo "== go build (static)"
-CGO_ENABLED=0 go build -o bin/ccbridge .
+CGO_ENABLED=0 go build -trimpath -o bin/ccbridge .
+step
+
+echo "== go vet (GOOS=darwin, GOOS=windows; started in the background)"
+cross_vet
 step
 
 echo "== fuzz ($FUZZTIME each, $FUZZJOBS at a time)"

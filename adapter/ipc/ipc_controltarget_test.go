@@ -1,3 +1,5 @@
+//go:build unix
+
 package ipc
 
 // The ipc dialect as a control lane target, against the fake "ctl" CLI,
