@@ -95,6 +95,9 @@ func manifest(version, baseURL string, ts []target, sums map[target]string) ([]b
 		},
 	}
 	for _, t := range ts {
+		if !t.runsCLI() {
+			continue // an archive of its own, but no agent an editor could start
+		}
 		a.Distribution.Binary[t.registryPlatform()] = binaryTarget{
 			Archive: baseURL + t.archive(version),
 			SHA256:  sums[t],

@@ -17,6 +17,12 @@ var allTargets = []target{
 
 func (t target) String() string { return t.os + "/" + t.arch }
 
+// runsCLI reports whether ccbridge starts the Claude Code CLI on the
+// target: not on windows, which has no process groups for the session's
+// guarantees (session.Start refuses there). agent.json offers an editor
+// only these.
+func (t target) runsCLI() bool { return t.os != "windows" }
+
 // exe is the binary's name.
 func (t target) exe() string {
 	if t.os == "windows" {
