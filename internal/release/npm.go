@@ -148,7 +148,8 @@ func mainManifest(ts []target, npmv string) map[string]any {
 }
 
 // launcherJS is bin/ccbridge.js: it finds the platform package's binary
-// with require.resolve and runs it with stdio inherited, forwards SIGINT,
+// with require.resolve and runs it with stdio inherited, forwards SIGINT
+// (unless its stdin is a terminal, whose Ctrl-C reaches ccbridge itself),
 // SIGTERM and SIGHUP to it, and exits as it did: with its code, or by its
 // signal, raised again.
 func launcherJS(ts []target, npmv string) ([]byte, error) {
@@ -197,8 +198,15 @@ try {
 
 const child = spawn(bin, process.argv.slice(2), { stdio: 'inherit' });
 const forwarded = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+// At a terminal, Ctrl-C reaches ccbridge itself (the terminal signals its
+// whole foreground process group): forwarded too, it would come twice,
+// which ccbridge takes for "stop" rather than "interrupt the turn".
+const atTerminal = require('tty').isatty(0);
 for (const sig of forwarded) {
   process.on(sig, () => {
+    if (sig === 'SIGINT' && atTerminal) {
+      return;
+    }
     try {
       child.kill(sig);
     } catch {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 )
 
 func TestNPMManifests(t *testing.T) {
@@ -79,6 +81,13 @@ wait)
   trap 'kill $pid; trap - INT; kill -INT $$' INT
   echo ready
   wait $pid ;;
+ints)
+  n=0
+  trap 'n=$((n+1))' INT
+  echo ready
+  while [ $n -eq 0 ]; do sleep 0.05; done
+  sleep 1
+  echo "ints $n" ;;
 *) echo "fake ccbridge: $*" ;;
 esac
 `
@@ -257,5 +266,70 @@ func tgzFiles(t *testing.T, name string) map[string]tgzFile {
 		}
 		body, _ := io.ReadAll(tr)
 		files[h.Name] = tgzFile{h.Mode, body}
+	}
+}
+
+// TestLauncherAtATerminal: Ctrl-C at a terminal signals the launcher and
+// ccbridge both (the terminal's foreground process group); the launcher
+// does not forward it, so ccbridge sees one SIGINT, which interrupts a
+// turn, not two, which stop it.
+func TestLauncherAtATerminal(t *testing.T) {
+	needNode(t)
+	host := hostTarget(t)
+	bin := filepath.Join(t.TempDir(), "bin")
+	p := filepath.Join(bin, host.os+"_"+host.arch, host.exe())
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(fakeCCBridge), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dist := t.TempDir()
+	if err := writeArchives("v9.8.7", []target{host}, bin, dist, nil, testTime, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeNPM("v9.8.7", dist, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	npmDir := filepath.Join(dist, "npm")
+	dir := npmInstall(t, filepath.Join(npmDir, "ccbridge-9.8.7.tgz"), filepath.Join(npmDir, "ccbridge-"+host.npmOS()+"-"+host.npmCPU()+"-9.8.7.tgz"))
+
+	// pty.Start makes the launcher a session leader with the terminal as
+	// its controlling terminal, its process group the foreground one.
+	cmd := exec.Command(filepath.Join(dir, "node_modules", ".bin", "ccbridge"), "ints")
+	term, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	defer cmd.Process.Kill()
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(term)
+		for sc.Scan() {
+			lines <- strings.TrimSpace(sc.Text())
+		}
+		close(lines)
+	}()
+	next := func() string {
+		select {
+		case l := <-lines:
+			return l
+		case <-time.After(20 * time.Second):
+			t.Fatal("the fake said nothing for 20 s")
+		}
+		return ""
+	}
+	if l := next(); l != "ready" {
+		t.Fatalf("the fake said %q", l)
+	}
+	term.Write([]byte{3})                 // Ctrl-C
+	l := strings.TrimPrefix(next(), "^C") // the terminal echoes the Ctrl-C
+	for l == "" {
+		l = strings.TrimPrefix(next(), "^C")
+	}
+	if l != "ints 1" {
+		t.Errorf("after one Ctrl-C the binary counted %q, want ints 1: the launcher forwarded the terminal's SIGINT", l)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the launcher: %v", err)
 	}
 }
