@@ -196,8 +196,10 @@ try {
   process.exit(1);
 }
 
-const child = spawn(bin, process.argv.slice(2), { stdio: 'inherit' });
 const forwarded = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+// The handlers come first: a signal between the spawn and them would end
+// Node by its default action and leave ccbridge running on its own.
+let child;
 // At a terminal, Ctrl-C reaches ccbridge itself (the terminal signals its
 // whole foreground process group): forwarded too, it would come twice,
 // which ccbridge takes for "stop" rather than "interrupt the turn".
@@ -214,6 +216,7 @@ for (const sig of forwarded) {
     }
   });
 }
+child = spawn(bin, process.argv.slice(2), { stdio: 'inherit' });
 child.on('error', (err) => {
   process.stderr.write('ccbridge: cannot run ' + bin + ': ' + err.message + '\n');
   process.exit(1);
