@@ -517,7 +517,11 @@ func TestDefaultScenario(t *testing.T) {
 		for i := range 2 {
 			h = append(h, msg("assistant", []any{toolUse("s", "Bash")}), msg("user", []any{toolResult("s", "x")}))
 			if i < len(texts) {
-				h = append(h, msg("system", []any{text("The user sent a new message while you were working:\n" + texts[i] + "\n\nThis is how Claude Code surfaces messages the user sends mid-turn.")}))
+				var content any = "The user sent a new message while you were working:\n" + texts[i] + "\n\nThis is how Claude Code surfaces messages the user sends mid-turn."
+				if i == 1 {
+					content = []any{text(content.(string))} // the form of the call that first carries it
+				}
+				h = append(h, msg("system", content))
 			}
 		}
 		return h

@@ -118,14 +118,23 @@ func analyze(body []byte) requestInfo {
 	var steers []string
 	for i := promptIdx + 1; i < len(msgs); i++ {
 		if msgs[i].Get("role").String() == "system" {
-			msgs[i].Get("content").ForEach(func(_, b gjson.Result) bool {
-				if t := b.Get("text").String(); strings.HasPrefix(t, steerPrefix) {
+			// The content is an array of text blocks in the call that
+			// first carries it, a string in the calls after.
+			c := msgs[i].Get("content")
+			add := func(t string) {
+				if strings.HasPrefix(t, steerPrefix) {
 					t = t[len(steerPrefix):]
 					if j := strings.Index(t, "\n\n"); j >= 0 {
 						t = t[:j]
 					}
 					steers = append(steers, t)
 				}
+			}
+			if c.Type == gjson.String {
+				add(c.String())
+			}
+			c.ForEach(func(_, b gjson.Result) bool {
+				add(b.Get("text").String())
 				return true
 			})
 		}
