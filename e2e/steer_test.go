@@ -1,0 +1,92 @@
+package e2e
+
+// Steering: text added to a running turn without ending it, in every
+// dialect. The CLI 2.1.330 takes a user message written to its stdin
+// during a tool loop into the running turn after the next tool result and
+// hands it to the model as a system message; the fake model's STEER
+// scenario answers, after its two Bash steps, with the text it was
+// steered by, so the tests see the steer reach the model in the same
+// turn, which then completes once.
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
+)
+
+// steerCheckModel checks that the fake model got the steering text in
+// the turn of the prompt holding tok: the final call of the STEER rule
+// (step 2) holds it, in the CLI's mid-turn system message.
+func steerCheckModel(t *testing.T, tok, steer string) {
+	t.Helper()
+	r := modelRequest(t, tok)
+	if r.Rule != "STEER" || r.Step != 2 {
+		t.Errorf("the latest request for the prompt is rule %q step %d, want STEER step 2 (one turn)", r.Rule, r.Step)
+	}
+	if !seenByModel(t, tok, "The user sent a new message while you were working:\\n"+steer) {
+		t.Errorf("the model's last request of the turn does not carry the steering text %q", steer)
+	}
+}
+
+func TestSteerLane004(t *testing.T) {
+	t.Parallel()
+	w := l4Start(t, ctlOpts{args: []string{"--permission-mode", "default"}})
+	c := l4Stdio(w)
+	text := func(s string) []any { return []any{map[string]any{"type": "text", "text": s}} }
+
+	p := l4Fail(t, "turn/steer with no turn", c.call(ctlID("steer0"), "turn/steer",
+		map[string]any{"threadId": w.sid, "expectedTurnId": uuid.NewString(), "input": text("x")}), "turn/steer", "conflict")
+	if p.Get("details.current_turn_id").Type != gjson.Null {
+		t.Errorf("conflict with no turn: %s", p.Raw)
+	}
+	tok := token("steer")
+	from := len(c.got)
+	turn := l4OK(t, "turn/start STEER", c.call(ctlID("turn"), "turn/start", l4Text(w.sid, "STEER "+tok)), "turn/start").Get("turn.id").Str
+	c.waitFrom(from, "the first tool call", func(l []byte) bool {
+		return l4IsEvent("item/started", turn)(l) && get(l, "payload.params.item.type").Str == "toolCall"
+	})
+	p = l4Fail(t, "turn/steer of another turn", c.call(ctlID("steer1"), "turn/steer",
+		map[string]any{"threadId": w.sid, "expectedTurnId": uuid.NewString(), "input": text("x")}), "turn/steer", "conflict")
+	if p.Get("details.current_turn_id").Str != turn {
+		t.Errorf("conflict for another turn: %s", p.Raw)
+	}
+	steer := "mind " + token("steerw")
+	resp := l4OK(t, "turn/steer", c.call(ctlID("steer2"), "turn/steer",
+		map[string]any{"thread_id": w.sid, "expected_turn_id": turn, "input": text(steer)}), "turn/steer")
+	sid := resp.Get("steerId").Str
+	if resp.Get("turnId").Str != turn || uuid.Validate(sid) != nil {
+		t.Errorf("turn/steer's response: %s", resp.Raw)
+	}
+	end := c.waitFrom(from, "turn/completed", l4IsEvent("turn/completed", ""))
+	lines := c.workerLines(from, end)
+	if got := get(c.got[end], "payload.params.turn"); got.Get("id").Str != turn || got.Get("status").Str != "completed" {
+		t.Errorf("the first turn/completed: %s, want turn %s completed", got.Raw, turn)
+	}
+	steered, agent := false, ""
+	for _, l := range lines {
+		switch {
+		case l4IsEvent("turn/steered", turn)(l):
+			steered = get(l, "payload.params.steerId").Str == sid
+		case l4IsEvent("turn/started", "")(l) && get(l, "payload.params.turn.id").Str != turn:
+			t.Errorf("a second turn started: %s", l)
+		case l4IsEvent("item/agentMessage/delta", turn)(l):
+			agent += get(l, "payload.params.delta").Str
+		}
+	}
+	if !steered {
+		t.Errorf("no turn/steered naming steer %s before turn/completed", sid)
+	}
+	if !strings.Contains(agent, "Steered by: "+steer+". ") {
+		t.Errorf("the turn's text %q does not say it was steered by %q", agent, steer)
+	}
+	steerCheckModel(t, tok, steer)
+	p = l4Fail(t, "turn/steer of the ended turn", c.call(ctlID("steer3"), "turn/steer",
+		map[string]any{"threadId": w.sid, "expectedTurnId": turn, "input": text("x")}), "turn/steer", "conflict")
+	for _, l := range c.got[end+1:] {
+		if l4IsEvent("turn/completed", "")(l) || l4IsEvent("turn/started", "")(l) {
+			t.Errorf("a turn event after the steered turn: %s", l)
+		}
+	}
+}
