@@ -90,3 +90,45 @@ func TestSteerLane004(t *testing.T) {
 		}
 	}
 }
+
+func TestSteerIPC(t *testing.T) {
+	t.Parallel()
+	b := startIPC(t, "--permission-mode", "default")
+	tok := token("steer")
+	b.send(`{"type":"user_message","text":"STEER ` + tok + `"}`)
+	ipcUntil(t, b, "the first tool call", func(l []byte) bool { return typeOf(l) == "tool_use" })
+	steer := "mind " + token("steerw")
+	b.send(`{"type":"steer","text":` + jsonStr(steer) + `}`)
+	lines := ipcUntil(t, b, "the turn's end", func(l []byte) bool {
+		return typeOf(l) == "turn_complete" || typeOf(l) == "turn_cancelled" || (typeOf(l) == "error" && !get(l, "recoverable").Bool())
+	})
+	end := lines[len(lines)-1]
+	if typeOf(end) != "turn_complete" || !strings.Contains(get(end, "result").Str, "Steered by: "+steer+". ") {
+		t.Fatalf("the turn ended with %s, want turn_complete saying it was steered by %q", end, steer)
+	}
+	taken := 0
+	for _, l := range lines {
+		if typeOf(l) == "steer_taken" {
+			taken++
+		}
+		if typeOf(l) == "error" {
+			t.Errorf("an error during the steered turn: %s", l)
+		}
+	}
+	if taken != 1 {
+		t.Errorf("%d steer_taken, want 1", taken)
+	}
+	steerCheckModel(t, tok, steer)
+	// No turn runs now: a steer is refused, and the session goes on.
+	b.send(`{"type":"steer","text":"late"}`)
+	l := ipcUntil(t, b, "the refusal", func(l []byte) bool { return typeOf(l) == "error" })
+	if e := l[len(l)-1]; get(e, "code").Str != "no_turn" || !get(e, "recoverable").Bool() {
+		t.Errorf("a steer with no turn: %s", e)
+	}
+	b.send(`{"type":"user_message","text":"hello"}`)
+	for _, l := range ipcUntil(t, b, "the next turn's end", func(l []byte) bool { return typeOf(l) == "turn_complete" }) {
+		if typeOf(l) == "turn_complete" && get(l, "result").Str != "Hello from the mock model. " {
+			t.Errorf("the turn after the steered one: %s", l)
+		}
+	}
+}
