@@ -132,3 +132,35 @@ func TestSteerIPC(t *testing.T) {
 		}
 	}
 }
+
+func TestSteerRPC(t *testing.T) {
+	t.Parallel()
+	c := startRPC(t, []string{"--permission-mode", "default"})
+	if init := c.initialize(""); !init.Get("server_capabilities.supports_run_steer").Bool() {
+		t.Errorf("initialize does not claim run.steer: %s", init.Get("server_capabilities").Raw)
+	}
+	c.rpcError(c.call("run.steer", `{"run_id":"run-404","text":"x"}`), -32002)
+	tok := token("steer")
+	run := c.start("STEER " + tok)
+	c.until("the first tool call", isEvent(run, "tool_call"))
+	steer := "mind " + token("steerw")
+	res := c.result(c.call("run.steer", `{"run_id":`+jsonStr(run)+`,"text":`+jsonStr(steer)+`}`))
+	if !res.Get("ok").Bool() || res.Get("run_id").Str != run || uuid.Validate(res.Get("steer_id").Str) != nil {
+		t.Errorf("run.steer's result: %s", res.Raw)
+	}
+	lines, status := c.finishRun(run)
+	if status != "completed" {
+		t.Fatalf("the steered run ended %s", status)
+	}
+	final := findLine(lines, isEvent(run, "final"))
+	if !strings.Contains(get(final, "params.event.content").Str, "Steered by: "+steer+". ") {
+		t.Errorf("the run's final event does not say it was steered by %q: %s", steer, final)
+	}
+	steerCheckModel(t, tok, steer)
+	c.rpcError(c.call("run.steer", `{"run_id":`+jsonStr(run)+`,"text":"late"}`), -32002)
+	c.rpcError(c.call("run.steer", `{"run_id":`+jsonStr(run)+`}`), -32602)
+	if _, _, st := c.runText("hello"); st != "completed" {
+		t.Errorf("the run after the steered one ended %s", st)
+	}
+	c.close()
+}
