@@ -11,6 +11,7 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
@@ -163,4 +164,43 @@ func TestSteerRPC(t *testing.T) {
 		t.Errorf("the run after the steered one ended %s", st)
 	}
 	c.close()
+}
+
+func TestSteerACP(t *testing.T) {
+	t.Parallel()
+	tok := token("steer")
+	steer := "mind " + token("steerw")
+	r := runACPScript(t, clientScript("acp_client.mjs"), t.TempDir(), t.TempDir(), 90*time.Second,
+		"SCENARIO=steer", "STEER_PROMPT=STEER "+tok, "STEER_TEXT="+steer)
+	const m = "_ccbridge/session/steer"
+	for i, what := range []string{"with no prompt", "", "after the prompt's answer"} {
+		res := r.response(m, i)
+		switch {
+		case what == "" && uuid.Validate(res.Get("result.steerId").Str) != nil:
+			t.Errorf("the steer during the prompt: %s", res.Raw)
+		case what != "" && res.Get("error.code").Int() != -32002:
+			t.Errorf("a steer %s: %s, want error -32002", what, res.Raw)
+		}
+	}
+	if got := r.stopReason(0); got != "end_turn" {
+		t.Errorf("the steered prompt: stopReason %q", got)
+	}
+	if n := len(r.responses("session/prompt")); n != 2 {
+		t.Errorf("%d session/prompt answers, want 2 (the steered prompt, then hello)", n)
+	}
+	// The steered prompt's text says what steered it, and its answer
+	// comes after that text.
+	answered := r.index(func(e gjson.Result) bool {
+		return e.Get("method").Str == "session/prompt" && e.Get("event").Str == "response"
+	})
+	var said strings.Builder
+	for _, e := range r.events[:max(answered, 0)] {
+		if e.Get("update.sessionUpdate").Str == "agent_message_chunk" {
+			said.WriteString(e.Get("update.content.text").Str)
+		}
+	}
+	if !strings.Contains(said.String(), "Steered by: "+steer+". ") {
+		t.Errorf("the steered prompt's message, before its answer, does not say it was steered by %q: %q", steer, said.String())
+	}
+	steerCheckModel(t, tok, steer)
 }

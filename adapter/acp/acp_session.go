@@ -13,6 +13,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
@@ -69,6 +70,10 @@ type acpTurn struct {
 
 	dropped    bool   // a CLI line of the turn was over the limit
 	stopReason string // of the model's last message (message_delta)
+	// steers are the uuids of the steers written into the turn that no
+	// result has named yet: the prompt is answered with the result that
+	// answers the last of them.
+	steers []string
 }
 
 type acpQueued struct {
@@ -399,6 +404,52 @@ func (l *acpLoop) prompt(id string, params gjson.Result) {
 	l.next(s)
 }
 
+// steer serves _ccbridge/session/steer: the prompt's content blocks are
+// written to the CLI at once as a user message with an id of its own,
+// which the CLI takes into the running turn after its next tool result.
+// The session/prompt running is answered once, with the result that
+// answers it and every steer: one the CLI had not taken when the turn
+// ended runs as a turn of its own, still part of that prompt.
+func (l *acpLoop) steer(id string, params gjson.Result) {
+	s, err := l.sessionFor(acp.MethodSteer, params)
+	if err != nil {
+		l.fail(id, err)
+		return
+	}
+	blocks, err := acp.PromptBlocks(params.Get("prompt"))
+	if err != nil {
+		l.fail(id, err)
+		return
+	}
+	t, p := s.running, s.sup.Live()
+	if t == nil || t.cancelled || p == nil {
+		l.fail(id, acp.NotFound(acp.MethodSteer+": no prompt is running in session "+strconv.Quote(s.id)+"; send session/prompt"))
+		return
+	}
+	steerID := uuid.NewString()
+	t.steers = append(t.steers, steerID)
+	p.Write(mapping.AppendUserMessage(nil, mapping.UserOptions{UUID: steerID}, blocks...))
+	l.reply(id, jsonw.NewObj(nil).Str("steerId", steerID).End())
+}
+
+// answered drops the steers a result names and reports whether some
+// are still to be answered.
+func (t *acpTurn) answered(ev *mapping.Event) bool {
+	if len(t.steers) == 0 {
+		return false
+	}
+	named := ev.Get("user_message_uuids")
+	t.steers = slices.DeleteFunc(t.steers, func(id string) bool {
+		found := false
+		named.ForEach(func(_, v gjson.Result) bool {
+			found = v.Str == id
+			return !found
+		})
+		return found
+	})
+	return len(t.steers) > 0
+}
+
 // next starts the first queued prompt when the session is idle.
 func (l *acpLoop) next(s *acpSession) {
 	if s.running != nil || s.pending != nil || len(s.queue) == 0 || l.sessions[s.id] != s {
@@ -430,6 +481,12 @@ func (l *acpLoop) turnEnded(s *acpSession, ev *mapping.Event) {
 	t := s.running
 	if t == nil {
 		l.log.Info("a result without a prompt", "session", s.id, "subtype", ev.Subtype)
+		return
+	}
+	if !t.cancelled && t.answered(ev) {
+		// A steer came too late for this turn: the CLI runs it next, as
+		// part of this prompt.
+		t.stopReason = ""
 		return
 	}
 	s.running = nil

@@ -30,7 +30,10 @@ const (
 	MethodSessionCancel   = "session/cancel" // a notification
 	MethodSetMode         = "session/set_mode"
 	MethodSetConfigOption = "session/set_config_option"
-	MethodCancelRequest   = "$/cancel_request" // a notification, both ways
+	// MethodSteer is ccbridge's extension (ACP's "_" convention): text
+	// added to the running prompt's turn (docs/protocol/acp.md).
+	MethodSteer         = "_ccbridge/session/steer"
+	MethodCancelRequest = "$/cancel_request" // a notification, both ways
 )
 
 // Methods, agent → client.
