@@ -172,14 +172,13 @@ func TestSteerACP(t *testing.T) {
 	steer := "mind " + token("steerw")
 	r := runACPScript(t, clientScript("acp_client.mjs"), t.TempDir(), t.TempDir(), 90*time.Second,
 		"SCENARIO=steer", "STEER_PROMPT=STEER "+tok, "STEER_TEXT="+steer)
-	const m = "_ccbridge/session/steer"
-	for i, what := range []string{"with no prompt", "", "after the prompt's answer"} {
-		res := r.response(m, i)
-		switch {
-		case what == "" && uuid.Validate(res.Get("result.steerId").Str) != nil:
-			t.Errorf("the steer during the prompt: %s", res.Raw)
-		case what != "" && res.Get("error.code").Int() != -32002:
-			t.Errorf("a steer %s: %s, want error -32002", what, res.Raw)
+	if !r.response("initialize", 0).Get("result._meta.steering.supported").Bool() {
+		t.Errorf("initialize does not advertise steering: %s", r.response("initialize", 0).Raw)
+	}
+	const m = "_session/steering"
+	for i, want := range []string{`{"outcome":"promptRequired","reason":"noRunningTurn"}`, `{"outcome":"injected"}`, `{"outcome":"promptRequired","reason":"noRunningTurn"}`} {
+		if got := r.response(m, i).Get("result").Raw; got != want {
+			t.Errorf("steer %d: %s, want the result %s", i, r.response(m, i).Raw, want)
 		}
 	}
 	if got := r.stopReason(0); got != "end_turn" {

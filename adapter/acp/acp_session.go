@@ -13,7 +13,6 @@ import (
 
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
-	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
@@ -404,14 +403,19 @@ func (l *acpLoop) prompt(id string, params gjson.Result) {
 	l.next(s)
 }
 
-// steer serves _ccbridge/session/steer: the prompt's content blocks are
-// written to the CLI at once as a user message with an id of its own,
-// which the CLI takes into the running turn after its next tool result.
-// The session/prompt running is answered once, with the result that
+// steer serves _session/steering, the extension claude-agent-acp and
+// codex-acp answer. While a prompt runs, its content blocks are written
+// to the CLI at once, as a user message with an id of its own, which the
+// CLI takes into the running turn after its next tool result
+// ("injected"); the session/prompt is answered once, with the result that
 // answers it and every steer: one the CLI had not taken when the turn
-// ended runs as a turn of its own, still part of that prompt.
+// ended runs as a turn of its own, still part of that prompt. With no
+// prompt running the content is queued as a prompt no request waits for
+// ("startedNewTurn"), or, when the client asked so with
+// _meta.steering.idleBehavior "promptRequired", left to the client
+// ("promptRequired").
 func (l *acpLoop) steer(id string, params gjson.Result) {
-	s, err := l.sessionFor(acp.MethodSteer, params)
+	s, err := l.sessionFor(acp.MethodSteering, params)
 	if err != nil {
 		l.fail(id, err)
 		return
@@ -423,13 +427,19 @@ func (l *acpLoop) steer(id string, params gjson.Result) {
 	}
 	t, p := s.running, s.sup.Live()
 	if t == nil || t.cancelled || p == nil {
-		l.fail(id, acp.NotFound(acp.MethodSteer+": no prompt is running in session "+strconv.Quote(s.id)+"; send session/prompt"))
+		if params.Get("_meta.steering.idleBehavior").Str == acp.SteerPromptRequired {
+			l.reply(id, acp.AppendSteerResult(nil, acp.SteerPromptRequired))
+			return
+		}
+		s.queue = append(s.queue, acpQueued{stdin: mapping.AppendUserMessage(nil, mapping.UserOptions{}, blocks...)})
+		l.reply(id, acp.AppendSteerResult(nil, acp.SteerStartedNewTurn))
+		l.next(s)
 		return
 	}
 	steerID := uuid.NewString()
 	t.steers = append(t.steers, steerID)
 	p.Write(mapping.AppendUserMessage(nil, mapping.UserOptions{UUID: steerID}, blocks...))
-	l.reply(id, jsonw.NewObj(nil).Str("steerId", steerID).End())
+	l.reply(id, acp.AppendSteerResult(nil, acp.SteerInjected))
 }
 
 // answered drops the steers a result names and reports whether some

@@ -1,6 +1,6 @@
 package acp
 
-// _ccbridge/session/steer against the fake "acpsteer" CLI, which plays
+// _session/steering against the fake "acpsteer" CLI, which plays
 // what the real CLI 2.1.330 does with a user message written during a
 // turn: taken into the turn when a tool call follows (the result names
 // it), else run as a turn of its own after the result.
@@ -76,19 +76,23 @@ func TestACPSteer(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			a := &ACP{Settings: adapter.Settings{Child: adaptertest.Config(t, "acpsteer", nil), InterruptTimeout: 5 * time.Second}, ClaudeDir: t.TempDir()}
 			h := &acpHost{Host: adaptertest.StartRunner(t, a.Run), dir: t.TempDir(), claude: a.ClaudeDir, log: func() string { return "" }}
+			if init := h.answer(h.call("initialize", `{"protocolVersion":1}`)); !init.Get("result._meta.steering.supported").Bool() {
+				t.Errorf("initialize does not advertise steering: %s", init.Raw)
+			}
 			sid := h.newSession()
-			steer := func() gjson.Result {
-				return h.answer(h.call("_ccbridge/session/steer", `{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"mind the docs"}]}`))
+			steer := func(meta string) gjson.Result {
+				return h.answer(h.call("_session/steering", `{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"mind the docs"}]`+meta+`}`))
 			}
-			if r := steer(); r.Get("error.code").Int() != -32002 {
-				t.Fatalf("a steer with no prompt: %s", r.Raw)
+			const promptRequired = `,"_meta":{"steering":{"idleBehavior":"promptRequired"}}`
+			if r := steer(promptRequired); r.Get("result").Raw != `{"outcome":"promptRequired","reason":"noRunningTurn"}` {
+				t.Fatalf("a steer with no prompt, promptRequired: %s", r.Raw)
 			}
-			if r := h.answer(h.call("_ccbridge/session/steer", `{"sessionId":"`+sid+`","prompt":[]}`)); r.Get("error.code").Int() != -32602 {
+			if r := h.answer(h.call("_session/steering", `{"sessionId":"`+sid+`","prompt":[]}`)); r.Get("error.code").Int() != -32602 {
 				t.Errorf("a steer with no content: %s", r.Raw)
 			}
 			p := h.prompt(sid, c.text)
 			h.until(func(l gjson.Result) bool { return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" })
-			if r := steer(); r.Get("result.steerId").Str == "" {
+			if r := steer(""); r.Get("result").Raw != `{"outcome":"injected"}` {
 				t.Fatalf("a steer during the prompt: %s", r.Raw)
 			}
 			var said []string
@@ -107,9 +111,16 @@ func TestACPSteer(t *testing.T) {
 			if strings.Join(said, "") != want {
 				t.Errorf("the prompt's text after the steer: %q, want %q", said, want)
 			}
-			if r := steer(); r.Get("error.code").Int() != -32002 {
+			if r := steer(promptRequired); r.Get("result.outcome").Str != "promptRequired" {
+				t.Errorf("a steer after the prompt's answer, promptRequired: %s", r.Raw)
+			}
+			// Without idleBehavior the content runs as a prompt of its own.
+			if r := steer(""); r.Get("result").Raw != `{"outcome":"startedNewTurn"}` {
 				t.Errorf("a steer after the prompt's answer: %s", r.Raw)
 			}
+			h.until(func(l gjson.Result) bool {
+				return l.Get("params.update.sessionUpdate").Str == "agent_message_chunk" && l.Get("params.update.content.text").Str == "working "
+			})
 		})
 	}
 }
