@@ -472,7 +472,7 @@ func TestDefaultScenario(t *testing.T) {
 	toolAt0 := map[string]string{
 		"WRITEFILE": "Write", "BASH": "Bash", "BASHRO": "Bash", "EDITFILE": "Read", "READMISSING": "Read",
 		"ASKUSER": "AskUserQuestion", "ASKMULTI": "AskUserQuestion", "SUBAGENT": "Agent", "SUBWORK:": "Read",
-		"SLOWTOOL": "Bash", "SLEEP40": "Bash", "TOOLSTEPS": "Bash", "LOOPREAD": "Read", "EXITPLAN": "ExitPlanMode",
+		"SLOWTOOL": "Bash", "SLEEP40": "Bash", "TOOLSTEPS": "Bash", "STEER": "Bash", "LOOPREAD": "Read", "EXITPLAN": "ExitPlanMode",
 		"MCPECHO": "mcp__sdkmcp__echo", "ELICIT": "mcp__elicit__ask",
 	}
 	for kw, tool := range toolAt0 {
@@ -509,6 +509,30 @@ func TestDefaultScenario(t *testing.T) {
 	}
 	if a := assemble(t, stream(t, srv, body(true, h...))); a.blocks[0]["text"] != "Done. " || a.stopReason != "end_turn" {
 		t.Errorf("EDITFILE last: %v", a.blocks)
+	}
+	// STEER: two Bash steps, then a text naming the messages the CLI
+	// surfaced mid-turn (the system message of CLI 2.1.330), or "nothing".
+	steered := func(texts ...string) []map[string]any {
+		h := []map[string]any{prompt("STEER now")}
+		for i := range 2 {
+			h = append(h, msg("assistant", []any{toolUse("s", "Bash")}), msg("user", []any{toolResult("s", "x")}))
+			if i < len(texts) {
+				var content any = "The user sent a new message while you were working:\n" + texts[i] + "\n\nThis is how Claude Code surfaces messages the user sends mid-turn."
+				if i == 1 {
+					content = []any{text(content.(string))} // the form of the call that first carries it
+				}
+				h = append(h, msg("system", content))
+			}
+		}
+		return h
+	}
+	for _, c := range []struct {
+		texts []string
+		want  string
+	}{{nil, "Done. Steered by: nothing. "}, {[]string{"mind the tests"}, "Done. Steered by: mind the tests. "}, {[]string{"one", "two"}, "Done. Steered by: one | two. "}} {
+		if a := assemble(t, stream(t, srv, body(true, steered(c.texts...)...))); a.blocks[0]["text"] != c.want {
+			t.Errorf("STEER with %q: %v, want %q", c.texts, a.blocks, c.want)
+		}
 	}
 	// LOOPREAD never stops.
 	h = []map[string]any{prompt("LOOPREAD")}

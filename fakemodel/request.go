@@ -21,7 +21,14 @@ type requestInfo struct {
 	cwd        string
 	images     int
 	toolResult string
+	steer      string // mid-turn user messages after the prompt (steerPrefix)
 }
+
+// steerPrefix starts the system message in which the CLI (2.1.330) hands
+// the model a user message written to its stdin while a turn ran: it takes
+// such a message into the running turn after the next tool result, as
+// "<steerPrefix><text>\n\nThis is how Claude Code surfaces messages …".
+const steerPrefix = "The user sent a new message while you were working:\n"
 
 // wrapperPrefixes mark text blocks the CLI adds around what the user typed
 // (reminders, local command output, "[Image: source: ...]" after an image).
@@ -108,6 +115,31 @@ func analyze(body []byte) requestInfo {
 	for _, m := range msgs {
 		info.images += countImages(m.Get("content"))
 	}
+	var steers []string
+	for i := promptIdx + 1; i < len(msgs); i++ {
+		if msgs[i].Get("role").String() == "system" {
+			// The content is an array of text blocks in the call that
+			// first carries it, a string in the calls after.
+			c := msgs[i].Get("content")
+			add := func(t string) {
+				if strings.HasPrefix(t, steerPrefix) {
+					t = t[len(steerPrefix):]
+					if j := strings.Index(t, "\n\n"); j >= 0 {
+						t = t[:j]
+					}
+					steers = append(steers, t)
+				}
+			}
+			if c.Type == gjson.String {
+				add(c.String())
+			}
+			c.ForEach(func(_, b gjson.Result) bool {
+				add(b.Get("text").String())
+				return true
+			})
+		}
+	}
+	info.steer = strings.Join(steers, " | ")
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Get("role").String() == "user" {
 			info.toolResult = toolResultText(msgs[i].Get("content"))

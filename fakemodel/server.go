@@ -366,7 +366,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, body []byte, e
 	}
 	entry.Prompt = strings.Clone(p)
 	s.record(entry)
-	v := &vars{cwd: info.cwd, arg: arg, prompt: info.prompt, model: info.model, toolResult: info.toolResult, images: info.images, step: info.step}
+	v := &vars{cwd: info.cwd, arg: arg, prompt: info.prompt, model: info.model, toolResult: info.toolResult, steer: info.steer, images: info.images, step: info.step}
 	resp := s.sc.render(st, v)
 	s.log.Debug("fakemodel: messages", "rule", label, "step", info.step, "model", info.model, "stream", info.stream, "cwd", info.cwd, "prompt", truncate(info.prompt, 80))
 	status := s.respond(r.Context(), w, resp, info.stream, reqID)

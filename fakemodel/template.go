@@ -22,12 +22,13 @@ var templateVars = map[string]string{
 	"step":        "the step index",
 	"model":       "the requested model id",
 	"tool_result": "the text of the tool results in the latest user message",
+	"steer":       "the messages the user sent while the turn ran, as the CLI surfaced them after the prompt, joined by \" | \"",
 }
 
 func checkTemplate(where, s string) error {
 	for _, m := range templateRE.FindAllStringSubmatch(s, -1) {
 		if _, ok := templateVars[m[1]]; !ok {
-			return fmt.Errorf("%s: unknown template variable {{%s}} (known: cwd, arg, prompt, images, step, model, tool_result)", where, m[1])
+			return fmt.Errorf("%s: unknown template variable {{%s}} (known: cwd, arg, prompt, images, step, model, tool_result, steer)", where, m[1])
 		}
 	}
 	return nil
@@ -35,8 +36,8 @@ func checkTemplate(where, s string) error {
 
 // vars holds the template values for one request.
 type vars struct {
-	cwd, arg, prompt, model, toolResult string
-	images, step                        int
+	cwd, arg, prompt, model, toolResult, steer string
+	images, step                               int
 }
 
 func (v *vars) get(name string) string {
@@ -55,6 +56,8 @@ func (v *vars) get(name string) string {
 		return v.model
 	case "tool_result":
 		return v.toolResult
+	case "steer":
+		return v.steer
 	}
 	return ""
 }

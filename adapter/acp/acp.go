@@ -249,7 +249,7 @@ func (l *acpLoop) request(m jsonrpc.Message) {
 	if m.Method != acp.MethodInitialize && !l.initialized {
 		switch m.Method {
 		case acp.MethodAuthenticate, acp.MethodSessionNew, acp.MethodSessionLoad, acp.MethodSessionResume,
-			acp.MethodSessionList, acp.MethodSessionClose, acp.MethodSessionPrompt, acp.MethodSetMode, acp.MethodSetConfigOption:
+			acp.MethodSessionList, acp.MethodSessionClose, acp.MethodSessionPrompt, acp.MethodSetMode, acp.MethodSetConfigOption, acp.MethodSteering:
 			l.fail(id, &acp.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize first"})
 			return
 		}
@@ -283,6 +283,8 @@ func (l *acpLoop) request(m jsonrpc.Message) {
 		l.reply(id, []byte("{}"))
 	case acp.MethodSessionPrompt:
 		l.prompt(id, m.Params)
+	case acp.MethodSteering:
+		l.steer(id, m.Params)
 	case acp.MethodSetMode:
 		l.setMode(id, m.Params)
 	case acp.MethodSetConfigOption:

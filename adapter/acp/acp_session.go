@@ -69,6 +69,10 @@ type acpTurn struct {
 
 	dropped    bool   // a CLI line of the turn was over the limit
 	stopReason string // of the model's last message (message_delta)
+	// steers are the uuids of the steers written into the turn that no
+	// result has named yet: the prompt is answered with the result that
+	// answers the last of them.
+	steers []string
 }
 
 type acpQueued struct {
@@ -399,6 +403,63 @@ func (l *acpLoop) prompt(id string, params gjson.Result) {
 	l.next(s)
 }
 
+// steer serves _session/steering, the extension claude-agent-acp and
+// codex-acp answer. While a prompt runs, its content blocks are written
+// to the CLI at once, as a user message with an id of its own, which the
+// CLI takes into the running turn after its next tool result
+// ("injected"); the session/prompt is answered once, with the result that
+// answers it and every steer: one the CLI had not taken when the turn
+// ended runs as a turn of its own, still part of that prompt. With no
+// prompt running the content is queued as a prompt no request waits for
+// ("startedNewTurn"), or, when the client asked so with
+// _meta.steering.idleBehavior "promptRequired", left to the client
+// ("promptRequired").
+func (l *acpLoop) steer(id string, params gjson.Result) {
+	s, err := l.sessionFor(acp.MethodSteering, params)
+	if err != nil {
+		l.fail(id, err)
+		return
+	}
+	blocks, err := acp.PromptBlocks(params.Get("prompt"))
+	if err != nil {
+		l.fail(id, err)
+		return
+	}
+	t, p := s.running, s.sup.Live()
+	if t == nil || t.cancelled || p == nil {
+		if params.Get("_meta.steering.idleBehavior").Str == acp.SteerPromptRequired {
+			l.reply(id, acp.AppendSteerResult(nil, acp.SteerPromptRequired))
+			return
+		}
+		s.queue = append(s.queue, acpQueued{stdin: mapping.AppendUserMessage(nil, mapping.UserOptions{}, blocks...)})
+		l.reply(id, acp.AppendSteerResult(nil, acp.SteerStartedNewTurn))
+		l.next(s)
+		return
+	}
+	steerID := uuid.NewString()
+	t.steers = append(t.steers, steerID)
+	p.Write(mapping.AppendUserMessage(nil, mapping.UserOptions{UUID: steerID}, blocks...))
+	l.reply(id, acp.AppendSteerResult(nil, acp.SteerInjected))
+}
+
+// answered drops the steers a result names and reports whether some
+// are still to be answered.
+func (t *acpTurn) answered(ev *mapping.Event) bool {
+	if len(t.steers) == 0 {
+		return false
+	}
+	named := ev.Get("user_message_uuids")
+	t.steers = slices.DeleteFunc(t.steers, func(id string) bool {
+		found := false
+		named.ForEach(func(_, v gjson.Result) bool {
+			found = v.Str == id
+			return !found
+		})
+		return found
+	})
+	return len(t.steers) > 0
+}
+
 // next starts the first queued prompt when the session is idle.
 func (l *acpLoop) next(s *acpSession) {
 	if s.running != nil || s.pending != nil || len(s.queue) == 0 || l.sessions[s.id] != s {
@@ -430,6 +491,12 @@ func (l *acpLoop) turnEnded(s *acpSession, ev *mapping.Event) {
 	t := s.running
 	if t == nil {
 		l.log.Info("a result without a prompt", "session", s.id, "subtype", ev.Subtype)
+		return
+	}
+	if !t.cancelled && t.answered(ev) {
+		// A steer came too late for this turn: the CLI runs it next, as
+		// part of this prompt.
+		t.stopReason = ""
 		return
 	}
 	s.running = nil

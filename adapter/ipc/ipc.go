@@ -84,8 +84,20 @@ type ipcLoop struct {
 // the ones of the prompts ahead of it waits for them.
 type ipcPrompt struct {
 	id  string // its client uuid, which the CLI echoes
-	end []byte // its terminal message, once known
+	end []byte // its terminal message, once known (steerEnded: none)
+	// steer: a steer message, written into the running turn. The CLI
+	// takes it after the turn's next tool result (taken: its replay came,
+	// and steer_taken was sent), and the turn's result ends it with no
+	// terminal message of its own; a steer not taken when the turn ends
+	// runs as a turn of its own and gets that turn's terminal message.
+	steer, taken bool
+	// completed: the CLI reported it done (command_lifecycle) while an
+	// earlier prompt was still open, whose turn it joined.
+	completed bool
 }
+
+// steerEnded is the end of a steer its turn took: nothing is sent.
+var steerEnded = []byte{}
 
 // Run serves the session until the UI's input ends (or a shutdown signal)
 // and the child has exited. It returns the last child's exit code.
@@ -167,6 +179,10 @@ func (l *ipcLoop) UILine(line []byte) {
 		}
 		return
 	}
+	if cmd.Kind == ipc.CmdSteer && (l.firstOpen() == nil || l.interruptID != "" || l.sup.Live() == nil) {
+		l.emitError("no_turn", "steer: no turn is running (or it is being interrupted); send a user_message", true)
+		return
+	}
 	l.echo(cmd.Echo)
 	l.command(cmd)
 }
@@ -204,6 +220,8 @@ func (l *ipcLoop) command(cmd ipc.Command) {
 	switch cmd.Kind {
 	case ipc.CmdUserMessage:
 		l.prompts = append(l.prompts, &ipcPrompt{id: cmd.PromptID})
+	case ipc.CmdSteer:
+		l.prompts = append(l.prompts, &ipcPrompt{id: cmd.PromptID, steer: true})
 	case ipc.CmdInterrupt:
 		if len(l.prompts) == 0 {
 			// Nothing runs: the CLI answers an idle interrupt, and no
@@ -336,6 +354,8 @@ func (l *ipcLoop) CLILine(p *adapter.Proc, line string) {
 		}
 	case mapping.KindCommandLifecycle:
 		l.lifecycle(&ev)
+	case mapping.KindUserReplay:
+		l.steerTaken(ev.UUID)
 	case mapping.KindControlResponse:
 		if _, open := l.tr.Outstanding(ev.RequestID); !open {
 			delete(l.deadlines, ev.RequestID)
@@ -366,10 +386,21 @@ func (l *ipcLoop) result(ev *mapping.Event) {
 		if p.end != nil || !hasString(ids, p.id) {
 			continue
 		}
+		if p.taken {
+			p.end = steerEnded
+			continue
+		}
 		if first < 0 {
 			first, p.end = i, term
 		} else {
 			p.end = ipc.MarkMerged(term)
+		}
+	}
+	// A steer the CLI had not taken when the turn ended runs as a turn of
+	// its own: it is a prompt now.
+	for _, p := range l.prompts {
+		if p.end == nil && p.steer && !p.taken {
+			p.steer = false
 		}
 	}
 	switch {
@@ -412,13 +443,39 @@ func (l *ipcLoop) lifecycle(ev *mapping.Event) {
 	}
 	switch state := ev.Get("state").Str; state {
 	case "completed":
+		if q := l.firstOpen(); q != p {
+			// It joined the turn of an earlier prompt (a steer, or a
+			// prompt the CLI took mid-turn): that turn's result ends it.
+			p.completed = true
+			return
+		}
 		p.end = resultLost()
+		for _, q := range l.prompts {
+			if q.end == nil && q.completed {
+				q.end = resultLost()
+				if q.taken {
+					q.end = steerEnded
+				}
+			}
+		}
 	case "cancelled":
 		p.end = ipc.AppendQueuedCancelled(nil, ipc.ReasonCancelQueued)
 	case "discarded", "refused":
 		p.end = ipc.AppendQueuedCancelled(nil, state)
 	}
 	l.flushPrompts()
+}
+
+// steerTaken marks the steer whose replay the CLI wrote (it takes a steer
+// into the running turn after the next tool result) and says so.
+func (l *ipcLoop) steerTaken(id string) {
+	for _, p := range l.prompts {
+		if p.steer && !p.taken && p.end == nil && p.id != "" && p.id == id {
+			p.taken = true
+			l.out = append(l.out, ipc.AppendSteerTaken(nil))
+			return
+		}
+	}
 }
 
 // resultLost is the terminal message of a prompt whose turn ended without
@@ -444,7 +501,9 @@ func (l *ipcLoop) flushPrompts() {
 		if p.end == nil {
 			break
 		}
-		l.out = append(l.out, p.end)
+		if len(p.end) > 0 {
+			l.out = append(l.out, p.end)
+		}
 		n++
 	}
 	clear(l.prompts[:n])
@@ -459,6 +518,11 @@ func (l *ipcLoop) flushPrompts() {
 func (l *ipcLoop) endPrompts(end func(i, open int) []byte) {
 	i, open := 0, 0
 	for _, p := range l.prompts {
+		if p.end == nil && p.taken {
+			p.end = steerEnded // its turn's end says it
+		}
+	}
+	for _, p := range l.prompts {
 		if p.end == nil {
 			open++
 		}
@@ -468,7 +532,7 @@ func (l *ipcLoop) endPrompts(end func(i, open int) []byte) {
 			p.end = end(i, open)
 			i++
 		}
-		if p.end != nil {
+		if len(p.end) > 0 {
 			l.out = append(l.out, p.end)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/adapter"
@@ -82,7 +83,7 @@ func (l *rpcLoop) UIEnd() {
 // dedupedMethods have side effects: a retry with the same id gets the
 // first answer and changes nothing.
 var dedupedMethods = map[string]bool{
-	rpc.MethodRunStart: true, rpc.MethodRunCancel: true, rpc.MethodModelSet: true, rpc.MethodShellExec: true,
+	rpc.MethodRunStart: true, rpc.MethodRunCancel: true, rpc.MethodRunSteer: true, rpc.MethodModelSet: true, rpc.MethodShellExec: true,
 }
 
 func (l *rpcLoop) request(m jsonrpc.Message) {
@@ -118,6 +119,8 @@ func (l *rpcLoop) request(m jsonrpc.Message) {
 			return
 		}
 		l.respond(id, rpc.AppendRunCancelResult(nil, id, res.OK, res.Status))
+	case rpc.MethodRunSteer:
+		l.runSteer(id, p)
 	case rpc.MethodSessionList:
 		l.sessionList(id, p)
 	case rpc.MethodSessionHistory:
@@ -309,6 +312,31 @@ func (l *rpcLoop) runStart(id string, p gjson.Result) {
 	runID := l.newRunID()
 	l.respond(id, rpc.AppendRunStartResult(nil, id, runID))
 	l.launchRun(runID, blocks)
+}
+
+// runSteer adds text to the running run's turn: it is written to the CLI
+// at once, as a user message with an id of its own, which the CLI takes
+// into the turn after its next tool result (docs/protocol/rpc.md,
+// "run.steer").
+func (l *rpcLoop) runSteer(id string, p gjson.Result) {
+	rp, err := rpc.ParseRunSteer(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	proc := l.sup.Live()
+	if proc == nil || l.sup.Respawning() {
+		l.respondErr(id, &rpc.Error{Code: rpc.CodeRunNotFound, Message: "run " + rp.RunID + " is not running: no CLI runs"})
+		return
+	}
+	steerID := uuid.NewString()
+	if e := l.tr.Steer(rp.RunID, steerID); e != nil {
+		l.respondErr(id, e)
+		return
+	}
+	proc.Write(mapping.AppendUserMessage(nil, mapping.UserOptions{UUID: steerID}, mapping.Block{Text: rp.Text}))
+	l.prompts++
+	l.respond(id, rpc.AppendRunSteerResult(nil, id, rp.RunID, steerID))
 }
 
 // prepareRun makes sure a CLI runs, or is coming, for a new run: one

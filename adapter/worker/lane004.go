@@ -95,6 +95,8 @@ func (w *controlWorker) Do(req *lane004.Request, done func(control.Receipt004)) 
 		w.turnStart(req, done)
 	case lane004.MethodTurnInterrupt:
 		w.turnInterrupt(req, done)
+	case lane004.MethodTurnSteer:
+		w.turnSteer(req, done)
 	case lane004.MethodThreadList:
 		w.threadList(req, done)
 	case lane004.MethodThreadRead:
@@ -239,14 +241,7 @@ func (w *controlWorker) turnStart(req *lane004.Request, done func(control.Receip
 		done(control.Fail004(lane004.CodeWorkerUnavailable, "the worker session is ending"))
 		return
 	}
-	blocks := make([]mapping.Block, 0, len(req.Input))
-	for _, in := range req.Input {
-		if in.Kind == "image" {
-			blocks = append(blocks, mapping.Block{Kind: mapping.BlockImage, MediaType: in.MediaType, Data: in.Data})
-		} else {
-			blocks = append(blocks, mapping.Block{Kind: mapping.BlockText, Text: in.Text})
-		}
-	}
+	blocks := inputBlocks(req.Input)
 	if req.Model != "" && req.Model != w.sup.Opts.Model {
 		// The model for this turn and those after it, as Codex's turn/start.
 		if p := w.sup.Live(); p != nil {
@@ -263,6 +258,88 @@ func (w *controlWorker) turnStart(req *lane004.Request, done func(control.Receip
 		turn := jsonw.NewObj(nil).Str("id", id).Raw("items", "[]").Str("status", "inProgress").Raw("error", "").String()
 		done(control.Receipt004{OK: true, Response: jsonw.NewObj(nil).Raw("turn", turn).String()})
 	})
+}
+
+// turnSteer adds the input to the running turn (Codex's turn/steer): it
+// is written to the CLI at once as a user message with an id of its own,
+// and the CLI takes it into the turn after the next tool result
+// (turn/steered then says the model has it); the turn goes on and ends
+// with one turn/completed. A steer the CLI has not taken when the turn
+// ends (no tool call followed) runs as a turn of its own, whose id is
+// the steerId: turn/started, then its turn/completed.
+func (w *controlWorker) turnSteer(req *lane004.Request, done func(control.Receipt004)) {
+	switch {
+	case req.ThreadID != w.threadID():
+		done(w.conflict("thread " + req.ThreadID + " is not this worker's current thread"))
+		return
+	case len(w.prompts) == 0:
+		done(w.conflict("no turn is running; start one with turn/start"))
+		return
+	case req.TurnID != w.currentTurn():
+		done(w.conflict("turn " + req.TurnID + " is not the running turn"))
+		return
+	case w.interruptID != "":
+		done(w.conflict("turn " + req.TurnID + " is being interrupted"))
+		return
+	case w.run.Paused || len(w.run.heldIn) > 0:
+		done(w.conflict("the run is paused (lane 001); resume it first"))
+		return
+	}
+	p := w.sup.Live()
+	if p == nil {
+		done(control.Fail004(lane004.CodeWorkerUnavailable, "no CLI runs"))
+		return
+	}
+	id := uuid.NewString()
+	w.prompts = append(w.prompts, controlPrompt{uuid: id, steers: req.TurnID})
+	p.Write(mapping.AppendUserMessage(nil, mapping.UserOptions{UUID: id}, inputBlocks(req.Input)...))
+	done(control.Receipt004{OK: true, Response: jsonw.NewObj(nil).Str("turnId", req.TurnID).Str("steerId", id).String()})
+}
+
+// inputBlocks are the content blocks of a turn/start or turn/steer input.
+func inputBlocks(input []lane004.Input) []mapping.Block {
+	blocks := make([]mapping.Block, 0, len(input))
+	for _, in := range input {
+		if in.Kind == "image" {
+			blocks = append(blocks, mapping.Block{Kind: mapping.BlockImage, MediaType: in.MediaType, Data: in.Data})
+		} else {
+			blocks = append(blocks, mapping.Block{Kind: mapping.BlockText, Text: in.Text})
+		}
+	}
+	return blocks
+}
+
+// steerTaken writes turn/steered when the CLI echoes a steer it has
+// taken into the running turn (--replay-user-messages).
+func (w *controlWorker) steerTaken(id string) {
+	for _, p := range w.prompts {
+		if p.uuid == id && p.steers != "" {
+			w.event("turn/steered", jsonw.NewObj(nil).Str("threadId", w.threadID()).Str("turnId", p.steers).Str("steerId", id).End())
+			return
+		}
+	}
+}
+
+// promoteSteers makes each steer whose turn has ended a turn of its own:
+// the CLI runs it after that turn's result.
+func (w *controlWorker) promoteSteers() {
+	for i := range w.prompts {
+		p := &w.prompts[i]
+		if p.steers != "" && !w.open(p.steers) {
+			p.steers = ""
+			w.turnStarted(p.uuid)
+		}
+	}
+}
+
+// open reports whether turn id has not ended.
+func (w *controlWorker) open(id string) bool {
+	for _, p := range w.prompts {
+		if p.uuid == id && p.steers == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // turnStarted writes turn/started for a prompt just sent.

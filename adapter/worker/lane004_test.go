@@ -2,6 +2,7 @@ package worker
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -73,4 +74,45 @@ func (okTarget) ControlInterrupt(done func(lane000.Result, string)) {
 
 func (okTarget) Do(req *lane004.Request, done func(control.Receipt004)) {
 	go done(control.Receipt004{OK: true, Response: `{}`})
+}
+
+// TestWorker004Steers: a steer the CLI took (its replay, then a result
+// naming it with its turn) ends with its turn, after turn/steered; a
+// steer the turn's result does not name runs as a turn of its own
+// (turn/started with its id, then its own turn/completed).
+func TestWorker004Steers(t *testing.T) {
+	quiet := slog.New(slog.DiscardHandler)
+	plane, err := control.Open(control.Config{}, 0, quiet, okTarget{}, func(fn func()) bool { go fn(); return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plane.Close()
+	w := &controlWorker{
+		loop:    adapter.NewLoop(adapter.LoopConfig{Logger: quiet}),
+		plane:   plane,
+		prompts: []controlPrompt{{uuid: "turn-1"}, {uuid: "steer-1", steers: "turn-1"}, {uuid: "steer-2", steers: "turn-1"}},
+	}
+	w.w4.active = true
+	result := func(uuids string) {
+		ev := mapping.RouteString(`{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s","user_message_uuids":[` + uuids + `]}`)
+		w.endPrompts(&ev)
+		w.promoteSteers()
+	}
+	w.steerTaken("steer-1")
+	w.steerTaken("turn-1") // a prompt's replay: no steer
+	result(`"turn-1","steer-1"`)
+	if w.currentTurn() != "steer-2" || len(w.prompts) != 1 || w.prompts[0].steers != "" {
+		t.Fatalf("after the turn's result: prompts %+v, want steer-2 running as a turn", w.prompts)
+	}
+	result(`"steer-2"`)
+	lines, _, _ := plane.Log004().After(0, 0, nil)
+	var got []string
+	for _, l := range lines {
+		p := gjson.GetBytes(l, "payload.params")
+		got = append(got, gjson.GetBytes(l, "payload.method").Str+":"+p.Get("turn.id").Str+p.Get("steerId").Str)
+	}
+	want := "turn/steered:steer-1 turn/completed:turn-1 turn/started:steer-2 turn/completed:steer-2"
+	if strings.Join(got, " ") != want {
+		t.Errorf("events %q, want %q", strings.Join(got, " "), want)
+	}
 }

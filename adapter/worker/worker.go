@@ -102,6 +102,11 @@ type controlWorker struct {
 
 type controlPrompt struct {
 	uuid, requestID string
+	// steers is the turn a steer (lane 004's turn/steer) was written into;
+	// "" for a turn of its own. The CLI takes a steer into the running
+	// turn at its next tool result, and the turn's result names both; a
+	// steer still open when its turn ended runs as a turn of its own.
+	steers string
 }
 
 // Run serves the session until the UI's input ends (or a shutdown signal)
@@ -321,8 +326,11 @@ func (w *controlWorker) CLILine(p *adapter.Proc, line string) {
 		w.setState(control.WorkerRunning, "")
 	case mapping.KindResult:
 		ids = w.endPrompts(&ev)
+		w.promoteSteers()
 		w.run.Iter++
 		w.saveRun()
+	case mapping.KindUserReplay:
+		w.steerTaken(ev.Get("uuid").Str)
 	case mapping.KindControlResponse:
 		if ev.RequestID != "" && ev.RequestID == w.interruptID {
 			w.interruptID = ""
@@ -347,7 +355,9 @@ func (w *controlWorker) endPrompts(ev *mapping.Event) []string {
 	named := ev.Get("user_message_uuids").Array()
 	if len(named) == 0 && len(w.prompts) > 0 {
 		ids = append(ids, w.prompts[0].requestID)
-		w.turnEnded(w.prompts[0].uuid, ev)
+		if w.prompts[0].steers == "" {
+			w.turnEnded(w.prompts[0].uuid, ev)
+		}
 		w.prompts = w.prompts[1:]
 		return compact(ids)
 	}
@@ -355,7 +365,9 @@ func (w *controlWorker) endPrompts(ev *mapping.Event) []string {
 		for i, p := range w.prompts {
 			if p.uuid == n.Str {
 				ids = append(ids, p.requestID)
-				w.turnEnded(p.uuid, ev)
+				if p.steers == "" {
+					w.turnEnded(p.uuid, ev)
+				}
 				w.prompts = slices.Delete(w.prompts, i, i+1)
 				break
 			}
@@ -373,6 +385,9 @@ func (w *controlWorker) ChildExited(_ *adapter.Proc, exit session.Exit) {
 	defer w.emit()
 	now := w.loop.Now()
 	for _, p := range w.prompts {
+		if p.steers != "" {
+			continue // its turn's end says it
+		}
 		w.out = append(w.out, w.worker.AppendTurnLost(nil, p.requestID, "the CLI exited during the turn: "+exit.String(), now))
 		w.turnCompleted(p.uuid, "failed", "the CLI exited during the turn: "+exit.String())
 	}
@@ -518,6 +533,9 @@ func (w *controlWorker) interruptTimedOut() {
 	w.log.Warn("interrupt not acknowledged; restarting claude", "timeout", w.cfg.InterruptTimeout)
 	now := w.loop.Now()
 	for _, p := range w.prompts {
+		if p.steers != "" {
+			continue
+		}
 		w.out = append(w.out, w.worker.AppendTurnLost(nil, p.requestID, "interrupted; the CLI did not answer the interrupt and was restarted", now))
 		w.turnCompleted(p.uuid, "interrupted", "")
 	}

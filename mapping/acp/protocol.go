@@ -30,7 +30,11 @@ const (
 	MethodSessionCancel   = "session/cancel" // a notification
 	MethodSetMode         = "session/set_mode"
 	MethodSetConfigOption = "session/set_config_option"
-	MethodCancelRequest   = "$/cancel_request" // a notification, both ways
+	// MethodSteering is the steering extension claude-agent-acp and
+	// codex-acp answer (ACP's "_" convention): content added to the
+	// running prompt's turn (docs/protocol/acp.md).
+	MethodSteering      = "_session/steering"
+	MethodCancelRequest = "$/cancel_request" // a notification, both ways
 )
 
 // Methods, agent → client.
@@ -120,7 +124,26 @@ func AppendInitializeResult(dst []byte, info AgentInfo) []byte {
 	}
 	dst = append(dst, `,"version":`...)
 	dst = jsonw.String(dst, info.Version)
-	return append(dst, "}}"...)
+	// The steering extension's advertisement, where claude-agent-acp puts it.
+	return append(dst, `},"_meta":{"steering":{"supported":true}}}`...)
+}
+
+// The outcomes of _session/steering, as claude-agent-acp names them.
+const (
+	SteerInjected       = "injected"       // added to the running turn
+	SteerStartedNewTurn = "startedNewTurn" // no turn ran: the content runs as a prompt of its own
+	SteerPromptRequired = "promptRequired" // no turn ran and the client asked for this instead (idleBehavior)
+)
+
+// AppendSteerResult appends _session/steering's result: the outcome, and
+// for promptRequired the reason "noRunningTurn".
+func AppendSteerResult(dst []byte, outcome string) []byte {
+	dst = append(dst, `{"outcome":`...)
+	dst = jsonw.String(dst, outcome)
+	if outcome == SteerPromptRequired {
+		dst = append(dst, `,"reason":"noRunningTurn"`...)
+	}
+	return append(dst, '}')
 }
 
 // appendUpdateHead starts a session/update notification line up to and

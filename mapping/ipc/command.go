@@ -12,9 +12,10 @@ const (
 	CmdModelChange                           // model_change → control_request set_model
 	CmdStopTask                              // stop_task → control_request stop_task
 	CmdSessionCommand                        // session_command → respawn the CLI (no stdin line)
+	CmdSteer                                 // steer → a stdin user envelope, into the running turn
 )
 
-var commandNames = [...]string{"", "user_message", "tool_approval", "question_answer", "interrupt", "permission_mode", "model_change", "stop_task", "session_command"}
+var commandNames = [...]string{"", "user_message", "tool_approval", "question_answer", "interrupt", "permission_mode", "model_change", "stop_task", "session_command", "steer"}
 
 // String returns the inbound type the kind comes from.
 func (k CommandKind) String() string {
@@ -47,7 +48,8 @@ type Command struct {
 	Respawn Respawn
 
 	// PromptID is the client uuid the user message carries
-	// (CmdUserMessage with Options.NewPromptID), "" without one.
+	// (CmdUserMessage and CmdSteer with Options.NewPromptID), "" without
+	// one.
 	PromptID string
 
 	// Echo is the line to write back to the UI for a user_message,
@@ -62,7 +64,7 @@ type Command struct {
 // user messages (which the CLI queues itself) and session commands are
 // ordinary.
 func (c *Command) Control() bool {
-	return c.Kind != CmdUserMessage && c.Kind != CmdSessionCommand
+	return c.Kind != CmdUserMessage && c.Kind != CmdSteer && c.Kind != CmdSessionCommand
 }
 
 // RespawnMode is how a session_command restarts the CLI.

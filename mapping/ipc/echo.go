@@ -48,7 +48,7 @@ func Echo(line []byte) []byte {
 		return nil
 	}
 	switch typ := root.Get("type").Str; typ {
-	case "user_message", "tool_approval", "question_answer":
+	case "user_message", "steer", "tool_approval", "question_answer":
 		return echo(typ, root)
 	}
 	return nil
@@ -58,6 +58,7 @@ func Echo(line []byte) []byte {
 // writes them: those FromUI reads, and no other.
 var echoMembers = map[string][]string{
 	"user_message":    {"text", "attachments"},
+	"steer":           {"text", "attachments"},
 	"tool_approval":   {"request_id", "decision", "updatedInput", "updatedPermissions", "message", "interrupt"},
 	"question_answer": {"request_id", "answers"},
 }

@@ -44,9 +44,7 @@ func (t *Translator) AppendCLI(dst []byte, ev *mapping.Event) []byte {
 func (t *Translator) FromCLI(ev mapping.Event, out [][]byte) [][]byte {
 	if ev.SessionID != "" && ev.SessionID != t.sessionID {
 		t.sessionID = strings.Clone(ev.SessionID)
-		l := newLine(TypeSessionInit, len(ev.SessionID)+16)
-		l.str("session_id", ev.SessionID)
-		out = append(out, l.done())
+		out = append(out, appendSessionInit(ev.SessionID))
 	}
 	switch ev.Kind {
 	case mapping.KindSystemInit:

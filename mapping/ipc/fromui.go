@@ -35,6 +35,13 @@ func (t *Translator) FromUI(line []byte) (Command, error) {
 	case "user_message":
 		cmd, err := t.userMessage(&p)
 		return t.withEcho(cmd, err, root)
+	case "steer":
+		// A user message the adapter writes into the running turn.
+		cmd, err := t.userMessage(&p)
+		if err == nil {
+			cmd.Kind = CmdSteer
+		}
+		return t.withEcho(cmd, err, root)
 	case "tool_approval":
 		cmd, err := t.toolApproval(&p)
 		return t.withEcho(cmd, err, root)
@@ -76,7 +83,7 @@ func (t *Translator) FromUI(line []byte) (Command, error) {
 		return t.sessionCommand(&p)
 	}
 	return Command{}, &Error{Code: CodeUnknownType, Field: "type", Inbound: typ,
-		Message: "unknown message type " + quote(typ) + "; expected user_message, tool_approval, question_answer, interrupt, permission_mode, model_change, stop_task or session_command"}
+		Message: "unknown message type " + quote(typ) + "; expected user_message, steer, tool_approval, question_answer, interrupt, permission_mode, model_change, stop_task or session_command"}
 }
 
 // withEcho adds the echo of a message FromUI took (Options.Echo).
@@ -123,9 +130,9 @@ func (t *Translator) userMessage(p *parser) (Command, error) {
 	}
 	if len(blocks) == 0 {
 		if hasText {
-			return Command{}, p.fail(CodeInvalidValue, "text", "user_message has empty text and no attachments")
+			return Command{}, p.fail(CodeInvalidValue, "text", p.typ+" has empty text and no attachments")
 		}
-		return Command{}, p.fail(CodeMissingField, "text", "user_message needs text or attachments")
+		return Command{}, p.fail(CodeMissingField, "text", p.typ+" needs text or attachments")
 	}
 	var opt mapping.UserOptions
 	if t.opt.NewPromptID != nil {

@@ -19,6 +19,29 @@ func isCode(err error, code ipc.ErrorCode) bool {
 // A 1×1 PNG, the one image_input sent.
 const png1x1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
 
+// TestFromUISteer: steer is a user message with its own kind (the
+// adapter writes it into the running turn), its own uuid and its own echo.
+func TestFromUISteer(t *testing.T) {
+	n := 0
+	tr := ipc.New(ipc.Options{Echo: true, NewPromptID: func() string { n++; return "u" + strings.Repeat("0", n) }})
+	cmd, err := tr.FromUI([]byte(`{"type":"steer","text":"mind the docs","extra":1}`))
+	if err != nil || cmd.Kind != ipc.CmdSteer || cmd.Kind.String() != "steer" || cmd.PromptID != "u0" || cmd.Control() {
+		t.Fatalf("steer: %+v %v", cmd, err)
+	}
+	if u := gjson.GetBytes(cmd.Stdin, "uuid").Str; u != "u0" || gjson.GetBytes(cmd.Stdin, "message.content.0.text").Str != "mind the docs" || gjson.GetBytes(cmd.Stdin, "type").Str != "user" {
+		t.Errorf("steer's stdin: %s", cmd.Stdin)
+	}
+	if string(cmd.Echo) != `{"type":"steer","text":"mind the docs","ipc_version":2,"echo":true}` {
+		t.Errorf("steer's echo: %s", cmd.Echo)
+	}
+	if got := string(ipc.Echo([]byte(`{"type":"steer","text":"x"}`))); got != `{"type":"steer","text":"x","ipc_version":2,"echo":true}` {
+		t.Errorf("Echo of a steer: %s", got)
+	}
+	if got := string(ipc.AppendSteerTaken(nil)); got != `{"type":"steer_taken","ipc_version":2}` {
+		t.Errorf("steer_taken: %s", got)
+	}
+}
+
 func TestFromUIErrors(t *testing.T) {
 	tr := ipc.New(ipc.Options{})
 	feed(t, tr, canUse)
@@ -43,6 +66,9 @@ func TestFromUIErrors(t *testing.T) {
 		{`{"type":"user_message","text":"hi","attachments":[{"kind":"video","content":"x"}]}`, ipc.CodeInvalidValue, "attachments.0.kind"},
 		{`{"type":"user_message","text":"hi","attachments":[{"kind":"text","name":"a.txt"}]}`, ipc.CodeMissingField, "attachments.0.content"},
 		{`{"type":"user_message","text":"hi","attachments":[{"kind":"image","content":"` + png1x1 + `"}]}`, ipc.CodeMissingField, "attachments.0.media_type"},
+		{`{"type":"steer"}`, ipc.CodeMissingField, "text"},
+		{`{"type":"steer","text":""}`, ipc.CodeInvalidValue, "text"},
+		{`{"type":"steer","text":"hi","attachments":[{"kind":"video","content":"x"}]}`, ipc.CodeInvalidValue, "attachments.0.kind"},
 		{`{"type":"tool_approval","decision":"allow"}`, ipc.CodeMissingField, "request_id"},
 		{`{"type":"tool_approval","request_id":"R1"}`, ipc.CodeMissingField, "decision"},
 		{`{"type":"tool_approval","request_id":"R1","decision":"yes"}`, ipc.CodeInvalidValue, "decision"},

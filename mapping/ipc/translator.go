@@ -408,9 +408,27 @@ func (t *Translator) SetSessionID(id string, out [][]byte) [][]byte {
 		return out
 	}
 	t.sessionID = strings.Clone(id)
-	l := newLine(TypeSessionInit, len(id)+16)
+	return append(out, appendSessionInit(id))
+}
+
+// Capabilities are what this ipc_version 2 session takes beyond the
+// messages every ipc session takes, named in session_init: "steer" (the
+// steer message).
+const Capabilities = `["steer"]`
+
+// appendSessionInit is the session_init line of session id.
+func appendSessionInit(id string) []byte {
+	l := newLine(TypeSessionInit, len(id)+48)
 	l.str("session_id", id)
-	return append(out, l.done())
+	l.b = append(l.b, `,"capabilities":`...)
+	l.b = append(l.b, Capabilities...)
+	return l.done()
+}
+
+// AppendSteerTaken is steer_taken: the CLI took the oldest steer not yet
+// taken into the running turn, and the model has it.
+func AppendSteerTaken(dst []byte) []byte {
+	return append(dst, `{"type":"steer_taken","ipc_version":2}`...)
 }
 
 // CancelTurn ends the current turn without a result from the CLI, for a

@@ -25,6 +25,7 @@ const (
 	MethodThreadResume  = "thread/resume"
 	MethodTurnStart     = "turn/start"
 	MethodTurnInterrupt = "turn/interrupt"
+	MethodTurnSteer     = "turn/steer"
 	MethodThreadList    = "thread/list"
 	MethodThreadRead    = "thread/read"
 	MethodReplay        = "ccbridge/events/replay"
@@ -69,9 +70,9 @@ type Request struct {
 	Params            string    // the raw params object, as given; "{}" when absent or null
 
 	ThreadID     string  // a UUID, lower-cased (thread/resume, turn/start, turn/interrupt, thread/read)
-	TurnID       string  // turn/interrupt
+	TurnID       string  // turn/interrupt; turn/steer's expectedTurnId
 	Model        string  // thread/start, turn/start; "" when absent
-	Input        []Input // turn/start
+	Input        []Input // turn/start, turn/steer
 	IncludeTurns bool    // thread/read
 	Limit        int     // thread/list: 1..1000, 50 when absent
 	Cursor       string  // thread/list
@@ -141,6 +142,8 @@ const (
 	parIncludeTurnsSnake
 	parApprovalID
 	parApprovalIDSnake
+	parExpectedTurnID
+	parExpectedTurnIDSnake
 	parModel
 	parInput
 	parLimit
@@ -154,7 +157,7 @@ const (
 
 var parNames = []string{
 	"threadId", "thread_id", "turnId", "turn_id", "includeTurns", "include_turns",
-	"approvalId", "approval_id", "model", "input", "limit", "cursor", "after",
+	"approvalId", "approval_id", "expectedTurnId", "expected_turn_id", "model", "input", "limit", "cursor", "after",
 	"decision", "message", "answers",
 }
 
@@ -214,6 +217,8 @@ func knownMethod(m string) string {
 		return MethodTurnStart
 	case MethodTurnInterrupt:
 		return MethodTurnInterrupt
+	case MethodTurnSteer:
+		return MethodTurnSteer
 	case MethodThreadList:
 		return MethodThreadList
 	case MethodThreadRead:
@@ -271,12 +276,13 @@ func (d *decoder) invalid(msg string) *Problem { return d.fail(CodeInvalidReques
 //     {"type":"text","text":…} and {"type":"image","url":"data:…"}
 //     items, url also spelled image_url, with some text or an image) and
 //     model (a string); turn/interrupt thread_id and turn_id (a non-empty
-//     string); thread/list limit (an integer 1..1000) and cursor (a
+//     string); turn/steer thread_id, expected_turn_id (a non-empty
+//     string, in TurnID) and input (as turn/start's); thread/list limit (an integer 1..1000) and cursor (a
 //     string); ccbridge/events/replay after (an integer >= 0 that fits
 //     uint64); ccbridge/approval/respond approval_id (a non-empty
 //     string), decision (accept, acceptForSession, decline or cancel),
 //     message (a string) and answers (an object). threadId, turnId,
-//     includeTurns and approvalId may be spelled so or in snake_case;
+//     expectedTurnId, includeTurns and approvalId may be spelled so or in snake_case;
 //     both spellings given must agree.
 //
 // Duplicate keys are refused, not first-wins: a member the lane reads
@@ -410,6 +416,12 @@ func Decode(line []byte) (Request, *Problem) {
 	case MethodTurnInterrupt:
 		if r.ThreadID, p = pd.threadID(); p == nil {
 			r.TurnID, p = pd.reqString(parTurnID, "turn_id")
+		}
+	case MethodTurnSteer:
+		if r.ThreadID, p = pd.threadID(); p == nil {
+			if r.TurnID, p = pd.reqString(parExpectedTurnID, "expected_turn_id"); p == nil {
+				p = pd.input(&r)
+			}
 		}
 	case MethodThreadList:
 		p = pd.threadList(&r)
@@ -687,6 +699,15 @@ func (pd *paramReader) turnStart(r *Request) *Problem {
 	if r.ThreadID, p = pd.threadID(); p != nil {
 		return p
 	}
+	if p = pd.input(r); p != nil {
+		return p
+	}
+	r.Model, p = pd.optString(parModel, "model", false)
+	return p
+}
+
+// input reads the required input of turn/start and turn/steer.
+func (pd *paramReader) input(r *Request) *Problem {
 	raw, p := pd.pick(parInput, false)
 	switch {
 	case p != nil:
@@ -718,8 +739,7 @@ func (pd *paramReader) turnStart(r *Request) *Problem {
 	case !some:
 		return pd.invalid("input must hold some text or an image")
 	}
-	r.Model, p = pd.optString(parModel, "model", false)
-	return p
+	return nil
 }
 
 // The kinds of an input item.

@@ -461,8 +461,14 @@ func (t *Translator) result(e *mapping.Event, now int64, out *Output) {
 	if r == nil {
 		return // a result for no prompt of ours (a failed --resume prints one at once)
 	}
-	t.settleRun(r.id, ReasonRunEnded, true, now, out)
 	t.learnWindows(e)
+	if !Terminal(r.status) && r.answered(e) {
+		// A steer came too late for this turn: the CLI runs it as the
+		// next one, and the run goes on into it.
+		t.endTurn()
+		return
+	}
+	t.settleRun(r.id, ReasonRunEnded, true, now, out)
 	if !Terminal(r.status) {
 		t.finish(r, e, now, out)
 	}

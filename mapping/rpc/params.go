@@ -14,6 +14,7 @@ const (
 	MethodInitialize      = "initialize"
 	MethodRunStart        = "run.start"
 	MethodRunCancel       = "run.cancel"
+	MethodRunSteer        = "run.steer"
 	MethodSessionList     = "session.list"
 	MethodSessionHistory  = "session.history"
 	MethodModelList       = "model.list"
@@ -214,6 +215,21 @@ func ParseRunCancel(p gjson.Result) (RunCancelParams, *Error) {
 	v := newParams(p)
 	rp := RunCancelParams{RunID: v.str("run_id", true)}
 	rp.Reason = v.str("reason", false)
+	return rp, v.err
+}
+
+// RunSteerParams are run.steer's params.
+type RunSteerParams struct{ RunID, Text string }
+
+// ParseRunSteer checks run.steer's params: run_id and a non-empty text
+// are required.
+func ParseRunSteer(p gjson.Result) (RunSteerParams, *Error) {
+	v := newParams(p)
+	rp := RunSteerParams{RunID: v.str("run_id", true)}
+	rp.Text = v.str("text", true)
+	if v.err == nil && strings.TrimSpace(rp.Text) == "" {
+		v.fail("text must not be blank")
+	}
 	return rp, v.err
 }
 

@@ -132,3 +132,15 @@ func TestCommandPreview(t *testing.T) {
 		t.Errorf("preview of %d runes", len([]rune(p)))
 	}
 }
+
+func TestParseRunSteer(t *testing.T) {
+	rp, err := ParseRunSteer(gjson.Parse(`{"run_id":"run-1","text":"mind the docs"}`))
+	if err != nil || rp.RunID != "run-1" || rp.Text != "mind the docs" {
+		t.Errorf("run.steer: %+v %v", rp, err)
+	}
+	for _, p := range []string{`{"text":"x"}`, `{"run_id":"run-1"}`, `{"run_id":"run-1","text":"  "}`, `{"run_id":"run-1","text":3}`} {
+		if _, err := ParseRunSteer(gjson.Parse(p)); err == nil || err.Code != CodeInvalidParams {
+			t.Errorf("run.steer %s: %v, want -32602", p, err)
+		}
+	}
+}

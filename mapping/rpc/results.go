@@ -30,6 +30,7 @@ func AppendInitializeResult(dst []byte, id string, s ServerInfo) []byte {
 		v bool
 	}{
 		{"supports_run_cancel", true},
+		{"supports_run_steer", true},
 		{"supports_ui_requests", true},
 		{"supports_mcp_list", true},
 		{"supports_skills_list", true},
@@ -68,6 +69,16 @@ func AppendRunCancelResult(dst []byte, id string, ok bool, status string) []byte
 	o := result(id, 48)
 	o.boolean("ok", ok)
 	o.str("status", status)
+	return append(dst, o.endNotification()...)
+}
+
+// AppendRunSteerResult appends run.steer's response: the run and the
+// steer's own id (the uuid of the user message written to the CLI).
+func AppendRunSteerResult(dst []byte, id, runID, steerID string) []byte {
+	o := result(id, 96)
+	o.boolean("ok", true)
+	o.str("run_id", runID)
+	o.str("steer_id", steerID)
 	return append(dst, o.endNotification()...)
 }
 

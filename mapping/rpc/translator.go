@@ -1,10 +1,13 @@
 package rpc
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/jsonrpc"
 )
 
@@ -109,6 +112,9 @@ type run struct {
 	calls  map[string]int // model → calls this run
 	last   *llmCall       // last main-thread call, for run.context
 	text   string         // last main-thread text of the run
+	// steers are the uuids of the run's steers that no result has named
+	// yet: the run ends with the result that answers the last of them.
+	steers []string
 }
 
 type toolInfo struct {
@@ -211,6 +217,44 @@ func (t *Translator) SentPrompt(runID string) {
 		t.held = ""
 	}
 	t.turns = append(t.turns, r)
+}
+
+// Steer records a steer of run runID whose user message carries uuid id,
+// to be written to the CLI now: the run must be the one whose turn the
+// CLI is running (-32002 otherwise). The CLI takes the text into that
+// turn after its next tool result, and the result names it; a steer
+// not taken by then runs as a turn of its own, which still belongs to
+// the run: the run ends with the result that answers its last steer.
+func (t *Translator) Steer(runID, id string) *Error {
+	r, ok := t.runs[runID]
+	switch {
+	case !ok:
+		return &Error{Code: CodeRunNotFound, Message: "no run " + strconv.Quote(runID) + " on this connection"}
+	case Terminal(r.status):
+		return &Error{Code: CodeRunNotFound, Message: "run " + runID + " is " + r.status + ": only a running run can be steered"}
+	case t.head() != r:
+		return &Error{Code: CodeRunNotFound, Message: "run " + runID + " has not reached the CLI yet: steer it once it runs"}
+	}
+	r.steers = append(r.steers, strings.Clone(id))
+	return nil
+}
+
+// answered drops the steers a result names (user_message_uuids) and
+// reports whether some are still to be answered.
+func (r *run) answered(e *mapping.Event) bool {
+	if len(r.steers) == 0 {
+		return false
+	}
+	named := e.Get("user_message_uuids")
+	r.steers = slices.DeleteFunc(r.steers, func(id string) bool {
+		found := false
+		named.ForEach(func(_, v gjson.Result) bool {
+			found = v.Str == id
+			return !found
+		})
+		return found
+	})
+	return len(r.steers) > 0
 }
 
 // CancelResult says what CancelRun did.

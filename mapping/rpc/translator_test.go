@@ -501,3 +501,51 @@ func TestDeltaTextCopiedRaw(t *testing.T) {
 		t.Errorf("the CLI's bytes were not kept: %s", out.UI[0])
 	}
 }
+
+// A steer taken into the running turn ends with it (the result names
+// it); one the CLI runs as a turn of its own after the result keeps the
+// run going until that turn's result; a steer of a run that is not the
+// CLI's running turn is refused with -32002.
+func TestSteerEndsWithTheResultThatAnswersIt(t *testing.T) {
+	h := newHarness(t, Options{})
+	if e := h.tr.Steer("run-9", "s0"); e == nil || e.Code != CodeRunNotFound {
+		t.Errorf("steer of an unknown run: %v", e)
+	}
+	h.tr.BeginRun("run-1", &h.out)
+	if e := h.tr.Steer("run-1", "s0"); e == nil || e.Code != CodeRunNotFound {
+		t.Errorf("steer of a run not sent yet: %v", e)
+	}
+	h.tr.SentPrompt("run-1")
+	if e := h.tr.Steer("run-1", "s1"); e != nil {
+		t.Fatalf("steer: %v", e)
+	}
+	res := func(uuids string) string {
+		return strings.Replace(lineResult, `"type":"result",`, `"type":"result","user_message_uuids":[`+uuids+`],`, 1)
+	}
+	// Taken: the turn's result names the prompt and the steer.
+	out := h.cli(lineDelta, res(`"p1","s1"`))
+	wantMethods(t, out.UI, "agent.event:text.delta", "agent.event:final", "run.status:completed")
+	if e := h.tr.Steer("run-1", "s2"); e == nil || e.Code != CodeRunNotFound {
+		t.Errorf("steer of an ended run: %v", e)
+	}
+
+	// Not taken: the run goes on through the turn the steer runs as.
+	h.begin("run-2")
+	if e := h.tr.Steer("run-2", "s3"); e != nil {
+		t.Fatalf("steer: %v", e)
+	}
+	if out := h.cli(lineDelta, res(`"p2"`)); strings.Contains(strings.Join(methods(out.UI), " "), "run.status") {
+		t.Fatalf("the run ended before its steer was answered: %s", methods(out.UI))
+	}
+	if h.tr.ActiveRun() != "run-2" || !h.tr.Busy() {
+		t.Errorf("after the first result: active %q busy %v", h.tr.ActiveRun(), h.tr.Busy())
+	}
+	out = h.cli(lineDelta, res(`"s3"`))
+	wantMethods(t, out.UI, "agent.event:text.delta", "agent.event:final", "run.status:completed")
+	if gjson.GetBytes(out.UI[0], "params.run_id").Str != "run-2" {
+		t.Errorf("the steer's turn is not run-2's: %s", out.UI[0])
+	}
+	if h.tr.Busy() || h.tr.ActiveRun() != "" {
+		t.Errorf("after the steer's result: busy %v active %q", h.tr.Busy(), h.tr.ActiveRun())
+	}
+}

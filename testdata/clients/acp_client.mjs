@@ -343,6 +343,26 @@ const scenarios = {
     await c.close();
   },
 
+  // _session/steering (the extension claude-agent-acp answers): with no
+  // prompt running and idleBehavior promptRequired it is left to the
+  // client; during STEER_PROMPT's tool loop (after its first tool call)
+  // STEER_TEXT is added to the running turn, whose prompt is then
+  // answered once.
+  async steer() {
+    const c = connect('a', allowAll);
+    const sid = await newSession(c);
+    const promptRequired = { steering: { idleBehavior: 'promptRequired' } };
+    const steer = (text, _meta) => c.call('_session/steering', { sessionId: sid, prompt: [{ type: 'text', text }], _meta });
+    await steer('too early', promptRequired);
+    const p = prompt(c, sid, process.env.STEER_PROMPT);
+    await c.update((u) => u.sessionId === sid && u.update.sessionUpdate === 'tool_call');
+    await steer(process.env.STEER_TEXT);
+    await p;
+    await steer('too late', promptRequired);
+    await prompt(c, sid, 'hello');
+    await c.close();
+  },
+
   // A subagent's tool calls carry their parent in _meta.
   async subagent() {
     writeFileSync(cwd + '/hello.txt', 'hello world\n');

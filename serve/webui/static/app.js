@@ -96,15 +96,82 @@ async function start(body) {
   setText($('#new-error'), '');
   try {
     const info = await api('POST', '/api/web/sessions', body);
+    remember(info.cwd || body.cwd);
     app.open = [info, ...app.open.filter((o) => o.id !== info.id)];
     toggleNewForm(false);
     show(info.id);
     refreshList();
     $('#prompt').focus();
+    return true;
   } catch (err) {
     const msg = 'Cannot start the session: ' + err.message;
     if ($('#new-form').hidden) toast(msg);
     else setText($('#new-error'), msg);
+    return false;
+  }
+}
+
+/** The localStorage key of the folder the last session was started in. */
+const LAST_DIR = 'ccbridge.lastDir';
+
+/** remember keeps dir as the folder chosen last. */
+function remember(dir) {
+  try {
+    if (dir) localStorage.setItem(LAST_DIR, dir);
+  } catch {} // (storage off: the first --dir it is)
+}
+
+/**
+ * defaultDir is where a prompt typed with no session on screen starts one:
+ * the folder chosen last, while serve still allows it (a --dir or below),
+ * else the first --dir.
+ */
+function defaultDir() {
+  const dirs = app.info?.dirs || [];
+  let last = null;
+  try {
+    last = localStorage.getItem(LAST_DIR);
+  } catch {}
+  const allowed = (d) => dirs.some((x) => d === x || d.startsWith(x.replace(/\/+$/, '') + '/'));
+  return last && allowed(last) ? last : dirs[0];
+}
+
+/**
+ * startAndSend is the first minute's Send: with no session on screen, a
+ * new one starts in defaultDir() and takes the message as its first.
+ */
+async function startAndSend(body) {
+  const dir = defaultDir();
+  if (!dir || !(await start({ mode: 'new', cwd: dir }))) return false;
+  return post(body);
+}
+
+/** sendNow sends a message to the session on screen, or starts one for it. */
+const sendNow = (body) => (app.shown ? post(body) : startAndSend(body));
+
+/** queue holds a prompt until the shown session's running turn ends. */
+function queue(body) {
+  const s = app.shown;
+  if (!s?.running) return sendNow(body);
+  s.queued.push(body);
+  updateAll();
+  return true;
+}
+
+// sendQueued sends the first prompt a session holds once its turns are
+// over; its echo starts a turn, whose end sends the next.
+async function sendQueued(s) {
+  if (s.running || s.ended || !s.queued.length || s.sendingQueued) return;
+  s.sendingQueued = true;
+  const body = s.queued.shift();
+  try {
+    await s.post(body);
+  } catch (err) {
+    s.queued.unshift(body);
+    toast(`Queued prompt not sent: ${err.message}`);
+  } finally {
+    s.sendingQueued = false;
+    if (s === app.shown) updateAll();
   }
 }
 
@@ -166,6 +233,7 @@ const hashId = () => decodeURIComponent(/^#s=(.+)$/.exec(location.hash)?.[1] || 
 
 // onSessionChange is every Session's notify: what changed in s.
 function onSessionChange(s, what) {
+  if (what === 'turn') sendQueued(s);
   if (what === 'turn' || what === 'ended') {
     renderLists(); // running or not
     later('list', refreshList, 400); // new titles and session files
@@ -218,7 +286,15 @@ function updateTurn() {
   set(document.body, 'conn', s ? s.conn : app.info ? 'live' : 'connecting');
   const status = s?.requests.size ? 'Waiting for your answer…' : s?.status || 'Working…';
   setText($('#status'), s?.ended ? 'This session has ended.' : s?.running ? status : '');
-  app.composer.setState(s && !s.ended, s?.running);
+  // With no session on screen, a prompt starts one (startAndSend).
+  app.composer.setState(s ? !s.ended : !!app.info?.dirs?.length, s?.running);
+  const dir = !s && defaultDir();
+  const hint = dir ? `Message Claude — starts a new session in ${basename(dir)}` : 'Message Claude — Enter sends, Shift+Enter for a new line, / for commands';
+  if ($('#prompt').placeholder !== hint) $('#prompt').placeholder = hint;
+  const q = s?.queued || [];
+  $('#queued').hidden = !q.length;
+  setText($('#queued'), q.length ? `${q.length} queued` : '');
+  $('#queued').title = q.map((b) => b.text || '(attachments)').join('\n');
   if (app.stick) conversation.scrollTop = conversation.scrollHeight;
 }
 
@@ -248,6 +324,9 @@ function contextUse(s) {
   return `${n} / ${w} tokens (${p.toFixed(p < 10 ? 1 : 0)}%)`;
 }
 
+/** message is an inbound ipc prompt: user_message or steer. */
+const message = (type, text, attachments) => ({ type, text: text || undefined, attachments: attachments.length ? attachments : undefined });
+
 /** post sends a message to the session on screen; a failure shows in the status line. */
 async function post(body) {
   try {
@@ -274,7 +353,9 @@ function toast(message) {
 async function init() {
   app.dialogs = new Dialogs((err) => toast('Answer not sent: ' + err.message));
   app.composer = new Composer({
-    send: (text, attachments) => post({ type: 'user_message', text: text || undefined, attachments: attachments.length ? attachments : undefined }),
+    send: (text, attachments) => sendNow(message('user_message', text, attachments)),
+    steer: (text, attachments) => post(message('steer', text, attachments)),
+    queue: (text, attachments) => queue(message('user_message', text, attachments)),
     interrupt: () => post({ type: 'interrupt' }),
     commands: () => {
       const list = (app.shown?.meta?.slash_commands || []).map((c) => String(c?.name ?? c).replace(/^\//, ''));

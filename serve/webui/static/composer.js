@@ -1,7 +1,9 @@
 // composer.js: the prompt box, its image attachments and the slash
 // command menu.
 //
-// Enter sends, Shift+Enter starts a new line. Images come from #attach or
+// Enter sends, Shift+Enter starts a new line. While a turn runs, Enter
+// (and #send, then labelled Steer) adds the text to the running turn, and
+// Alt+Enter (#queue) holds it until the turn ends. Images come from #attach or
 // are pasted into #prompt; each is an .attachment chip until sent. A "/"
 // at the start of the prompt opens #slash-menu, filtered as one types:
 // Tab, Enter or a click completes, the arrow keys move, Escape closes.
@@ -19,6 +21,8 @@ export class Composer {
   /**
    * @param {object} opts
    * @param {(text: string, attachments: object[]) => Promise<boolean>} opts.send
+   * @param {(text: string, attachments: object[]) => Promise<boolean>} opts.steer into the running turn
+   * @param {(text: string, attachments: object[]) => Promise<boolean>} opts.queue until the turn ends
    * @param {() => void} opts.interrupt
    * @param {() => string[]} opts.commands the slash commands, without "/"
    * @param {(message: string) => void} opts.error
@@ -30,6 +34,7 @@ export class Composer {
     this.matches = []; // the commands in the open menu
     this.active = 0;
     this.sending = false;
+    this.running = false; // a turn runs: Enter steers
     this.swallow = false; // drop the line break of an Enter handled on keydown
 
     this.prompt.addEventListener('keydown', (e) => this.keydown(e));
@@ -49,6 +54,7 @@ export class Composer {
     });
     this.prompt.addEventListener('blur', () => setTimeout(() => this.closeMenu(), 150));
     $('#send').addEventListener('click', () => this.send());
+    $('#queue').addEventListener('click', () => this.send('queue'));
     $('#interrupt').addEventListener('click', () => opts.interrupt());
     $('#attach').addEventListener('change', (e) => {
       this.addFiles(e.target.files);
@@ -56,11 +62,21 @@ export class Composer {
     });
   }
 
-  /** setState enables the composer for a live session, and #interrupt while a turn runs. */
+  /**
+   * setState enables the composer for a live session (or for the prompt
+   * that starts one), and #interrupt and #queue while a turn runs, when
+   * #send steers.
+   */
   setState(enabled, running) {
+    this.running = !!running;
     this.prompt.disabled = $('#attach').disabled = !enabled;
-    $('#send').disabled = !enabled || this.sending;
+    $('#send').disabled = $('#queue').disabled = !enabled || this.sending;
     $('#interrupt').disabled = !enabled || !running;
+    $('#queue').hidden = !running;
+    const send = $('#send');
+    const label = running ? 'Steer' : 'Send';
+    if (send.textContent !== label) send.textContent = label;
+    send.title = running ? 'Add this to the running turn (Enter)' : 'Send (Enter)';
   }
 
   keydown(e) {
@@ -83,17 +99,19 @@ export class Composer {
     } else if (enter) {
       e.preventDefault();
       this.swallow = true;
-      this.send();
+      this.send(e.altKey && this.running ? 'queue' : undefined);
     }
   }
 
-  async send() {
+  /** send sends the prompt: how is 'send', 'steer' or 'queue' (default: steer while a turn runs). */
+  async send(how) {
     const text = this.prompt.value;
     if (this.sending || this.prompt.disabled || (!text.trim() && !this.attachments.length)) return;
+    how ||= this.running ? 'steer' : 'send';
     const attachments = this.attachments.map(({ kind, media_type, content }) => ({ kind, media_type, content }));
-    this.sending = $('#send').disabled = true;
+    this.sending = $('#send').disabled = $('#queue').disabled = true;
     try {
-      if (await this.opts.send(text.trim() ? text : '', attachments)) {
+      if (await this.opts[how](text.trim() ? text : '', attachments)) {
         if (this.prompt.value === text) this.prompt.value = ''; // (keep what was typed meanwhile)
         this.attachments = [];
         this.renderAttachments();
@@ -101,7 +119,7 @@ export class Composer {
       }
     } finally {
       this.sending = false;
-      $('#send').disabled = this.prompt.disabled;
+      $('#send').disabled = $('#queue').disabled = this.prompt.disabled;
     }
   }
 

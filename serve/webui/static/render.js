@@ -13,10 +13,10 @@ function image(type, data, alt) {
   return el('img', { class: 'thumb', alt, src: `data:${type};base64,${data.replace(/\s/g, '')}` });
 }
 
-/** userMessage renders a user_message echo: its text and its attachments. */
-export function userMessage(msg) {
+/** userMessage renders a user_message (or, with kind 'steer', a steer) echo: its text and its attachments. */
+export function userMessage(msg, kind) {
   const atts = Array.isArray(msg.attachments) ? msg.attachments : [];
-  return el('div', { class: 'msg user' },
+  return el('div', { class: kind ? `msg user ${kind}` : 'msg user' },
     msg.text ? el('div', { class: 'text', text: msg.text }) : null,
     atts.length ? el('div', { class: 'thumbs' }, atts.map((a) => image(a?.media_type, a?.content, 'attached image') ||
       el('span', { class: 'chip', text: a?.name || a?.kind || 'attachment' }))) : null);

@@ -30,6 +30,8 @@ export class Session {
     this.lastSeq = 0;
     this.prompts = 0; // user_message echoes (not those of a session file)
     this.terminals = 0; // terminal messages: one per prompt
+    this.steers = []; // the elements of the steers echoed and not yet taken, oldest first
+    this.queued = []; // user_messages held by the page until the turn ends (Queue)
     this.sessionId = info.session_id || null;
     this.meta = null; // the last system_metadata
     this.cost = null; // the last cost_update
@@ -178,6 +180,17 @@ export class Session {
         this.add(R.userMessage(msg));
         this.notify(this, 'turn');
         break;
+      case 'steer': {
+        // Text added to the running turn: the CLI takes it after the
+        // turn's next tool call (steer_taken), or, when none follows, runs
+        // it as a turn of its own once the turn ends.
+        const node = this.add(R.userMessage(msg, 'steer'));
+        if (!msg.history) this.steers.push(node);
+        break;
+      }
+      case 'steer_taken':
+        this.steers.shift()?.classList.add('taken');
+        break;
       case 'assistant_text':
       case 'thinking_text':
         this.text(msg);
@@ -293,6 +306,10 @@ export class Session {
 
   terminal(msg) {
     this.terminals++;
+    // The steers the turn did not take run as turns of their own.
+    this.prompts += this.steers.length;
+    this.steers.forEach((n) => n.classList.add('own-turn'));
+    this.steers = [];
     this.add(R.turnEnd(msg, this.turnCost));
     this.turnCost = null;
     if (!this.running) this.status = '';
