@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"runtime/debug"
 	"slices"
@@ -66,6 +67,9 @@ type config struct {
 	maxCLILine int
 	control    control.Config
 	dialect    adapter.Dialect // the --ui dialect, its own flags parsed
+	// login: run the CLI's interactive login instead of a session
+	// (--login, what an ACP client's terminal auth method appends).
+	login bool
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -75,6 +79,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	if len(args) > 0 && args[0] == "version" {
 		return runVersion(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "login" {
+		return runLogin(getenv("CCBRIDGE_CLAUDE"), "", args[1:], stdin, stdout, stderr, getenv)
+	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -82,6 +89,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	if err != nil {
 		fmt.Fprintf(stderr, "ccbridge: %v\n", err)
 		return 2
+	}
+	if cfg.login {
+		return runLogin(cfg.Claude, cfg.cwd, nil, stdin, stdout, stderr, getenv)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	if f, ok := stdout.(*os.File); ok {
@@ -161,6 +171,58 @@ func launcher(claude, fakeModel string, base session.Config, getenv func(string)
 		c.LeadArgs = []string{"--settings", srv.Settings(fakemodel.SettingsFiles(os.Getenv, cmp.Or(dir, "."))...)}
 		return c
 	}, func() { srv.Close() }, 0, nil
+}
+
+// runLogin runs the CLI's own interactive login, `claude auth login`
+// (with args), on ccbridge's terminal, and exits with its exit code: zero
+// when the user logged in. It is `ccbridge login [args]`, and a dialect's
+// --login (the ACP terminal auth method's args), which finds the CLI as
+// the session would (--claude, $CCBRIDGE_CLAUDE, claude on PATH) and runs
+// it in --cwd. No fake model is started: the login is the real one.
+// While the CLI runs, ccbridge ignores SIGINT and SIGTERM's default (the
+// terminal's ^C reaches the CLI, which decides).
+func runLogin(claude, dir string, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	self, _ := os.Executable()
+	path, err := session.FindCLI(claude, getenv, self)
+	if err != nil {
+		fmt.Fprintf(stderr, "ccbridge: login: %v\n", err)
+		return 127
+	}
+	cmd := exec.Command(path, append([]string{"auth", "login"}, args...)...)
+	cmd.Dir = dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		if code := ee.ExitCode(); code >= 0 {
+			return code
+		}
+		return 1 // killed by a signal
+	case err != nil:
+		fmt.Fprintf(stderr, "ccbridge: login: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// loginArg is the flag of a dialect that runs the CLI's login instead of
+// a session: what the acp dialect's terminal auth method appends to
+// ccbridge's command (mapping/acp.AuthTerminalArgs).
+const loginArg = "--login"
+
+// cutTrailingLogin takes a --login the client appended after a "--" off
+// args: the client adds its args at the end of the configured command,
+// whose extra CLI arguments may end it, and the CLI has no --login of its
+// own (claude --help, 2.1.330).
+func cutTrailingLogin(args []string) ([]string, bool) {
+	if n := len(args); n > 1 && args[n-1] == loginArg && slices.Contains(args[:n-1], "--") {
+		return args[:n-1], true
+	}
+	return args, false
 }
 
 // runServe is `ccbridge serve` (serve.Main), until SIGINT, SIGTERM
@@ -266,8 +328,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return cfg, nil
 	}
 
+	args, cfg.login = cutTrailingLogin(args)
 	fs := flag.NewFlagSet("ccbridge", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	fs.BoolVar(&cfg.login, "login", cfg.login, "run the Claude Code CLI's interactive login (claude auth login) in this terminal instead of a session")
 	fs.StringVar(&cfg.ui, "ui", "", "UI dialect: "+strings.Join(adapter.DialectNames(), ", "))
 	if name := uiName(args); name != "" {
 		d, ok := adapter.NewDialect(name)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -214,5 +215,45 @@ func TestRunVersion(t *testing.T) {
 		if code := run(args, strings.NewReader(""), &out, &errb, func(string) string { return "" }); code != 2 || out.Len() != 0 || errb.Len() == 0 {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2, nothing on stdout, a reason on stderr", args, code, out.String(), errb.String())
 		}
+	}
+}
+
+// TestLogin: --login (also when an ACP client appended it after "--"),
+// and ccbridge login, run `claude auth login` on ccbridge's terminal
+// instead of a session, and exit with the CLI's exit code.
+func TestLogin(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		login bool
+		extra []string
+	}{
+		{[]string{"--ui", "acp", "--login"}, true, nil},
+		{[]string{"--ui", "acp", "--", "--add-dir", "/x", "--login"}, true, []string{"--add-dir", "/x"}},
+		{[]string{"--ui", "acp", "--", "--login", "--add-dir"}, false, []string{"--login", "--add-dir"}},
+		{[]string{"--ui", "acp"}, false, nil},
+	} {
+		cfg, err := parseConfig(c.args, env(), &bytes.Buffer{})
+		if err != nil || cfg.login != c.login || !slices.Equal(cfg.opts.Extra, c.extra) {
+			t.Errorf("%q: login %v, extra %q, %v", c.args, cfg.login, cfg.opts.Extra, err)
+		}
+	}
+	dir := t.TempDir()
+	cli := filepath.Join(dir, "claude")
+	// The fake CLI prints its argv and working directory, and exits 3.
+	os.WriteFile(cli, []byte("#!/bin/sh\necho \"argv: $*\"\necho \"cwd: $(pwd)\"\nexit 3\n"), 0o755)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--ui", "acp", "--claude", cli, "--cwd", dir, "--fake-model", "default", "--", "--login"},
+		strings.NewReader(""), &stdout, &stderr, env())
+	if code != 3 || !strings.Contains(stdout.String(), "argv: auth login\n") || !strings.Contains(stdout.String(), "cwd: "+dir) {
+		t.Errorf("--login: code %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	code = run([]string{"login", "--console"}, strings.NewReader(""), &stdout, &stderr, env("CCBRIDGE_CLAUDE", cli))
+	if code != 3 || !strings.Contains(stdout.String(), "argv: auth login --console\n") {
+		t.Errorf("ccbridge login: code %d, stdout %q", code, stdout.String())
+	}
+	if code := run([]string{"login"}, strings.NewReader(""), &stdout, &stderr,
+		env("CCBRIDGE_CLAUDE", "/nonexistent/claude", "PATH", "/nonexistent")); code != 127 {
+		t.Errorf("login without a CLI: code %d", code)
 	}
 }

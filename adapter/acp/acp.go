@@ -87,6 +87,13 @@ type acpLoop struct {
 	created  int                         // sessions made so far
 	reqs     jsonrpc.Pending[*acpOutReq] // agent → client requests awaiting their answer
 	nextCtl  int
+
+	// cancellable: the client's requests still owed an answer that
+	// $/cancel_request can cancel (besides prompts, which cancel as
+	// session/cancel does): session setups and background work, by
+	// request id (raw JSON). Each entry answers -32800 and drops the work;
+	// reply and fail take an answered id out.
+	cancellable map[string]func()
 }
 
 // acpOutReq is a request ccbridge sent the client for a CLI request.
@@ -122,6 +129,7 @@ func (a *ACP) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		private:     &session.PrivateDir{},
 		sessions:    map[string]*acpSession{},
 		bySup:       map[*adapter.Supervisor]*acpSession{},
+		cancellable: map[string]func(){},
 	}
 	// Run returns once every child has exited (and read its files): the
 	// end of the input, a handled signal and an error all pass here.
@@ -229,12 +237,41 @@ func (l *acpLoop) UILine(line []byte) {
 
 // reply answers a client request.
 func (l *acpLoop) reply(id string, result []byte) {
+	delete(l.cancellable, id)
 	l.out = append(l.out, jsonrpc.AppendResult(make([]byte, 0, len(result)+40), id, string(result)))
 }
 
 // fail answers a client request with an error.
 func (l *acpLoop) fail(id string, e *acp.Error) {
+	delete(l.cancellable, id)
 	l.out = append(l.out, e.AppendResponse(nil, id))
+}
+
+// errCancelled answers a request the client cancelled ($/cancel_request).
+func errCancelled(method string) *acp.Error {
+	return &acp.Error{Code: acp.CodeRequestCancelled, Message: method + ": cancelled by the client ($/cancel_request)"}
+}
+
+// background runs work off the loop for the client's request id (of
+// method) and answers with what it returns, unless $/cancel_request
+// answered it first (-32800; the work's result is then dropped).
+func (l *acpLoop) background(id, method string, work func(ctx context.Context) (result []byte, err *acp.Error)) {
+	l.cancellable[id] = func() { l.fail(id, errCancelled(method)) }
+	l.loop.Go(func(ctx context.Context) func() {
+		result, err := work(ctx)
+		return func() {
+			defer l.emit()
+			if _, open := l.cancellable[id]; !open {
+				l.log.Debug("a cancelled request's work ended; its result is dropped", "method", method, "id", id)
+				return
+			}
+			if err != nil {
+				l.fail(id, err)
+				return
+			}
+			l.reply(id, result)
+		}
+	})
 }
 
 // request dispatches a client request. Each either answers at once or
@@ -249,7 +286,8 @@ func (l *acpLoop) request(m jsonrpc.Message) {
 	if m.Method != acp.MethodInitialize && !l.initialized {
 		switch m.Method {
 		case acp.MethodAuthenticate, acp.MethodSessionNew, acp.MethodSessionLoad, acp.MethodSessionResume,
-			acp.MethodSessionList, acp.MethodSessionClose, acp.MethodSessionPrompt, acp.MethodSetMode, acp.MethodSetConfigOption, acp.MethodSteering:
+			acp.MethodSessionList, acp.MethodSessionClose, acp.MethodSessionPrompt, acp.MethodSetMode, acp.MethodSetConfigOption, acp.MethodSteering,
+			acp.MethodSessionFork, acp.MethodLogout:
 			l.fail(id, &acp.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize first"})
 			return
 		}
@@ -262,15 +300,17 @@ func (l *acpLoop) request(m jsonrpc.Message) {
 			return
 		}
 		l.initialized, l.caps = true, caps
-		l.reply(id, acp.AppendInitializeResult(nil, acp.AgentInfo{Name: "ccbridge", Title: "Claude Code (ccbridge)", Version: version.String()}))
+		l.reply(id, acp.AppendInitializeResult(nil, acp.AgentInfo{Name: "ccbridge", Title: "Claude Code (ccbridge)", Version: version.String()}, caps))
 	case acp.MethodAuthenticate:
 		if mid := m.Params.Get("methodId"); mid.Str != acp.AuthMethodID {
 			l.fail(id, acp.InvalidParams("unknown authentication method "+strconv.Quote(mid.String())+"; the only one is "+strconv.Quote(acp.AuthMethodID)))
 			return
 		}
 		l.reply(id, []byte("{}"))
-	case acp.MethodSessionNew, acp.MethodSessionLoad, acp.MethodSessionResume:
+	case acp.MethodSessionNew, acp.MethodSessionLoad, acp.MethodSessionResume, acp.MethodSessionFork:
 		l.setup(id, m.Method, m.Params)
+	case acp.MethodLogout:
+		l.logout(id)
 	case acp.MethodSessionList:
 		l.list(id, m.Params)
 	case acp.MethodSessionClose:
@@ -307,12 +347,17 @@ func (l *acpLoop) notification(m jsonrpc.Message) {
 		l.cancel(s)
 	case acp.MethodCancelRequest:
 		rid := m.Params.Get("requestId").Raw
+		if cancel := l.cancellable[rid]; cancel != nil {
+			delete(l.cancellable, rid)
+			cancel()
+			return
+		}
 		for _, s := range l.sessions {
 			if l.cancelRequest(s, rid) {
 				return
 			}
 		}
-		l.log.Debug("$/cancel_request for no running prompt", "requestId", rid)
+		l.log.Debug("$/cancel_request for no request that can be cancelled", "requestId", rid)
 	default:
 		l.log.Debug("notification ignored", "method", m.Method)
 	}

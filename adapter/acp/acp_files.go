@@ -14,6 +14,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping/acp"
+	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
@@ -189,12 +190,27 @@ func (l *acpLoop) list(id string, params gjson.Result) {
 		}
 		offset = n
 	}
-	l.loop.Go(func(ctx context.Context) func() {
-		result := acpListResult(ctx, l.claudeDir, cwd, offset)
-		return func() {
-			l.reply(id, result)
-			l.emit()
+	l.background(id, acp.MethodSessionList, func(ctx context.Context) ([]byte, *acp.Error) {
+		return acpListResult(ctx, l.claudeDir, cwd, offset), nil
+	})
+}
+
+// logout serves logout: the CLI's own logout (session.Logout: `claude
+// auth logout` between two `claude auth status --json`), off the loop.
+// The answer says in _meta whether a stored login was removed; a key in
+// the environment (ANTHROPIC_API_KEY) is not one. Sessions running keep
+// the credentials their CLI read at its start.
+func (l *acpLoop) logout(id string) {
+	cfg := l.cfg.Child
+	cfg.Dir = ""
+	log := l.log
+	l.background(id, acp.MethodLogout, func(ctx context.Context) ([]byte, *acp.Error) {
+		r, err := session.Logout(ctx, cfg)
+		if err != nil {
+			return nil, acp.Internal("logout: " + err.Error())
 		}
+		log.Info("logout", "cleared", r.Cleared, "before", r.Before.Method, "after", r.After.Method)
+		return acp.AppendLogoutResult(nil, r.Cleared), nil
 	})
 }
 

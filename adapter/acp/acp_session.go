@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -59,6 +60,7 @@ type acpSession struct {
 type acpSetup struct {
 	id       string // the client's request id (raw JSON)
 	method   string
+	forkOf   string    // session/fork: the session forked
 	initID   string    // the CLI request id of initialize, once the child runs
 	deadline time.Time // for the CLI's initialize answer, once the child runs
 }
@@ -115,19 +117,27 @@ func (l *acpLoop) sessionFor(method string, params gjson.Result) (*acpSession, *
 	return s, nil
 }
 
-// setup serves session/new, session/load and session/resume. A session
-// to load or resume is looked up off the loop first: without a file that
-// holds a conversation the CLI can resume, the request fails before any
-// child starts.
+// setup serves session/new, session/load, session/resume and
+// session/fork. A session to load, resume or fork is looked up off the
+// loop first: without a file that holds a conversation the CLI can
+// resume, the request fails before any child starts. A fork is a new
+// session (a fresh id) whose CLI starts with --resume <the session>
+// --fork-session --session-id <the fork>: it carries the conversation as
+// the session's file holds it, and the session goes on unchanged.
 func (l *acpLoop) setup(id, method string, params gjson.Result) {
 	st, err := acp.ParseSessionSetup(method, params)
 	if err != nil {
 		l.fail(id, err)
 		return
 	}
-	if method == acp.MethodSessionNew {
+	forkOf := ""
+	switch method {
+	case acp.MethodSessionNew:
 		st.SessionID = uuid.NewString()
-	} else if s := l.sessions[st.SessionID]; s != nil {
+	case acp.MethodSessionFork:
+		forkOf, st.SessionID = st.SessionID, uuid.NewString()
+	}
+	if s := l.sessions[st.SessionID]; s != nil && method != acp.MethodSessionNew && method != acp.MethodSessionFork {
 		// The session runs in this connection already: load replays its
 		// file, resume has nothing to do.
 		if s.pending != nil {
@@ -146,18 +156,33 @@ func (l *acpLoop) setup(id, method string, params gjson.Result) {
 		l.fail(id, err)
 		return
 	}
-	s.pending = &acpSetup{id: id, method: method}
+	s.pending = &acpSetup{id: id, method: method, forkOf: forkOf}
+	l.cancellable[id] = func() { l.cancelSetup(s, id) }
 	if method == acp.MethodSessionNew {
 		l.startSession(s, "")
 		return
 	}
+	lookup := cmp.Or(forkOf, st.SessionID)
 	l.loop.Go(func(context.Context) func() {
-		path, err := l.findSession(method, st.CWD, st.SessionID)
+		path, err := l.findSession(method, st.CWD, lookup)
 		return func() {
 			defer l.emit()
 			l.found(s, path, err)
 		}
 	})
+}
+
+// cancelSetup serves $/cancel_request for session/new, load, resume or
+// fork id of session s while it is being set up: the request is answered
+// -32800 and the session closed (its child, if one started, is stopped).
+func (l *acpLoop) cancelSetup(s *acpSession, id string) {
+	ps := s.pending
+	if ps == nil || ps.id != id || l.sessions[s.id] != s {
+		return
+	}
+	s.pending = nil
+	l.fail(id, errCancelled(ps.method))
+	l.closeSession(s, "its setup was cancelled")
 }
 
 // sessionStateEnv makes the CLI report system/session_state_changed
@@ -249,11 +274,17 @@ func (l *acpLoop) found(s *acpSession, path string, err *acp.Error) {
 // the file at path has been replayed.
 func (l *acpLoop) startSession(s *acpSession, path string) {
 	ps := s.pending
-	opts, resumed := s.sup.Opts, ps.method != acp.MethodSessionNew
-	if resumed {
-		opts = opts.ResumeFrom(s.id)
-	} else {
+	opts, resumed := s.sup.Opts, false
+	switch ps.method {
+	case acp.MethodSessionNew:
 		opts.SessionID = s.id
+	case acp.MethodSessionFork:
+		// The fork's file is written with its first turn, as a new
+		// session's is (Supervisor.ResumeOpts starts an unsaved fork
+		// again as a fork).
+		opts.Resume, opts.ForkSession, opts.SessionID = ps.forkOf, true, s.id
+	default:
+		opts, resumed = opts.ResumeFrom(s.id), true
 	}
 	p, err := s.sup.Start(opts, resumed)
 	if err != nil {
@@ -368,7 +399,7 @@ func (l *acpLoop) setupDone(s *acpSession, ev *mapping.Event) {
 	s.initResp = resp.Raw
 	s.tr.Config = acp.ConfigFromInitialize(resp, s.sup.Opts.Model, l.allowBypass)
 	sid := ""
-	if ps.method == acp.MethodSessionNew {
+	if ps.method == acp.MethodSessionNew || ps.method == acp.MethodSessionFork {
 		sid = s.id
 	}
 	l.reply(ps.id, s.tr.Config.AppendSetupResult(nil, sid))

@@ -33,9 +33,18 @@ func init() {
 	//             (with CLAUDE_CODE_SDK_READS_SESSION_STATE=1) idle
 	//   TOOLONG   a delta and a 4 KiB result with its keys in the real
 	//             CLI's order ("type" last), and no idle after it
+	// In a working directory whose name holds "hanginit" it never answers
+	// initialize. Run as `auth status --json` or `auth logout` it plays
+	// the CLI's auth commands on the login kept in the file FAKE_AUTH.
 	adaptertest.Register("acp", func() {
 		logf, _ := os.OpenFile(os.Getenv("FAKE_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		fmt.Fprintf(logf, "argv %s\n", strings.Join(os.Args[1:], " "))
+		if len(os.Args) > 2 && os.Args[1] == "auth" {
+			fakeAuth(os.Args[2])
+			return
+		}
+		cwd, _ := os.Getwd()
+		hangInit := strings.Contains(filepath.Base(cwd), "hanginit")
 		out := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
 		const sid = `"session_id":"fake","parent_tool_use_id":null`
 		result := func(sub, reason string) {
@@ -58,6 +67,9 @@ func init() {
 				id := gjson.GetBytes(line, "request_id").Str
 				switch gjson.GetBytes(line, "request.subtype").Str {
 				case "initialize":
+					if hangInit {
+						continue
+					}
 					if os.Getenv("FAKE_NOINIT") == "1" {
 						fmt.Fprintln(os.Stderr, "fatal: no init for you")
 						os.Exit(3)
@@ -119,6 +131,25 @@ func init() {
 			}
 		}
 	})
+}
+
+// fakeAuth plays `claude auth status --json` and `claude auth logout`:
+// the file FAKE_AUTH holds "stored" while a login is stored.
+func fakeAuth(cmd string) {
+	state := os.Getenv("FAKE_AUTH")
+	b, _ := os.ReadFile(state)
+	switch cmd {
+	case "status":
+		if string(b) == "stored" {
+			fmt.Println(`{"loggedIn":true,"authMethod":"claude.ai","storedClaudeAiLogin":true}`)
+			return
+		}
+		fmt.Println(`{"loggedIn":false,"authMethod":"none"}`)
+		os.Exit(1)
+	case "logout":
+		os.WriteFile(state, nil, 0o600)
+		fmt.Println("Successfully logged out from your Anthropic account.")
+	}
 }
 
 // acpHost is an ACP client driving an ACP loop in memory.
@@ -587,5 +618,68 @@ func TestACPQueuedPromptsAnsweredAtTheEnd(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestACPForkLogoutCancelRequest: session/fork starts a new session's CLI
+// with --resume <the session> --fork-session --session-id <the fork>, and
+// refuses a session without a file; logout runs the CLI's logout and says
+// whether a stored login was removed; $/cancel_request answers a
+// session/new still being set up -32800 and stops its CLI.
+func TestACPForkLogoutCancelRequest(t *testing.T) {
+	auth := filepath.Join(t.TempDir(), "auth")
+	os.WriteFile(auth, []byte("stored"), 0o600)
+	h := startACP(t, "FAKE_AUTH="+auth)
+	sid := h.newSession()
+	if r := h.answer(h.prompt(sid, "hello")); r.Get("result.stopReason").Str != "end_turn" {
+		t.Fatalf("prompt: %s", r.Raw)
+	}
+	if r := h.answer(h.call("session/fork", `{"sessionId":"`+sid+`","cwd":"`+h.dir+`"}`)); r.Get("error.code").Int() != -32002 {
+		t.Errorf("fork of a session without a file: %s", r.Raw)
+	}
+	dir := filepath.Join(h.claude, "projects", clifiles.ProjectDirName(h.dir))
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, sid+".jsonl"), []byte(`{"type":"user","cwd":"`+h.dir+`","message":{"role":"user","content":"hello"}}`+"\n"), 0o644)
+	r := h.answer(h.call("session/fork", `{"sessionId":"`+sid+`","cwd":"`+h.dir+`"}`))
+	fork := r.Get("result.sessionId").Str
+	if fork == "" || fork == sid || !r.Get("result.configOptions").IsArray() || !r.Get("result.modes").IsObject() {
+		t.Fatalf("fork: %s", r.Raw)
+	}
+	if r := h.answer(h.prompt(fork, "in the fork")); r.Get("result.stopReason").Str != "end_turn" {
+		t.Fatalf("prompt in the fork: %s", r.Raw)
+	}
+	if r := h.answer(h.prompt(sid, "in the original")); r.Get("result.stopReason").Str != "end_turn" {
+		t.Fatalf("the original session after the fork: %s", r.Raw)
+	}
+	if log := h.log(); !strings.Contains(log, "--resume="+sid+" --fork-session --session-id="+fork) {
+		t.Errorf("the fork's CLI was not started as a fork:\n%s", log)
+	}
+
+	if r := h.answer(h.call("logout", `{}`)); r.Get("result._meta.ccbridge.authCleared").Type != gjson.True {
+		t.Errorf("logout of a stored login: %s", r.Raw)
+	}
+	if r := h.answer(h.call("logout", `{}`)); r.Get("result._meta.ccbridge.authCleared").Type != gjson.False {
+		t.Errorf("logout with nothing stored: %s", r.Raw)
+	}
+	if log := h.log(); strings.Count(log, "argv auth logout") != 2 || strings.Count(log, "argv auth status --json") != 4 {
+		t.Errorf("logout did not run the CLI's auth commands:\n%s", log)
+	}
+
+	hang := filepath.Join(t.TempDir(), "hanginit")
+	os.Mkdir(hang, 0o755)
+	id := h.call("session/new", `{"cwd":"`+hang+`","mcpServers":[]}`)
+	// Wait for its CLI to be started (it logs its argv), then cancel.
+	for strings.Count(h.log(), "argv --output-format") < 3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.Send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":` + id + `}}`)
+	if r := h.answer(id); r.Get("error.code").Int() != -32800 {
+		t.Fatalf("cancelled session/new: %s", r.Raw)
+	}
+	// The connection goes on, and the cancel of an answered request does
+	// nothing.
+	h.Send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":` + id + `}}`)
+	if r := h.answer(h.call("session/list", `{}`)); !r.Get("result.sessions").IsArray() {
+		t.Errorf("session/list after the cancel: %s", r.Raw)
 	}
 }

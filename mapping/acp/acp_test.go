@@ -370,11 +370,16 @@ func TestParseSessionSetup(t *testing.T) {
 	if _, err := acp.ParseSessionSetup(acp.MethodSessionResume, gjson.Parse(`{"sessionId":"x","cwd":"/p"}`)); err != nil {
 		t.Errorf("resume without mcpServers: %v", err)
 	}
+	if f, err := acp.ParseSessionSetup(acp.MethodSessionFork, gjson.Parse(`{"sessionId":"x","cwd":"/p"}`)); err != nil || f.SessionID != "x" {
+		t.Errorf("fork without mcpServers: %+v %v", f, err)
+	}
 	for _, c := range []struct{ method, params string }{
 		{acp.MethodSessionNew, `{"cwd":"p","mcpServers":[]}`},
 		{acp.MethodSessionNew, `{"cwd":"/p"}`},
 		{acp.MethodSessionLoad, `{"cwd":"/p","mcpServers":[]}`},
 		{acp.MethodSessionLoad, `{"sessionId":"","cwd":"/p","mcpServers":[]}`},
+		{acp.MethodSessionFork, `{"cwd":"/p"}`},
+		{acp.MethodSessionFork, `{"sessionId":"x","cwd":"rel"}`},
 		{acp.MethodSessionNew, `{"cwd":"/p","mcpServers":[],"additionalDirectories":["rel"]}`},
 		{acp.MethodSessionNew, `[]`},
 	} {
@@ -398,9 +403,28 @@ func TestParseInitialize(t *testing.T) {
 			t.Errorf("%s accepted", b)
 		}
 	}
-	res := acp.AppendInitializeResult(nil, acp.AgentInfo{Name: "ccbridge", Version: "1"})
-	if !json.Valid(res) || gjson.GetBytes(res, "protocolVersion").Int() != 1 || !gjson.GetBytes(res, "agentCapabilities.loadSession").Bool() {
+	res := acp.AppendInitializeResult(nil, acp.AgentInfo{Name: "ccbridge", Version: "1"}, acp.ClientCaps{})
+	if !json.Valid(res) || gjson.GetBytes(res, "protocolVersion").Int() != 1 || !gjson.GetBytes(res, "agentCapabilities.loadSession").Bool() ||
+		!gjson.GetBytes(res, "agentCapabilities.auth.logout").IsObject() || !gjson.GetBytes(res, "agentCapabilities.sessionCapabilities.fork").IsObject() {
 		t.Errorf("result: %s", res)
+	}
+	// The terminal method only for a client that can run one.
+	if m := gjson.GetBytes(res, "authMethods"); m.Get("#").Int() != 1 || m.Get("0.id").Str != acp.AuthMethodID || m.Get("0.type").Exists() {
+		t.Errorf("auth methods without auth.terminal: %s", m.Raw)
+	}
+	_, caps, err = acp.ParseInitialize(gjson.Parse(`{"protocolVersion":1,"clientCapabilities":{"auth":{"terminal":true}}}`))
+	if err != nil || !caps.AuthTerminal {
+		t.Fatalf("auth.terminal not read: %+v %v", caps, err)
+	}
+	res = acp.AppendInitializeResult(nil, acp.AgentInfo{Name: "ccbridge", Version: "1"}, caps)
+	term := gjson.GetBytes(res, `authMethods.#(type=="terminal")`)
+	if !json.Valid(res) || term.Get("id").Str != acp.AuthTerminalID || term.Get("args").Raw != `["--login"]` || term.Get("name").Str == "" {
+		t.Errorf("terminal auth method: %s", res)
+	}
+	for _, b := range []string{`{"protocolVersion":1,"clientCapabilities":{"auth":{"terminal":"yes"}}}`, `{"protocolVersion":1,"clientCapabilities":{"auth":{}}}`} {
+		if _, caps, _ := acp.ParseInitialize(gjson.Parse(b)); caps.AuthTerminal {
+			t.Errorf("%s: auth.terminal taken as true", b)
+		}
 	}
 }
 

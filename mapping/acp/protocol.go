@@ -1,6 +1,8 @@
 package acp
 
 import (
+	"strconv"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/internal/jsonw"
@@ -35,6 +37,8 @@ const (
 	// running prompt's turn (docs/protocol/acp.md).
 	MethodSteering      = "_session/steering"
 	MethodCancelRequest = "$/cancel_request" // a notification, both ways
+	MethodLogout        = "logout"
+	MethodSessionFork   = "session/fork" // unstable in ACP: sessionCapabilities.fork
 )
 
 // Methods, agent → client.
@@ -71,6 +75,10 @@ type ClientCaps struct {
 	ElicitationForm bool
 	// ConfigBoolean: the client accepts boolean config options.
 	ConfigBoolean bool
+	// AuthTerminal: the client can run the agent's command in a terminal
+	// for a "terminal" auth method (clientCapabilities.auth.terminal).
+	// Only then is one advertised, as the spec asks.
+	AuthTerminal bool
 }
 
 // ParseInitialize reads initialize params: the protocol version the client
@@ -92,6 +100,7 @@ func ParseInitialize(params gjson.Result) (clientVersion int64, caps ClientCaps,
 	form := cc.Get("elicitation.form")
 	caps.ElicitationForm = form.IsObject()
 	caps.ConfigBoolean = cc.Get("session.configOptions.boolean").IsObject()
+	caps.AuthTerminal = cc.Get("auth.terminal").Type == gjson.True
 	return int64(v.Num), caps, nil
 }
 
@@ -100,22 +109,50 @@ type AgentInfo struct {
 	Name, Title, Version string
 }
 
-// AuthMethodID is the one authentication method ccbridge advertises. The
-// CLI keeps its own credentials; authenticate with this id has nothing to
-// do.
+// AuthMethodID is the authentication method ccbridge always advertises.
+// The CLI keeps its own credentials; authenticate with this id has nothing
+// to do.
 const AuthMethodID = "claude-code"
 
+// AuthTerminalID is the terminal authentication method: the client runs
+// ccbridge's own command with AuthTerminalArgs appended, in a terminal,
+// and ccbridge runs the CLI's interactive login (`claude auth login`)
+// there. It is advertised only to a client that declared
+// clientCapabilities.auth.terminal, and never passed to authenticate.
+const AuthTerminalID = "claude-login"
+
+// AuthTerminalArgs are the arguments the client appends to ccbridge's
+// command for the terminal method (main.go: --login).
+var AuthTerminalArgs = []string{"--login"}
+
 // AppendInitializeResult appends the initialize result: protocol version 1,
-// the capabilities ccbridge implements and its single auth method.
-func AppendInitializeResult(dst []byte, info AgentInfo) []byte {
+// the capabilities ccbridge implements (logout, and the unstable
+// session/fork) and its auth methods: the agent method always, the
+// terminal method when the client can run one (caps.AuthTerminal).
+func AppendInitializeResult(dst []byte, info AgentInfo, caps ClientCaps) []byte {
 	dst = append(dst, `{"protocolVersion":`...)
 	dst = jsonw.Int(dst, ProtocolVersion)
 	dst = append(dst, `,"agentCapabilities":{"loadSession":true,`+
 		`"promptCapabilities":{"image":true,"audio":false,"embeddedContext":true},`+
 		`"mcpCapabilities":{"http":true,"sse":true},`+
-		`"sessionCapabilities":{"list":{},"resume":{},"close":{},"additionalDirectories":{}}},`+
+		`"sessionCapabilities":{"list":{},"resume":{},"close":{},"additionalDirectories":{},"fork":{}},`+
+		`"auth":{"logout":{}}},`+
 		`"authMethods":[{"id":"`+AuthMethodID+`","name":"Claude Code login",`+
-		`"description":"ccbridge runs the Claude Code CLI, which uses its own credentials (run claude /login in a terminal, or set ANTHROPIC_API_KEY). When the CLI is already logged in there is nothing to do."}]`...)
+		`"description":"ccbridge runs the Claude Code CLI, which uses its own credentials (run claude auth login in a terminal, or set ANTHROPIC_API_KEY). When the CLI is already logged in there is nothing to do."}`...)
+	if caps.AuthTerminal {
+		dst = append(dst, `,{"id":"`+AuthTerminalID+`","name":"Log in to Claude Code in a terminal",`+
+			`"description":"Runs the Claude Code CLI's own login (claude auth login): sign in with your Claude subscription or Anthropic Console account.",`+
+			`"type":"terminal","args":`...)
+		dst = append(dst, '[')
+		for i, a := range AuthTerminalArgs {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonw.String(dst, a)
+		}
+		dst = append(dst, "]}"...)
+	}
+	dst = append(dst, ']')
 	dst = append(dst, `,"agentInfo":{"name":`...)
 	dst = jsonw.String(dst, info.Name)
 	if info.Title != "" {
@@ -144,6 +181,16 @@ func AppendSteerResult(dst []byte, outcome string) []byte {
 		dst = append(dst, `,"reason":"noRunningTurn"`...)
 	}
 	return append(dst, '}')
+}
+
+// AppendLogoutResult appends the logout result: {} with, in
+// _meta.ccbridge.authCleared, whether the CLI's stored login was removed
+// (false when there was none, or when the CLI uses a key from its
+// environment, which logout cannot clear).
+func AppendLogoutResult(dst []byte, cleared bool) []byte {
+	dst = append(dst, `{"_meta":{"ccbridge":{"authCleared":`...)
+	dst = strconv.AppendBool(dst, cleared)
+	return append(dst, "}}}"...)
 }
 
 // appendUpdateHead starts a session/update notification line up to and

@@ -209,8 +209,8 @@ func (c *Config) AppendSetConfigResult(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// SessionSetup holds the validated params shared by session/new, load and
-// resume.
+// SessionSetup holds the validated params shared by session/new, load,
+// resume and fork (SessionID is then the session forked).
 type SessionSetup struct {
 	SessionID string   // load and resume
 	CWD       string   // absolute
@@ -218,9 +218,9 @@ type SessionSetup struct {
 	MCPConfig string   // the JSON for --mcp-config (ccbridge hands it over in a private file), or "" when there are no servers
 }
 
-// ParseSessionSetup validates the params of session/new (needID false),
-// session/load or session/resume (needID true). mcpServers is required for
-// new and load, optional for resume.
+// ParseSessionSetup validates the params of session/new, session/load,
+// session/resume or session/fork (the last three need a sessionId).
+// mcpServers is required for new and load, optional for resume and fork.
 func ParseSessionSetup(method string, params gjson.Result) (SessionSetup, *Error) {
 	var s SessionSetup
 	if !params.IsObject() {
@@ -258,7 +258,7 @@ func ParseSessionSetup(method string, params gjson.Result) (SessionSetup, *Error
 	}
 	mcp := params.Get("mcpServers")
 	if !mcp.Exists() || mcp.Type == gjson.Null {
-		if method != MethodSessionResume {
+		if method != MethodSessionResume && method != MethodSessionFork {
 			return s, InvalidParams(method + ": mcpServers is required (an empty array for none)")
 		}
 		return s, nil
