@@ -896,3 +896,87 @@ func TestACPAlignSessionListLongCWD(t *testing.T) {
 		}
 	}
 }
+
+// TestACPForkLogoutTerminalLogin: one connection with the real CLI. The
+// initialize answer of a client that can run terminal auth offers the
+// terminal method; session/fork answers a new session whose first prompt
+// carries the forked conversation (the fake model's request holds the
+// first session's prompt); logout answers, and says no stored login was
+// cleared (the fake model's key is in the environment). Then ccbridge
+// run with the terminal method's args reaches the CLI's own login: it
+// prints the sign-in address and asks for the code (no network needed;
+// the process group is killed there).
+func TestACPForkLogoutTerminalLogin(t *testing.T) {
+	t.Parallel()
+	a := newAlignEnv(t)
+	first, second := token("forkfirst"), token("forksecond")
+	r := a.run(`
+  const c = connect('a');
+  await c.call('initialize', { ...clientCaps, clientCapabilities: { ...clientCaps.clientCapabilities, auth: { terminal: true } } }, 'init');
+  const s = await c.call('session/new', { cwd, mcpServers: [] });
+  await prompt(c, s.result.sessionId, '` + first + `', 'first');
+  const f = await c.call('session/fork', { sessionId: s.result.sessionId, cwd, mcpServers: [] }, 'fork');
+  if (f.error) throw new Error('session/fork: ' + f.error.message);
+  await prompt(c, f.result.sessionId, '` + second + `', 'second');
+  await c.call('logout', {}, 'logout');
+  await c.close();
+`)
+	term := tagged(r, "init").Get(`result.authMethods.#(type=="terminal")`)
+	if term.Get("id").Str == "" || !term.Get("args").IsArray() {
+		t.Fatalf("no terminal auth method: %s", tagged(r, "init").Raw)
+	}
+	fork := tagged(r, "fork").Get("result")
+	sid := r.response("session/new", 0).Get("result.sessionId").Str
+	if fork.Get("sessionId").Str == "" || fork.Get("sessionId").Str == sid || !fork.Get("configOptions").IsArray() {
+		t.Errorf("session/fork: %s", fork.Raw)
+	}
+	if tagged(r, "second").Get("result.stopReason").Str != "end_turn" {
+		t.Errorf("prompt in the fork: %s", tagged(r, "second").Raw)
+	}
+	if !seenByModel(t, second, first) {
+		t.Errorf("the fork's first prompt does not carry the forked conversation (%q)", first)
+	}
+	if l := tagged(r, "logout"); l.Get("error").Exists() || l.Get("result._meta.ccbridge.authCleared").Type != gjson.False {
+		t.Errorf("logout: %s", l.Raw)
+	}
+
+	var args []string
+	for _, v := range term.Get("args").Array() {
+		args = append(args, v.Str)
+	}
+	cmd := exec.Command(ccbridgeBin, append([]string{"--ui", "acp"}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "CCBRIDGE_CLAUDE="+realCLI(t), "BROWSER=/bin/true", "DISPLAY=")
+	cmd.Dir = a.workdir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, _ := cmd.StdinPipe()
+	defer stdin.Close()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	}()
+	got := make(chan string, 1)
+	go func() {
+		var seen strings.Builder
+		buf := make([]byte, 4096)
+		for {
+			n, err := out.Read(buf)
+			seen.Write(buf[:n])
+			if strings.Contains(seen.String(), "Paste code here") || err != nil {
+				got <- seen.String()
+				return
+			}
+		}
+	}()
+	select {
+	case s := <-got:
+		if !strings.Contains(s, "claude.ai/oauth/authorize") || !strings.Contains(s, "Paste code here") {
+			t.Errorf("the terminal method did not reach the CLI's login; it printed %q", s)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("the terminal method printed no sign-in address in 30 s")
+	}
+}
