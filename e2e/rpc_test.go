@@ -42,8 +42,8 @@ func TestRPCRunLifecycle(t *testing.T) {
 			t.Errorf("capability %s is not true: %s", k, caps.Raw)
 		}
 	}
-	if caps.Get("supports_tool_call").Bool() || caps.Get("supports_diagnostics").Bool() {
-		t.Errorf("tool.call or diagnostics claimed: %s", caps.Raw)
+	if !caps.Get("supports_tool_call").Bool() || caps.Get("supports_diagnostics").Bool() {
+		t.Errorf("tool.call not claimed, or diagnostics claimed: %s", caps.Raw)
 	}
 	sid := init.Get("runtime.session_id").Str
 	if !mapping.ValidSessionID(sid) || init.Get("runtime.claude_code_version").Str != "2.1.330" {
@@ -862,5 +862,57 @@ func TestRPCAlignSessionListLongCWD(t *testing.T) {
 		}
 		t.Errorf("session.list does not list %s: %s (project folders: %q)", sid, s.Raw, names)
 	}
+	c.close()
+}
+
+// TestRPCToolCallLogoutShellCache: one session with the real CLI.
+// initialize reports the CLI's theme (tui.theme, from its .claude.json);
+// tool.call of Read returns the file through the CLI's read_file, a path
+// the CLI may not read is ok false with its words, an unknown tool is a
+// typed -32602; auth.logout runs the CLI's logout and reports that no
+// stored login was cleared (the fake model's key is in the environment);
+// a shell.exec output over the cap has a cache id, and shell.output and
+// tool.call of tool_output_cache read it back whole.
+func TestRPCToolCallLogoutShellCache(t *testing.T) {
+	t.Parallel()
+	dir, cfg := t.TempDir(), t.TempDir()
+	const content = "hello from the file\n"
+	os.WriteFile(filepath.Join(dir, "hello.txt"), []byte(content), 0o644)
+	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"theme":"light"}`), 0o600)
+	c := startRPC(t, []string{"--cwd", dir}, "CLAUDE_CONFIG_DIR="+cfg)
+	init := c.initialize("")
+	if !init.Get("server_capabilities.supports_tool_call").Bool() || init.Get("tui.theme").Str != "light" {
+		t.Errorf("initialize: %s", init.Raw)
+	}
+	r := c.result(c.call("tool.call", `{"name":"Read","arguments":{"file_path":"hello.txt"}}`))
+	if !r.Get("ok").Bool() || r.Get("result.contents").Str != content {
+		t.Errorf("tool.call Read: %s", r.Raw)
+	}
+	r = c.result(c.call("tool.call", `{"name":"Read","arguments":{"file_path":"/etc/hostname"}}`))
+	if r.Get("ok").Bool() || !strings.Contains(r.Get("result.error").Str, "read denied") {
+		t.Errorf("tool.call Read outside the working directory: %s", r.Raw)
+	}
+	if e := c.rpcError(c.call("tool.call", `{"name":"Bash","arguments":{"command":"ls"}}`), rpc.CodeInvalidParams); e.Get("data.reason").Str != "unknown_tool" {
+		t.Errorf("unknown tool: %s", e.Raw)
+	}
+	r = c.result(c.call("auth.logout", `{}`))
+	if !r.Get("ok").Bool() || r.Get("auth_cleared").Type != gjson.False || r.Get("session_cleared").Type != gjson.False {
+		t.Errorf("auth.logout: %s", r.Raw)
+	}
+	r = c.result(c.call("shell.exec", `{"command":"head -c 300000 /dev/zero | tr '\\0' a; echo; echo tail-end"}`))
+	id := r.Get("stdout_cache_id").Str
+	if !r.Get("truncated.stdout").Bool() || id == "" || r.Get("stderr_cache_id").Exists() {
+		t.Fatalf("shell.exec over the cap: %.300s", r.Raw)
+	}
+	want := strings.Repeat("a", 300000) + "\ntail-end\n"
+	r = c.result(c.call("shell.output", `{"cache_id":`+jsonStr(id)+`}`))
+	if r.Get("content").Str != want || !r.Get("complete").Bool() || !r.Get("eof").Bool() || r.Get("total_bytes").Int() != int64(len(want)) {
+		t.Errorf("shell.output: %d bytes, %s", len(r.Get("content").Str), r.Get("total_bytes").Raw)
+	}
+	r = c.result(c.call("tool.call", `{"name":"tool_output_cache","arguments":{"cache_id":`+jsonStr(id)+`,"offset":299990}}`))
+	if !r.Get("ok").Bool() || r.Get("result.content").Str != want[299990:] {
+		t.Errorf("tool.call tool_output_cache: %s", r.Raw)
+	}
+	c.rpcError(c.call("shell.output", `{"cache_id":"shell-out-404-stdout"}`), rpc.CodeInvalidParams)
 	c.close()
 }

@@ -72,6 +72,9 @@ type rpcCtl struct {
 	gen      int
 	deadline time.Time
 	done     func(resp gjson.Result, err *rpc.Error) // nil: nobody waits
+	// refused, when set, takes the CLI's refusal (its error's words)
+	// instead of done: for tool.call, where a refusal is an answer.
+	refused func(msg string)
 }
 
 // rpcInflight is a UI request whose answer comes later.
@@ -117,6 +120,8 @@ type rpcLoop struct {
 
 	cwd  string // the CLI's working directory, absolute, links resolved
 	home string // the CLI's config directory (~/.claude)
+
+	outputs outputCache // shell.exec outputs over the cap, for shell.output
 }
 
 // Run serves the connection until the UI's input ends (or a shutdown
@@ -140,13 +145,16 @@ func (s *RPC) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals 
 		return code, err
 	}
 	defer stop()
+	// Run returns once the background work (the commands) has ended.
+	defer l.outputs.close()
 	return l.loop.Run(ctx, l, uiIn, uiOut, signals)
 }
 
 func (s *RPC) newLoop(opts session.Options) *rpcLoop {
 	l := &rpcLoop{
-		cfg: s,
-		log: s.Logger,
+		cfg:     s,
+		log:     s.Logger,
+		outputs: outputCache{log: s.Logger},
 		loop: adapter.NewLoop(adapter.LoopConfig{MaxLine: s.MaxLine, CLIMaxLine: cmp.Or(s.CLIMaxLine, max(s.MaxLine, framing.DefaultMaxLine)),
 			Clock: s.Clock, Logger: s.Logger}),
 		tr:          rpc.New(rpc.Options{Diagnostics: s.Diagnostics}),
@@ -253,6 +261,21 @@ func (l *rpcLoop) control(subtype string, build func(reqID string) []byte, done 
 	p.Write(build(id))
 }
 
+// controlRefusable is control for a request whose refusal by the CLI is
+// an answer: done gets the CLI's words in refusal, and err only when the
+// CLI is not running or did not answer in time.
+func (l *rpcLoop) controlRefusable(subtype string, build func(reqID string) []byte, done func(resp gjson.Result, refusal string, err *rpc.Error)) {
+	l.control(subtype, build, func(resp gjson.Result, err *rpc.Error) { done(resp, "", err) })
+	if c, ok := l.ctl["ccbridge-"+strconv.Itoa(l.nextCtl)]; ok {
+		c.refused = func(msg string) { done(gjson.Result{}, msg, nil) }
+	}
+}
+
+// appendControl builds a control request of body ({"subtype":…}).
+func appendControl(reqID, body string) []byte {
+	return mapping.AppendControlRequest(nil, reqID, body)
+}
+
 // simpleControl builds a control request with only a subtype.
 func simpleControl(subtype string) func(string) []byte {
 	return func(id string) []byte {
@@ -273,6 +296,10 @@ func (l *rpcLoop) controlResponse(ev *mapping.Event) {
 		msg := ev.Body.Get("error").Str
 		if msg == "" {
 			msg = c.subtype + " failed"
+		}
+		if c.refused != nil {
+			c.refused(msg)
+			return
 		}
 		c.done(gjson.Result{}, rpc.Internal("the CLI refused "+c.subtype+": "+msg))
 		return

@@ -139,6 +139,17 @@ func (l *rpcLoop) request(m jsonrpc.Message) {
 		l.shellExec(id, p)
 	case rpc.MethodRequestCancel:
 		l.requestCancel(id, p)
+	case rpc.MethodToolCall:
+		l.toolCall(id, p)
+	case rpc.MethodAuthLogout:
+		l.authLogout(id, p)
+	case rpc.MethodShellOutput:
+		o, err := rpc.ParseShellOutput(p)
+		if err != nil {
+			l.respondErr(id, err)
+			return
+		}
+		l.shellOutput(id, o, false)
 	case rpc.MethodUIContextUpdate:
 		raw, err := rpc.ParseUIContext(p)
 		if err != nil {
@@ -253,6 +264,7 @@ func (l *rpcLoop) initialize(id string, p gjson.Result) {
 			SessionID: l.tr.SessionID(), CWD: l.cwd,
 			CLIVersion: gjson.Get(l.cliInit, "claude_code_version").Str,
 			Model:      l.resolvedModel(),
+			Theme:      l.theme(),
 		}))
 	}
 	l.begin(id, rpc.MethodInitialize, nil)

@@ -61,17 +61,21 @@ func (l *rpcLoop) shellExec(id string, p gjson.Result) {
 	l.shells++
 	timeout := time.Duration(sp.TimeoutSeconds * float64(time.Second))
 	l.log.Info("shell.exec", payload.With(l.log, "command", preview, "origin", "ui_bang", "cwd", dir, "timeout", timeout)...)
+	spill := l.outputs.spiller()
 	l.goRequest(id, rpc.MethodShellExec, func(ctx context.Context) func() {
-		res, err := runShell(ctx, argv, dir, timeout, l.cfg.Child.Guardian)
+		res, spilled, err := runShell(ctx, argv, dir, timeout, l.cfg.Child.Guardian, spill)
 		return func() {
 			l.shells--
 			if !l.finish(id) {
+				l.outputs.discard(spilled)
 				return // request.cancel answered it
 			}
 			if err != nil {
+				l.outputs.discard(spilled)
 				l.respondErr(id, rpc.Internal("running the command: "+err.Error()))
 				return
 			}
+			res.StdoutCacheID, res.StderrCacheID = l.outputs.add(spilled, l.loop.Now())
 			res.CommandPreview = preview
 			l.log.Info("shell.exec done", "exit_code", res.ExitCode, "signal", res.Signal, "duration_ms", res.DurationMs)
 			l.respond(id, rpc.AppendShellExecResult(nil, id, res))
@@ -102,14 +106,17 @@ func quoteArgv(argv []string) string {
 }
 
 // runShell runs argv in dir, in its own process group, with stdin from
-// /dev/null. When timeout passes or ctx ends, the group gets SIGTERM, then
+// /dev/null. A stream longer than the head and tail kept in memory is
+// also written whole (up to shellCacheMax) to a file that spill makes:
+// spilled holds those files, [0] stdout and [1] stderr (zero when a
+// stream fit), and the caller keeps or removes them. When timeout passes or ctx ends, the group gets SIGTERM, then
 // SIGKILL after shellKillGrace. The group is also killed once the command
 // exits, so nothing it started outlives it. With guardian (ccbridge's own
 // executable, see session.Guard) the command runs under a guardian, which
 // also kills what left the group (setsid), and does so when ccbridge dies
 // too; the SIGKILL is then the guardian's. An error means the command
 // could not be started.
-func runShell(ctx context.Context, argv []string, dir string, timeout time.Duration, guardian string) (rpc.ShellResult, error) {
+func runShell(ctx context.Context, argv []string, dir string, timeout time.Duration, guardian string, spill func() (*os.File, error)) (res rpc.ShellResult, spilled [2]spilledOutput, err error) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// ccbridge owns the pipes: Wait then returns when the command exits,
@@ -117,13 +124,13 @@ func runShell(ctx context.Context, argv []string, dir string, timeout time.Durat
 	// can be killed at that moment.
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return rpc.ShellResult{}, err
+		return rpc.ShellResult{}, spilled, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return rpc.ShellResult{}, err
+		return rpc.ShellResult{}, spilled, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -140,9 +147,9 @@ func runShell(ctx context.Context, argv []string, dir string, timeout time.Durat
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		return rpc.ShellResult{}, err
+		return rpc.ShellResult{}, spilled, err
 	}
-	var stdout, stderr headTailBuf
+	stdout, stderr := headTailBuf{spill: spill}, headTailBuf{spill: spill}
 	var readers sync.WaitGroup
 	for _, p := range [...]struct {
 		r *os.File
@@ -193,7 +200,8 @@ func runShell(ctx context.Context, argv []string, dir string, timeout time.Durat
 	}
 	outR.Close()
 	errR.Close()
-	res := rpc.ShellResult{
+	spilled[0], spilled[1] = stdout.spilled("stdout"), stderr.spilled("stderr")
+	res = rpc.ShellResult{
 		ExitCode:   -1,
 		DurationMs: time.Since(start).Milliseconds(),
 		TimedOut:   errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil,
@@ -207,24 +215,71 @@ func runShell(ctx context.Context, argv []string, dir string, timeout time.Durat
 	}
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {
-		return res, werr
+		return res, spilled, werr
 	}
-	return res, nil
+	return res, spilled, nil
 }
 
 // headTailBuf keeps the first and last shellKeep bytes written to it.
+// With spill, once the output no longer fits in head and tail, it is
+// also written whole to a file spill makes, up to shellCacheMax bytes.
 type headTailBuf struct {
 	mu    sync.Mutex
 	head  []byte
 	tail  []byte // a ring once full
 	pos   int
 	total int64
+
+	spill     func() (*os.File, error)
+	file      *os.File
+	kept      int64 // bytes in file
+	spillFail bool
+}
+
+// keep writes p to the spill file, up to shellCacheMax in all.
+func (b *headTailBuf) keep(p []byte) {
+	if room := shellCacheMax - b.kept; int64(len(p)) > room {
+		p = p[:room]
+	}
+	if len(p) == 0 {
+		return
+	}
+	n, err := b.file.Write(p)
+	b.kept += int64(n)
+	if err != nil {
+		b.spillFail = true
+	}
+}
+
+// spilled closes the spill file and says what it holds.
+func (b *headTailBuf) spilled(stream string) spilledOutput {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.file == nil {
+		return spilledOutput{}
+	}
+	b.file.Close()
+	return spilledOutput{path: b.file.Name(), stream: stream, kept: b.kept, complete: b.kept == b.total && !b.spillFail}
 }
 
 func (b *headTailBuf) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := len(p)
+	if b.spill != nil && b.file == nil && !b.spillFail && b.total+int64(n) > 2*shellKeep {
+		// The output outgrows head and tail: until now they hold all of
+		// it, in order (the tail has not wrapped yet).
+		if f, err := b.spill(); err != nil {
+			b.spillFail = true
+		} else {
+			b.file = f
+			b.keep(b.head)
+			b.keep(b.tail)
+		}
+	}
+	if b.file != nil && !b.spillFail {
+		b.keep(p)
+	}
 	b.total += int64(n)
 	if room := shellKeep - len(b.head); room > 0 {
 		k := min(room, len(p))

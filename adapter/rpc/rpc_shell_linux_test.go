@@ -24,7 +24,7 @@ func TestRunShellGuardianSweepsSetsid(t *testing.T) {
 	dir := t.TempDir()
 	cmd := `setsid sh -c 'echo $$ > escapee.pid; exec sleep 30' </dev/null >/dev/null 2>&1 &
 while [ ! -s escapee.pid ]; do sleep 0.01; done; echo started`
-	res, err := runShell(context.Background(), []string{"/bin/sh", "-c", cmd}, dir, 10*time.Second, exe)
+	res, _, err := runShell(context.Background(), []string{"/bin/sh", "-c", cmd}, dir, 10*time.Second, exe, nil)
 	if err != nil || res.ExitCode != 0 || res.Stdout != "started\n" {
 		t.Fatalf("runShell: %+v %v", res, err)
 	}

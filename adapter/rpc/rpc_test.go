@@ -293,7 +293,7 @@ func TestHeadTailBuf(t *testing.T) {
 func TestRunShellKillsTheGroup(t *testing.T) {
 	dir := t.TempDir()
 	// The command leaves a background child behind that would write a file.
-	res, err := runShell(context.Background(), []string{"/bin/sh", "-c", "(sleep 1; touch late) & echo started"}, dir, 5*time.Second, "")
+	res, _, err := runShell(context.Background(), []string{"/bin/sh", "-c", "(sleep 1; touch late) & echo started"}, dir, 5*time.Second, "", nil)
 	if err != nil || res.ExitCode != 0 || res.Stdout != "started\n" {
 		t.Fatalf("runShell: %+v %v", res, err)
 	}
@@ -301,7 +301,7 @@ func TestRunShellKillsTheGroup(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "late")); err == nil {
 		t.Error("a process of the command outlived it")
 	}
-	res, err = runShell(context.Background(), []string{"/bin/sh", "-c", "trap '' TERM; sleep 10"}, dir, 100*time.Millisecond, "")
+	res, _, err = runShell(context.Background(), []string{"/bin/sh", "-c", "trap '' TERM; sleep 10"}, dir, 100*time.Millisecond, "", nil)
 	if err != nil || !res.TimedOut || res.Signal != "SIGKILL" {
 		t.Errorf("a command that ignores SIGTERM: %+v %v", res, err)
 	}

@@ -25,6 +25,7 @@ const (
 	MethodShellExec       = "shell.exec"
 	MethodRequestCancel   = "request.cancel"
 	MethodUIContextUpdate = "ui.context.update"
+	// tool.call, auth.logout and shell.output: tools.go.
 )
 
 // ProtocolVersion is the version of the protocol this dialect speaks.

@@ -14,6 +14,8 @@ type ServerInfo struct {
 	CWD        string // plain
 	CLIVersion string // plain
 	Model      string // plain
+	// Theme is the CLI's theme ("dark", "light", …): tui.theme.
+	Theme string
 }
 
 // AppendInitializeResult appends initialize's response.
@@ -35,7 +37,9 @@ func AppendInitializeResult(dst []byte, id string, s ServerInfo) []byte {
 		{"supports_mcp_list", true},
 		{"supports_skills_list", true},
 		{"supports_context_inspect", true},
-		{"supports_tool_call", false},
+		{"supports_tool_call", true},
+		{"supports_auth_logout", true},
+		{"supports_shell_output", true},
 		{"supports_shell_exec", true},
 		{"supports_session_list", true},
 		{"supports_session_history", true},
@@ -54,6 +58,11 @@ func AppendInitializeResult(dst []byte, id string, s ServerInfo) []byte {
 	o.strOrNull("claude_code_version", s.CLIVersion)
 	o.strOrNull("model", s.Model)
 	o.end('}')
+	if s.Theme != "" {
+		o.obj("tui")
+		o.str("theme", s.Theme)
+		o.end('}')
+	}
 	return append(dst, o.endNotification()...)
 }
 
@@ -351,6 +360,9 @@ type ShellResult struct {
 	DurationMs     int64
 	TimedOut       bool
 	CWD            string
+	// The cache ids of the whole output of a stream that was truncated
+	// (shell.output reads it back), or "".
+	StdoutCacheID, StderrCacheID string
 }
 
 // AppendShellExecResult appends shell.exec's response.
@@ -373,6 +385,8 @@ func AppendShellExecResult(dst []byte, id string, r ShellResult) []byte {
 	o.int("duration_ms", r.DurationMs)
 	o.boolean("timed_out", r.TimedOut)
 	o.str("cwd", r.CWD)
+	o.strIf("stdout_cache_id", r.StdoutCacheID)
+	o.strIf("stderr_cache_id", r.StderrCacheID)
 	return append(dst, o.endNotification()...)
 }
 

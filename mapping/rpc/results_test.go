@@ -16,9 +16,9 @@ func valid(t *testing.T, l []byte) gjson.Result {
 }
 
 func TestResultBuilders(t *testing.T) {
-	r := valid(t, AppendInitializeResult(nil, `"1"`, ServerInfo{Name: "ccbridge", Version: "v", SessionID: "s", CWD: "/x"}))
-	if r.Get("id").Str != "1" || r.Get("result.protocol_version").Str != "0" || r.Get("result.server_capabilities.supports_tool_call").Bool() ||
-		r.Get("result.runtime.claude_code_version").Type != gjson.Null {
+	r := valid(t, AppendInitializeResult(nil, `"1"`, ServerInfo{Name: "ccbridge", Version: "v", SessionID: "s", CWD: "/x", Theme: "light"}))
+	if r.Get("id").Str != "1" || r.Get("result.protocol_version").Str != "0" || !r.Get("result.server_capabilities.supports_tool_call").Bool() ||
+		r.Get("result.runtime.claude_code_version").Type != gjson.Null || r.Get("result.tui.theme").Str != "light" {
 		t.Errorf("initialize: %s", r.Raw)
 	}
 	r = valid(t, AppendRunCancelResult(nil, "7", false, StatusCompleted))
