@@ -85,7 +85,7 @@ func TestRPCRunLifecycle(t *testing.T) {
 	c.send(`{"jsonrpc":"1.0","id":"old","method":"initialize"}`)
 	c.rpcError(`"old"`, rpc.CodeInvalidRequest)
 	c.rpcError(c.call("does.not.exist", `{}`), rpc.CodeMethodNotFound)
-	c.rpcError(c.call("tool.call", `{"name":"x"}`), rpc.CodeMethodNotFound)
+	c.rpcError(c.call("tool.call", `{"name":"x"}`), rpc.CodeInvalidParams)
 	c.rpcError(c.call("run.start", `{"input":{"type":"image","text":"x"}}`), rpc.CodeInvalidParams)
 	c.rpcError(c.call("run.start", `[1]`), rpc.CodeInvalidParams)
 	c.rpcError(c.call("run.start", `{"input":{"type":"text","text":"x"},"session_id":"../../etc"}`), rpc.CodeInvalidParams)
