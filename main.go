@@ -179,8 +179,8 @@ func launcher(claude, fakeModel string, base session.Config, getenv func(string)
 // --login (the ACP terminal auth method's args), which finds the CLI as
 // the session would (--claude, $CCBRIDGE_CLAUDE, claude on PATH) and runs
 // it in --cwd. No fake model is started: the login is the real one.
-// While the CLI runs, ccbridge ignores SIGINT and SIGTERM's default (the
-// terminal's ^C reaches the CLI, which decides).
+// While the CLI runs, a SIGINT does not stop ccbridge: the terminal's ^C
+// reaches the CLI too, which decides.
 func runLogin(claude, dir string, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	self, _ := os.Executable()
 	path, err := session.FindCLI(claude, getenv, self)
