@@ -46,6 +46,7 @@ var depsPolicy = []struct {
 	{"internal/version", nil},
 	// The release tool (package main, run by scripts/release.sh).
 	{"internal/release", nil},
+	{"internal/crosscheck", nil},
 	{"screen", nil},
 	// The pure codecs: the CLI side and one per dialect and lane.
 	{"mapping/...", []string{"mapping/...", "internal/jscan", "internal/jsonw", "internal/rfc3339"}},

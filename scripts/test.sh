@@ -3,8 +3,9 @@
 # tests and the end-to-end tests (./e2e) against the real Claude Code CLI
 # (installed into .tools/ when missing) and, for the web UI, headless
 # Chromium (installed by scripts/install-browser.sh), all under the race
-# detector, then the static build, go vet for darwin and windows (the
-# release's other systems), and each fuzz target for FUZZTIME
+# detector, then the static build, a type-check of every package for
+# darwin and windows (the release's other systems: internal/crosscheck),
+# and each fuzz target for FUZZTIME
 # (default 3s, two targets at a time;
 # FUZZTIME=5m ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run). It must
 # stay within 6 minutes on a 2-core machine with an empty build cache
@@ -88,25 +89,30 @@ fuzz_build() {
   done <<<"$fuzz_pkgs"
 }
 
-# cross_vet runs go vet for darwin and windows (amd64), the systems the
-# release is built for beside linux (scripts/release.sh), so that code
-# that builds on Linux only is found here. ./e2e is left out for windows:
-# it drives ccbridge with POSIX signals and process groups, and ccbridge
-# starts no CLI on windows (README.md, "Platforms").
-cross_vet() {
-  GOOS=darwin GOARCH=amd64 go vet ./... &&
-    GOOS=windows GOARCH=amd64 go vet $(go list ./... | grep -vx "$(go list ./e2e)")
+# cross_check type-checks every package with its tests for darwin and
+# windows (amd64), the systems a release is built for beside linux
+# (scripts/release.sh), so that code that builds on Linux only is found
+# here: internal/crosscheck, go list's files for that system checked by
+# go/types from source. (go vet for another system compiles the standard
+# library for it first: about a minute of both cores each, cold;
+# docs/testing.md.) ./e2e is left out for windows: it drives ccbridge
+# with POSIX signals and process groups, and ccbridge starts no CLI on
+# windows (README.md, "Platforms").
+cross_check() {
+  CGO_ENABLED=0 go build -o "$work/crosscheck" ./internal/crosscheck &&
+    "$work/crosscheck" -target darwin/amd64 ./... &&
+    "$work/crosscheck" -target windows/amd64 $(go list ./... | grep -vx "$(go list ./e2e)")
 }
 
 # While the tests run, at the lowest priority (the tests keep the CPU), the
-# static build, the fuzz binaries and the cross-system vet fill the cycles
+# static build and the fuzz binaries fill the cycles
 # the tests leave idle.
 # Stopped when the tests end, and done again in the foreground from the
 # build cache: what this finished is not built twice.
 set -m # its own process group, to stop it whole
 (
   renice -n 19 -p "$BASHPID" >/dev/null
-  CGO_ENABLED=0 go build -trimpath -o "$work/ccbridge" . && fuzz_build && cross_vet
+  CGO_ENABLED=0 go build -trimpath -o "$work/ccbridge" . && fuzz_build
 ) >"$work/prebuild.log" 2>&1 &
 prebuild_pid=$!
 set +m
@@ -129,8 +135,8 @@ echo "== go build (static)"
 CGO_ENABLED=0 go build -trimpath -o bin/ccbridge .
 step
 
-echo "== go vet (GOOS=darwin, GOOS=windows; started in the background)"
-cross_vet
+echo "== darwin and windows (internal/crosscheck: type-checked from source)"
+cross_check
 step
 
 echo "== fuzz ($FUZZTIME each, $FUZZJOBS at a time)"
