@@ -4,7 +4,6 @@ package guardian
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/signal"
 	"runtime"
@@ -40,7 +39,7 @@ var guardedSignals = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT
 // process itself, the way the command ended.
 func Run(args []string) int {
 	if len(args) < 3 || args[1] != "--" || !isOpen(LifelineFD) || !isOpen(ReportFD) {
-		fmt.Fprintln(os.Stderr, "ccbridge guardian: started without its arguments or descriptors")
+		os.Stderr.WriteString("ccbridge guardian: started without its arguments or descriptors\n")
 		return 2
 	}
 	path, argv := args[0], args[2:]
@@ -51,7 +50,7 @@ func Run(args []string) int {
 	syscall.CloseOnExec(ReportFD)
 
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
-		fmt.Fprintf(report, "%d becoming a subreaper: %v", int(errno), errno)
+		report.WriteString(strconv.Itoa(int(errno)) + " becoming a subreaper: " + errno.Error())
 		return 127
 	}
 	sigs := make(chan os.Signal, 8)
@@ -77,7 +76,7 @@ func Run(args []string) int {
 	runtime.UnlockOSThread()
 	if err != nil {
 		errno, _ := err.(syscall.Errno)
-		fmt.Fprintf(report, "%d %v", int(errno), err)
+		report.WriteString(strconv.Itoa(int(errno)) + " " + err.Error())
 		return 127
 	}
 	report.WriteString(OK) // Best effort: the parent may be gone already.
@@ -159,7 +158,7 @@ func sweep(noChildren <-chan struct{}) {
 	for {
 		if live, killed := killDescendants(self); live > 0 && killed == 0 {
 			// Only processes it may not signal (a setuid program, say).
-			fmt.Fprintf(os.Stderr, "ccbridge guardian: %d processes may not be killed; leaving them\n", live)
+			os.Stderr.WriteString("ccbridge guardian: " + strconv.Itoa(live) + " processes may not be killed; leaving them\n")
 			return
 		}
 		select {
@@ -168,7 +167,7 @@ func sweep(noChildren <-chan struct{}) {
 		case <-time.After(pause):
 		}
 		if time.Now().After(deadline) {
-			fmt.Fprintf(os.Stderr, "ccbridge guardian: processes still running %v after SIGKILL; leaving them\n", sweepLimit)
+			os.Stderr.WriteString("ccbridge guardian: processes still running " + sweepLimit.String() + " after SIGKILL; leaving them\n")
 			return
 		}
 		pause = min(2*pause, 50*time.Millisecond)
