@@ -314,9 +314,7 @@ func Start(cfg Config) (*Child, error) {
 	}
 	cmd := exec.Command(cfg.Path, append(slices.Clip(cfg.LeadArgs), cfg.Args...)...)
 	cmd.Dir = cfg.Dir
-	if cfg.Env != nil || cfg.DropEnv != nil {
-		cmd.Env = append(inherit(os.Environ(), cfg.DropEnv), cfg.Env...)
-	}
+	cmd.Env = childEnv(os.Environ(), cfg.Env, cfg.DropEnv)
 	cmd.SysProcAttr = sysProcAttr()
 
 	c := &Child{
@@ -347,6 +345,27 @@ func Start(cfg Config) (*Child, error) {
 }
 
 // inherit is env without the entries whose name drop reports true for.
+// CheckpointEnv is the CLI's switch for file checkpointing in a
+// stream-json session (what the Agent SDK's enableFileCheckpointing sets):
+// with it the CLI snapshots every file a tool edits before each prompt,
+// and answers the rewind_files control request. Without it the CLI
+// 2.1.330 answers rewind_files with "File rewinding is not enabled.".
+const CheckpointEnv = "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING"
+
+// childEnv is a child's environment: the inherited one less what drop
+// names, then extra; and CheckpointEnv=1 when neither sets CheckpointEnv,
+// so that every CLI ccbridge starts keeps file checkpoints (rewind). A
+// value given (0 included) is left as it is.
+func childEnv(environ, extra []string, drop func(string) bool) []string {
+	env := append(slices.Clip(inherit(environ, drop)), extra...)
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); name == CheckpointEnv {
+			return env
+		}
+	}
+	return append(env, CheckpointEnv+"=1")
+}
+
 func inherit(env []string, drop func(string) bool) []string {
 	if drop == nil {
 		return env

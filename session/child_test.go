@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -525,6 +526,31 @@ func TestSignalName(t *testing.T) {
 	} {
 		if got := SignalName(sig); got != want {
 			t.Errorf("SignalName(%d) = %q, want %q", sig, got, want)
+		}
+	}
+}
+
+// TestChildEnvCheckpoint: every child gets file checkpointing on
+// (CheckpointEnv=1) unless the inherited environment or Config.Env gives
+// the variable a value of its own, which is kept; a dropped inherited
+// value counts as none.
+func TestChildEnvCheckpoint(t *testing.T) {
+	t.Parallel()
+	on := CheckpointEnv + "=1"
+	for _, tc := range []struct {
+		name           string
+		environ, extra []string
+		drop           func(string) bool
+		want           []string
+	}{
+		{"none", []string{"A=1"}, nil, nil, []string{"A=1", on}},
+		{"inherited", []string{CheckpointEnv + "=0"}, nil, nil, []string{CheckpointEnv + "=0"}},
+		{"extra", nil, []string{CheckpointEnv + "=0"}, nil, []string{CheckpointEnv + "=0"}},
+		{"dropped", []string{CheckpointEnv + "=0", "B=2"}, nil, func(n string) bool { return n == CheckpointEnv }, []string{"B=2", on}},
+	} {
+		got := childEnv(tc.environ, tc.extra, tc.drop)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: childEnv = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
