@@ -126,6 +126,14 @@ type SessionSummary struct {
 	// message written as one entry per content block counts once.
 	Messages  int
 	lastMsgID string
+	// marks: what the summary was before each prompt, for a rewind
+	// marker that cuts the conversation back to it (RewindCut).
+	marks []summaryMark
+}
+
+type summaryMark struct {
+	uuid, firstPrompt, lastPrompt, lastMsgID string
+	messages                                 int
 }
 
 // Line takes one line of the file; lines that are not JSON are skipped.
@@ -146,6 +154,10 @@ func (s *SessionSummary) Line(line []byte) {
 	}
 	switch e.Get("type").Str {
 	case "last-prompt":
+		if cut, ok := RewindCut(line); ok {
+			s.rewind(cut)
+			return
+		}
 		if p := e.Get("lastPrompt"); p.Type == gjson.String {
 			s.LastPrompt = p.Str
 		}
@@ -162,6 +174,9 @@ func (s *SessionSummary) Line(line []byte) {
 			return
 		}
 		if text, ok := PromptText(e.Get("message.content")); ok {
+			if id := e.Get("uuid").Str; id != "" {
+				s.marks = append(s.marks, summaryMark{uuid: id, firstPrompt: s.FirstPrompt, lastPrompt: s.LastPrompt, lastMsgID: s.lastMsgID, messages: s.Messages})
+			}
 			s.Messages++
 			s.LastPrompt = text
 			if s.FirstPrompt == "" {
@@ -175,6 +190,18 @@ func (s *SessionSummary) Line(line []byte) {
 		if id := e.Get("message.id").Str; id == "" || id != s.lastMsgID {
 			s.Messages++
 			s.lastMsgID = id
+		}
+	}
+}
+
+// rewind undoes the prompt cut and what came after it. A cut prompt not
+// among the lines given (a bounded read skipped it) changes nothing.
+func (s *SessionSummary) rewind(cut string) {
+	for i, m := range s.marks {
+		if m.uuid == cut {
+			s.FirstPrompt, s.LastPrompt, s.lastMsgID, s.Messages = m.firstPrompt, m.lastPrompt, m.lastMsgID, m.messages
+			s.marks = s.marks[:i]
+			return
 		}
 	}
 }

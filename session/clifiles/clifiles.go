@@ -512,13 +512,44 @@ func Summarize(ctx context.Context, path string) (mapping.SessionSummary, error)
 	return s, cmp.Or(err, ctx.Err())
 }
 
-// Lines calls fn with every line of the session file at path, skipping
-// lines over MaxLine, until ctx ends (then it returns ctx's error). The
-// line is fn's only until it returns.
+// Lines calls fn with every line of the session file at path that is
+// part of its conversation, skipping lines over MaxLine, until ctx ends
+// (then it returns ctx's error). The line is fn's only until it returns.
+// The entries a rewind dropped (mapping.Rewinds) are left out, and so
+// are the rewind markers: a file holding a marker is read twice, so that
+// a history shows the conversation as the CLI goes on with it.
 func Lines(ctx context.Context, path string, fn func(line []byte)) error {
-	err := EachLine(path, MaxLine, func(line []byte) bool {
-		fn(line)
+	rw, err := ReadRewinds(ctx, path)
+	if err != nil {
+		return err
+	}
+	err = EachLine(path, MaxLine, func(line []byte) bool {
+		if !rw.Dropped(line) {
+			fn(line)
+		}
 		return ctx.Err() == nil
 	})
 	return cmp.Or(err, ctx.Err())
+}
+
+// ReadRewinds reads the session file at path for its rewinds: what
+// Lines leaves out. A reader that goes through the file in its own way
+// (acp's replay) skips the lines it reports Dropped.
+// A file without a marker is read once, for the marker, and no line
+// of it parsed.
+func ReadRewinds(ctx context.Context, path string) (*mapping.Rewinds, error) {
+	var rw mapping.Rewinds
+	marked := false
+	err := EachLine(path, MaxLine, func(line []byte) bool {
+		_, marked = mapping.RewindCut(line)
+		return !marked && ctx.Err() == nil
+	})
+	if !marked || err != nil {
+		return &rw, cmp.Or(err, ctx.Err())
+	}
+	err = EachLine(path, MaxLine, func(line []byte) bool {
+		rw.Line(line)
+		return ctx.Err() == nil
+	})
+	return &rw, cmp.Or(err, ctx.Err())
 }

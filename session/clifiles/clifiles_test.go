@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 func TestGetenv(t *testing.T) {
@@ -378,5 +380,44 @@ func TestLines(t *testing.T) {
 	err := Lines(ctx, path, func(l []byte) { got = append(got, string(l)); cancel() })
 	if !errors.Is(err, context.Canceled) || len(got) != 1 {
 		t.Fatalf("Lines after a cancel: %q, %v; want one line and context.Canceled", got, err)
+	}
+}
+
+// TestLinesRewound: Lines leaves out what a rewind dropped (the cut
+// prompt, the entries after it up to the marker, the marker) and keeps
+// what came before and after; a marker naming no prompt of the file
+// drops nothing.
+func TestLinesRewound(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	file := strings.Join([]string{
+		`{"type":"user","uuid":"u1","message":{"role":"user","content":"one"}}`,
+		`{"type":"assistant","uuid":"a1","message":{"id":"m1","content":[{"type":"text","text":"A1"}]}}`,
+		`{"type":"queue-operation","operation":"enqueue"}`,
+		`{"type":"user","uuid":"u2","message":{"role":"user","content":"two"}}`,
+		`{"type":"assistant","uuid":"a2","message":{"id":"m2","content":[{"type":"text","text":"A2"}]}}`,
+		`{"type":"last-prompt","lastPrompt":"two","leafUuid":"a1","explicit":true,"rewound":true,"cutUuid":"u2"}`,
+		`{"type":"last-prompt","lastPrompt":"x","rewound":true,"cutUuid":"nobody"}`,
+		`{"type":"user","uuid":"u3","parentUuid":"a1","message":{"role":"user","content":"three"}}`,
+	}, "\n") + "\n"
+	if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := Lines(context.Background(), path, func(l []byte) {
+		if id := gjson.GetBytes(l, "uuid").Str; id != "" {
+			got = append(got, id)
+		} else {
+			got = append(got, gjson.GetBytes(l, "type").Str)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "u1 a1 queue-operation u3"; strings.Join(got, " ") != want {
+		t.Errorf("Lines gave %q, want %q", strings.Join(got, " "), want)
+	}
+	s, err := Summarize(context.Background(), path)
+	if err != nil || s.Messages != 3 || s.LastPrompt != "three" {
+		t.Errorf("Summarize = %+v, %v; want 3 messages, last prompt three", s, err)
 	}
 }
