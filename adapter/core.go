@@ -441,6 +441,9 @@ func (l *Loop) fromCLI(m cliBlock) {
 			if !p.Live() {
 				return // the child was retired by an earlier line
 			}
+			if p.sup.rw != nil && p.sup.rewindLine(p, line) {
+				continue
+			}
 			l.h.CLILine(p, line)
 		}
 	}

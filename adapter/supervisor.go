@@ -185,6 +185,10 @@ type Supervisor struct {
 	// end its turn by then, or onTimeout runs (Interrupting).
 	interruptAt time.Time
 	onTimeout   func()
+
+	// rw: the rewind in progress (rewind.go); rwSeq numbers its requests.
+	rw    *rewinding
+	rwSeq int
 }
 
 // NewSupervisor makes a supervisor of children served by loop l.
@@ -294,6 +298,9 @@ func (s *Supervisor) Retire(why string, within time.Duration, kill bool) *Proc {
 	}
 	s.live = nil
 	s.Interrupted()
+	if s.rw != nil && s.rw.p == p {
+		s.rewindFail(RewindFailed, "the CLI was stopped during the rewind ("+why+")")
+	}
 	p.retired = true
 	s.retiring++
 	s.log.Info("stopping claude", "gen", p.Gen, "reason", why)
@@ -497,6 +504,9 @@ func (s *Supervisor) exited(p *Proc, exit session.Exit) {
 	}
 	s.live = nil
 	s.Interrupted()
+	if s.rw != nil && s.rw.p == p {
+		s.rewindFail(RewindFailed, "the CLI exited during the rewind")
+	}
 	s.log.Info("claude exited", "gen", p.Gen, "code", exit.Code, "signal", exit.Signal)
 	s.loop.h.ChildExited(p, exit)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/framing"
+	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/mapping/acp"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
@@ -103,6 +104,9 @@ type sessionReader struct {
 	f       *os.File
 	fr      *framing.Reader
 	lines   int // lines read so far
+	// rw: the entries rewinds dropped from the conversation, left out of
+	// the replay as every history leaves them out (clifiles.Lines).
+	rw *mapping.Rewinds
 }
 
 // replayBatch is what one read of a sessionReader gives: lines (in a
@@ -118,6 +122,12 @@ type replayBatch struct {
 // skipped and logged; ctx cancelled stops the read with its error.
 func (r *sessionReader) batch(ctx context.Context) replayBatch {
 	if r.fr == nil {
+		rw, err := clifiles.ReadRewinds(ctx, r.path)
+		if err != nil {
+			r.log.Warn("reading the session file", "err", err)
+			return replayBatch{last: true}
+		}
+		r.rw = rw
 		f, err := os.Open(r.path)
 		if err != nil {
 			r.log.Warn("reading the session file", "err", err)
@@ -146,6 +156,9 @@ func (r *sessionReader) batch(ctx context.Context) replayBatch {
 			r.close()
 			b.last = true
 			break
+		}
+		if r.rw.Dropped(line) {
+			continue
 		}
 		buf = append(buf, line...)
 		ends = append(ends, len(buf))

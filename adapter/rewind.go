@@ -1,0 +1,257 @@
+package adapter
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/session/clifiles"
+)
+
+// Rewind: going back to an earlier prompt of the session, the
+// conversation and (when asked) the files, written once for every
+// dialect. The CLI 2.1.330 does the work: rewind_files restores the
+// files its tools changed since a prompt (file checkpointing is on in
+// every child, session.CheckpointEnv), rewind_conversation drops the
+// prompt and everything after it, so that the next turn goes on from
+// before it; the session file records the cut (mapping.RewindCut) and
+// every history leaves the dropped turns out (clifiles.Lines).
+
+// RewindRequest says how far back to go.
+type RewindRequest struct {
+	// Turns is how many turns to drop, counted back from the last one
+	// (1: the last turn), when UserMessageID is "".
+	Turns int
+	// UserMessageID names the prompt to go back to (its uuid in the
+	// session file, a turn's id): it and every turn after it are dropped.
+	UserMessageID string
+	// Files: restore the files the dropped turns changed, too.
+	Files bool
+	// DryRun changes nothing: the result says which turns would be
+	// dropped and (with Files) which files restored.
+	DryRun bool
+}
+
+// RewindResult is what a rewind did, or (DryRun) would do.
+type RewindResult struct {
+	UserMessageID string // the first prompt dropped
+	Prompt        string // its text, for a UI to offer again
+	Turns         int    // turns dropped
+	Kept          int    // turns left
+	// Files are the files restored (DryRun: that would be), when the
+	// request asked for files; Insertions and Deletions are the CLI's
+	// counts of the lines that change back.
+	Files                 []string
+	Insertions, Deletions int
+	DryRun                bool
+}
+
+// RewindError is a rewind refused or failed; Code is one of the Rewind*
+// codes.
+type RewindError struct {
+	Code    string
+	Message string
+}
+
+func (e *RewindError) Error() string { return "rewind: " + e.Message }
+
+// The codes of a RewindError.
+const (
+	RewindBusy      = "busy"              // a turn (or another rewind) is running
+	RewindInvalid   = "invalid_request"   // neither Turns nor UserMessageID, or Turns < 0
+	RewindNoSession = "no_session"        // no CLI runs the session, or it has no file yet
+	RewindNotFound  = "not_found"         // no such prompt, or fewer turns than asked
+	RewindNoFiles   = "files_unavailable" // the CLI cannot restore the files (no checkpoint, checkpointing off)
+	RewindFailed    = "failed"            // the CLI refused, or the child exited
+	rewindIDPrefix  = "ccb-rw-"
+	rewindCtlPrefix = `{"type":"control_response"`
+)
+
+// rewinding is the rewind in progress of a Supervisor.
+type rewinding struct {
+	req    RewindRequest
+	p      *Proc
+	res    RewindResult
+	done   func(RewindResult, *RewindError)
+	waitID string                  // the control request whose answer is awaited
+	then   func(ev *mapping.Event) // what its answer does
+}
+
+// Rewinding reports whether a rewind is in progress.
+func (s *Supervisor) Rewinding() bool { return s.rw != nil }
+
+// Rewind goes back as req says, between turns only: the dialect refuses
+// a rewind during a turn itself (RewindBusy), as only it knows its turns.
+// done runs on the loop, exactly once, with the result or the error. The
+// session file is read off the loop; the CLI's answers to the control
+// requests are taken by the core and never reach the handler.
+func (s *Supervisor) Rewind(req RewindRequest, done func(RewindResult, *RewindError)) {
+	fail := func(code, msg string) { done(RewindResult{}, &RewindError{Code: code, Message: msg}) }
+	switch {
+	case s.rw != nil:
+		fail(RewindBusy, "a rewind is already running")
+		return
+	case req.UserMessageID == "" && req.Turns < 1:
+		fail(RewindInvalid, "say how many turns to drop (1 or more) or which user message to go back to")
+		return
+	case s.live == nil || s.live.tr != Lines:
+		fail(RewindNoSession, "no CLI runs this session: nothing to rewind")
+		return
+	}
+	cwd, configDir := s.Dirs()
+	path, err := clifiles.Find(configDir, cwd, s.SessionID)
+	if err != nil {
+		fail(RewindNoSession, "the session has no file yet: nothing to rewind")
+		return
+	}
+	rw := &rewinding{req: req, p: s.live, done: done, res: RewindResult{DryRun: req.DryRun}}
+	s.rw = rw
+	s.loop.Go(func(ctx context.Context) func() {
+		var prompts mapping.Prompts
+		err := clifiles.Lines(ctx, path, prompts.Line)
+		return func() {
+			if s.rw != rw {
+				return // the child exited meanwhile
+			}
+			if err != nil {
+				s.rewindFail(RewindFailed, "reading the session file: "+err.Error())
+				return
+			}
+			s.rewindFrom(prompts.List())
+		}
+	})
+}
+
+// rewindFrom picks the prompt to go back to among the conversation's
+// prompts and sends the first request.
+func (s *Supervisor) rewindFrom(prompts []mapping.Prompt) {
+	rw := s.rw
+	at := -1
+	if id := rw.req.UserMessageID; id != "" {
+		for i, p := range prompts {
+			if p.UUID == id {
+				at = i
+			}
+		}
+		if at < 0 {
+			s.rewindFail(RewindNotFound, "no user message "+strconv.Quote(id)+" in the session's conversation")
+			return
+		}
+	} else {
+		at = len(prompts) - rw.req.Turns
+		if at < 0 {
+			s.rewindFail(RewindNotFound, fmt.Sprintf("the session has %d turns, fewer than the %d to drop", len(prompts), rw.req.Turns))
+			return
+		}
+	}
+	rw.res.UserMessageID, rw.res.Prompt = prompts[at].UUID, prompts[at].Text
+	rw.res.Turns, rw.res.Kept = len(prompts)-at, at
+	if rw.req.Files {
+		s.rewindAsk(mapping.AppendRewindFiles(nil, s.rewindID("files-dry"), rw.res.UserMessageID, true), s.filesChecked)
+		return
+	}
+	s.rewindConversation()
+}
+
+// filesChecked takes the dry run's answer: the files that change back.
+func (s *Supervisor) filesChecked(ev *mapping.Event) {
+	rw := s.rw
+	r := ev.Get("response.response")
+	if ev.IsError || !r.Get("canRewind").Bool() {
+		s.rewindFail(RewindNoFiles, "the files cannot be restored: "+cliError(ev))
+		return
+	}
+	rw.res.Files = []string{}
+	for _, f := range r.Get("filesChanged").Array() {
+		rw.res.Files = append(rw.res.Files, f.Str)
+	}
+	rw.res.Insertions, rw.res.Deletions = int(r.Get("insertions").Int()), int(r.Get("deletions").Int())
+	if rw.req.DryRun {
+		s.rewindDone()
+		return
+	}
+	s.rewindAsk(mapping.AppendRewindFiles(nil, s.rewindID("files"), rw.res.UserMessageID, false), func(ev *mapping.Event) {
+		if ev.IsError || !ev.Get("response.response.canRewind").Bool() {
+			s.rewindFail(RewindNoFiles, "restoring the files failed: "+cliError(ev))
+			return
+		}
+		s.rewindConversation()
+	})
+}
+
+// rewindConversation drops the turns.
+func (s *Supervisor) rewindConversation() {
+	if s.rw.req.DryRun {
+		s.rewindDone()
+		return
+	}
+	s.rewindAsk(mapping.AppendRewindConversation(nil, s.rewindID("conversation"), s.rw.res.UserMessageID), func(ev *mapping.Event) {
+		if ev.IsError || !ev.Get("response.response.rewound").Bool() {
+			code := RewindFailed
+			if ev.Get("response.response.reason").Str == "target_not_found" {
+				code = RewindNotFound
+			}
+			s.rewindFail(code, "the CLI did not rewind the conversation: "+cliError(ev))
+			return
+		}
+		s.rewindDone()
+	})
+}
+
+// cliError is the reason a CLI answer gives.
+func cliError(ev *mapping.Event) string {
+	if e := ev.Get("response.error"); e.Type == gjson.String {
+		return e.Str
+	}
+	if e := ev.Get("response.response.error"); e.Type == gjson.String {
+		return e.Str
+	}
+	return "no reason given"
+}
+
+// rewindID names a control request of the rewind.
+func (s *Supervisor) rewindID(step string) string {
+	s.rwSeq++
+	return rewindIDPrefix + strconv.Itoa(s.rwSeq) + "-" + step
+}
+
+// rewindAsk writes a control request to the child and waits for its
+// answer.
+func (s *Supervisor) rewindAsk(line []byte, then func(ev *mapping.Event)) {
+	s.rw.waitID = gjson.GetBytes(line, "request_id").Str
+	s.rw.then = then
+	s.rw.p.Write(line)
+}
+
+// rewindLine takes the answer to the rewind's request: true when line
+// was it (the handler never sees it).
+func (s *Supervisor) rewindLine(p *Proc, line string) bool {
+	rw := s.rw
+	if rw == nil || rw.p != p || rw.waitID == "" || !strings.HasPrefix(line, rewindCtlPrefix) || !strings.Contains(line, rw.waitID) {
+		return false
+	}
+	ev := mapping.RouteString(line)
+	if ev.Kind != mapping.KindControlResponse || ev.RequestID != rw.waitID {
+		return false
+	}
+	then := rw.then
+	rw.waitID, rw.then = "", nil
+	then(&ev)
+	return true
+}
+
+func (s *Supervisor) rewindDone() {
+	rw := s.rw
+	s.rw = nil
+	rw.done(rw.res, nil)
+}
+
+func (s *Supervisor) rewindFail(code, msg string) {
+	rw := s.rw
+	s.rw = nil
+	rw.done(RewindResult{}, &RewindError{Code: code, Message: msg})
+}
