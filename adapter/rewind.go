@@ -2,12 +2,17 @@ package adapter
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
@@ -79,7 +84,17 @@ type rewinding struct {
 	done   func(RewindResult, *RewindError)
 	waitID string                  // the control request whose answer is awaited
 	then   func(ev *mapping.Event) // what its answer does
+	path   string                  // the session file
+	size   int64                   // its size when its prompts were read
 }
+
+// rewindSettle bounds the wait for the CLI to record a rewind in its
+// session file, which it does about 100 ms after its answer (CLI
+// 2.1.330); rewindPoll is how often the file's new end is read meanwhile.
+const (
+	rewindSettle = 3 * time.Second
+	rewindPoll   = 10 * time.Millisecond
+)
 
 // Rewinding reports whether a rewind is in progress.
 func (s *Supervisor) Rewinding() bool { return s.rw != nil }
@@ -108,10 +123,14 @@ func (s *Supervisor) Rewind(req RewindRequest, done func(RewindResult, *RewindEr
 		fail(RewindNoSession, "the session has no file yet: nothing to rewind")
 		return
 	}
-	rw := &rewinding{req: req, p: s.live, done: done, res: RewindResult{DryRun: req.DryRun}}
+	rw := &rewinding{req: req, p: s.live, done: done, res: RewindResult{DryRun: req.DryRun}, path: path}
 	s.rw = rw
 	s.loop.Go(func(ctx context.Context) func() {
 		var prompts mapping.Prompts
+		var size int64
+		if fi, err := os.Stat(path); err == nil {
+			size = fi.Size()
+		}
 		err := clifiles.Lines(ctx, path, prompts.Line)
 		return func() {
 			if s.rw != rw {
@@ -121,6 +140,7 @@ func (s *Supervisor) Rewind(req RewindRequest, done func(RewindResult, *RewindEr
 				s.rewindFail(RewindFailed, "reading the session file: "+err.Error())
 				return
 			}
+			rw.size = size
 			s.rewindFrom(prompts.List())
 		}
 	})
@@ -198,8 +218,72 @@ func (s *Supervisor) rewindConversation() {
 			s.rewindFail(code, "the CLI did not rewind the conversation: "+cliError(ev))
 			return
 		}
-		s.rewindDone()
+		s.rewindRecorded()
 	})
+}
+
+// rewindRecorded ends the rewind once the session file holds its marker,
+// so that a history read after the answer no longer lists the dropped
+// turns; after rewindSettle it ends anyway (and says so in the log).
+func (s *Supervisor) rewindRecorded() {
+	rw := s.rw
+	s.loop.Go(func(ctx context.Context) func() {
+		found := waitMarker(ctx, rw.path, rw.size, rw.res.UserMessageID)
+		return func() {
+			if s.rw != rw {
+				return
+			}
+			if !found {
+				s.log.Warn("the CLI has not recorded the rewind in its session file yet", "path", rw.path, "waited", rewindSettle)
+			}
+			s.rewindDone()
+		}
+	})
+}
+
+// waitMarker reads the session file at path from offset on until it
+// holds the rewind marker of prompt cut, for at most rewindSettle.
+func waitMarker(ctx context.Context, path string, offset int64, cut string) bool {
+	deadline := time.Now().Add(rewindSettle)
+	for {
+		if markerAfter(path, offset, cut) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(rewindPoll):
+		}
+	}
+}
+
+// markerAfter reports whether the file at path holds, from offset on,
+// the rewind marker of prompt cut.
+func markerAfter(path string, offset int64, cut string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return false
+	}
+	fr := framing.NewReader(f, clifiles.MaxLine)
+	for {
+		line, err := fr.ReadLine()
+		if errors.Is(err, framing.ErrLineTooLong) {
+			continue
+		}
+		if err != nil {
+			return false
+		}
+		if c, ok := mapping.RewindCut(line); ok && c == cut {
+			return true
+		}
+	}
 }
 
 // cliError is the reason a CLI answer gives.

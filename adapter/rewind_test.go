@@ -28,6 +28,7 @@ type rewindCLI struct {
 	mu       sync.Mutex
 	requests []string
 	canFiles bool
+	file     string // the session file, where a rewind's marker goes
 }
 
 func (c *rewindCLI) answer(line string) []string {
@@ -53,6 +54,12 @@ func (c *rewindCLI) answer(line string) []string {
 		if req.Get("target_message_uuid").Str != "u2" {
 			return ok(`{"rewound":false,"prefillText":null,"precedingAssistantUuid":null,"error":"target not found","reason":"target_not_found"}`)
 		}
+		// The marker, as the CLI writes it (later, in truth: the rewind
+		// waits for it).
+		if f, err := os.OpenFile(c.file, os.O_APPEND|os.O_WRONLY, 0); err == nil {
+			f.WriteString(`{"type":"last-prompt","lastPrompt":"WRITEFILE please","leafUuid":"a1","explicit":true,"rewound":true,"cutUuid":"u2"}` + "\n")
+			f.Close()
+		}
 		return ok(`{"rewound":true,"targetMessageUuid":"u2","prefillText":"WRITEFILE please","precedingAssistantUuid":"a1"}`)
 	}
 	return []string{`{"type":"assistant","echo":` + strconvQuote(line) + `}`}
@@ -76,7 +83,8 @@ func rewindHarness(t *testing.T, cli *rewindCLI, file string) (*harness, *record
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, rwSession+".jsonl"), []byte(file), 0o644); err != nil {
+		cli.file = filepath.Join(dir, rwSession+".jsonl")
+		if err := os.WriteFile(cli.file, []byte(file), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -250,5 +258,26 @@ func TestRewindBusy(t *testing.T) {
 	h.send(t, "go")
 	if got := h.next(t); got != "busy ok" {
 		t.Errorf("two rewinds at once: %q, want busy ok", got)
+	}
+}
+
+// TestRewindMarkerAfter: the wait for the CLI's record of a rewind reads
+// the file from the offset it had before the rewind, and only a marker of
+// that prompt counts.
+func TestRewindMarkerAfter(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	old := `{"type":"last-prompt","rewound":true,"cutUuid":"u2"}` + "\n"
+	if err := os.WriteFile(path, []byte(old+`{"type":"last-prompt","rewound":true,"cutUuid":"u9"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if markerAfter(path, int64(len(old)), "u2") {
+		t.Error("a marker before the offset counted")
+	}
+	if !markerAfter(path, int64(len(old)), "u9") || !markerAfter(path, 0, "u2") {
+		t.Error("a marker after the offset was not found")
+	}
+	if markerAfter(filepath.Join(t.TempDir(), "none"), 0, "u2") {
+		t.Error("a missing file holds a marker")
 	}
 }

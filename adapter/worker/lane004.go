@@ -101,6 +101,8 @@ func (w *controlWorker) Do(req *lane004.Request, done func(control.Receipt004)) 
 		w.threadList(req, done)
 	case lane004.MethodThreadRead:
 		w.threadRead(req, done)
+	case lane004.MethodThreadRollback:
+		w.threadRollback(req, done)
 	case lane004.MethodApproval:
 		w.approvalRespond(req, done)
 	default:
@@ -473,7 +475,19 @@ func (w *controlWorker) threadRead(req *lane004.Request, done func(control.Recei
 		done(control.Fail004(lane004.CodeInvalidRequest, "thread "+req.ThreadID+" not found: this worker's working directory has no such session"))
 		return
 	}
-	id, include := req.ThreadID, req.IncludeTurns
+	w.readThread(req.ThreadID, path, req.IncludeTurns, func(thread []byte, r control.Receipt004) {
+		if thread == nil {
+			done(r)
+			return
+		}
+		done(control.Receipt004{OK: true, Response: jsonw.NewObj(nil).Raw("thread", string(thread)).String()})
+	})
+}
+
+// readThread reads the thread object of the session file at path, off
+// the loop, with its turns when include is set; then gets it on the
+// loop, or nil and the error receipt.
+func (w *controlWorker) readThread(id, path string, include bool, then func(thread []byte, r control.Receipt004)) {
 	w.loop.Go(func(ctx context.Context) func() {
 		var s mapping.SessionSummary
 		var t lane004.Turns
@@ -485,7 +499,7 @@ func (w *controlWorker) threadRead(req *lane004.Request, done func(control.Recei
 		})
 		return func() {
 			if err != nil {
-				done(control.Fail004(lane004.CodeInternalError, "reading thread "+id+": "+err.Error()))
+				then(nil, control.Fail004(lane004.CodeInternalError, "reading thread "+id+": "+err.Error()))
 				return
 			}
 			created, _ := time.Parse(time.RFC3339Nano, s.CreatedAt)
@@ -495,8 +509,54 @@ func (w *controlWorker) threadRead(req *lane004.Request, done func(control.Recei
 				thread = t.Append(thread)
 				thread = append(thread, '}')
 			}
-			done(control.Receipt004{OK: true, Response: jsonw.NewObj(nil).Raw("thread", string(thread)).String()})
+			then(thread, control.Receipt004{})
 		}
+	})
+}
+
+// threadRollback drops the thread's last turns between turns (Codex's
+// thread/rollback), and with revertFiles restores the files they
+// changed; dryRun changes nothing. The receipt holds the thread as it
+// now is, with its turns, and what the rollback did ("rollback").
+func (w *controlWorker) threadRollback(req *lane004.Request, done func(control.Receipt004)) {
+	if req.ThreadID != w.threadID() {
+		done(w.conflict("thread " + req.ThreadID + " is not this worker's current thread"))
+		return
+	}
+	if r, ok := w.busy(); ok {
+		done(r)
+		return
+	}
+	id := req.ThreadID
+	w.sup.Rewind(adapter.RewindRequest{Turns: req.NumTurns, Files: req.RevertFiles, DryRun: req.DryRun}, func(res adapter.RewindResult, err *adapter.RewindError) {
+		defer w.emit()
+		if err != nil {
+			code := lane004.CodeInvalidRequest
+			switch err.Code {
+			case adapter.RewindBusy:
+				done(w.conflict(err.Message))
+				return
+			case adapter.RewindFailed:
+				code = lane004.CodeWorkerUnavailable
+			}
+			done(control.Fail004(code, err.Message))
+			return
+		}
+		cwd, configDir := w.sup.Dirs()
+		path := clifiles.SessionFile(configDir, cwd, id)
+		w.readThread(id, path, true, func(thread []byte, r control.Receipt004) {
+			if thread == nil {
+				done(r)
+				return
+			}
+			rb := jsonw.NewObj(nil).Bool("dryRun", res.DryRun).Int("numTurns", int64(res.Turns)).Str("turnId", res.UserMessageID).Str("prompt", res.Prompt)
+			if res.Files != nil {
+				rb.Strings("files", res.Files)
+			} else {
+				rb.Raw("files", "")
+			}
+			done(control.Receipt004{OK: true, Response: jsonw.NewObj(nil).Raw("thread", string(thread)).Raw("rollback", rb.String()).String()})
+		})
 	})
 }
 

@@ -28,8 +28,11 @@ const (
 	MethodTurnSteer     = "turn/steer"
 	MethodThreadList    = "thread/list"
 	MethodThreadRead    = "thread/read"
-	MethodReplay        = "ccbridge/events/replay"
-	MethodApproval      = "ccbridge/approval/respond"
+	// MethodThreadRollback drops the last numTurns turns (Codex's
+	// thread/rollback); revertFiles and dryRun are ccbridge's.
+	MethodThreadRollback = "thread/rollback"
+	MethodReplay         = "ccbridge/events/replay"
+	MethodApproval       = "ccbridge/approval/respond"
 )
 
 // The codes of a worker.error.
@@ -74,6 +77,9 @@ type Request struct {
 	Model        string  // thread/start, turn/start; "" when absent
 	Input        []Input // turn/start, turn/steer
 	IncludeTurns bool    // thread/read
+	NumTurns     int     // thread/rollback: 1 or more
+	RevertFiles  bool    // thread/rollback
+	DryRun       bool    // thread/rollback
 	Limit        int     // thread/list: 1..1000, 50 when absent
 	Cursor       string  // thread/list
 	After        uint64  // ccbridge/events/replay
@@ -144,6 +150,12 @@ const (
 	parApprovalIDSnake
 	parExpectedTurnID
 	parExpectedTurnIDSnake
+	parNumTurns
+	parNumTurnsSnake
+	parRevertFiles
+	parRevertFilesSnake
+	parDryRun
+	parDryRunSnake
 	parModel
 	parInput
 	parLimit
@@ -157,7 +169,8 @@ const (
 
 var parNames = []string{
 	"threadId", "thread_id", "turnId", "turn_id", "includeTurns", "include_turns",
-	"approvalId", "approval_id", "expectedTurnId", "expected_turn_id", "model", "input", "limit", "cursor", "after",
+	"approvalId", "approval_id", "expectedTurnId", "expected_turn_id", "numTurns", "num_turns", "revertFiles", "revert_files",
+	"dryRun", "dry_run", "model", "input", "limit", "cursor", "after",
 	"decision", "message", "answers",
 }
 
@@ -223,6 +236,8 @@ func knownMethod(m string) string {
 		return MethodThreadList
 	case MethodThreadRead:
 		return MethodThreadRead
+	case MethodThreadRollback:
+		return MethodThreadRollback
 	case MethodReplay:
 		return MethodReplay
 	case MethodApproval:
@@ -429,6 +444,8 @@ func Decode(line []byte) (Request, *Problem) {
 		if r.ThreadID, p = pd.threadID(); p == nil {
 			r.IncludeTurns, p = pd.includeTurns()
 		}
+	case MethodThreadRollback:
+		p = pd.rollback(&r)
 	case MethodReplay:
 		r.After, p = pd.after()
 	case MethodApproval:
@@ -577,7 +594,12 @@ func (pd *paramReader) optString(f int, name string, nonEmpty bool) (string, *Pr
 }
 
 func (pd *paramReader) includeTurns() (bool, *Problem) {
-	raw, p := pd.pick(parIncludeTurns, true)
+	return pd.optBool(parIncludeTurns, "include_turns")
+}
+
+// optBool reads the optional boolean member f, spelled two ways.
+func (pd *paramReader) optBool(f int, name string) (bool, *Problem) {
+	raw, p := pd.pick(f, true)
 	switch {
 	case p != nil:
 		return false, p
@@ -588,7 +610,35 @@ func (pd *paramReader) includeTurns() (bool, *Problem) {
 	case raw == "false":
 		return false, nil
 	}
-	return false, pd.invalid("include_turns must be a boolean")
+	return false, pd.invalid(name + " must be a boolean")
+}
+
+// rollback reads thread/rollback's params: thread_id, numTurns (an
+// integer of 1 or more), revertFiles? and dryRun?.
+func (pd *paramReader) rollback(r *Request) *Problem {
+	var p *Problem
+	if r.ThreadID, p = pd.threadID(); p != nil {
+		return p
+	}
+	raw, p := pd.pick(parNumTurns, true)
+	switch {
+	case p != nil:
+		return p
+	case !given(raw):
+		return pd.invalid("num_turns is required")
+	case !isInteger(raw):
+		return pd.invalid("num_turns must be an integer")
+	}
+	n, err := strconv.ParseInt(raw, 10, 32)
+	if err != nil || n < 1 {
+		return pd.invalid("num_turns must be 1 or more")
+	}
+	r.NumTurns = int(n)
+	if r.RevertFiles, p = pd.optBool(parRevertFiles, "revert_files"); p != nil {
+		return p
+	}
+	r.DryRun, p = pd.optBool(parDryRun, "dry_run")
+	return p
 }
 
 func (pd *paramReader) threadList(r *Request) *Problem {

@@ -1,0 +1,73 @@
+package e2e
+
+// Rewind end to end, against the real CLI and the fake model, in each
+// dialect: two turns, the second writing written.txt (WRITEFILE); a dry
+// run lists the file and changes nothing; a rewind of one turn with
+// files removes the file, the model's next request no longer holds the
+// dropped turn, and the history no longer lists it.
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// rewindFileGone reports whether the file the WRITEFILE turn wrote in dir
+// is absent.
+func rewindFileGone(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "written.txt"))
+	return os.IsNotExist(err)
+}
+
+// TestRewindLane004: thread/rollback on the control worker's stdio.
+func TestRewindLane004(t *testing.T) {
+	t.Parallel()
+	w := l4Start(t, ctlOpts{args: []string{"--permission-mode", "acceptEdits"}})
+	c := l4Stdio(w)
+	th := w.sid
+	tokA, tokB, tokC := token("KEEP"), token("DROP"), token("NEXT")
+	turnA, _, _ := c.turn(th, "hello "+tokA)
+	c.turn(th, "WRITEFILE "+tokB)
+	if rewindFileGone(w.b.dir) {
+		t.Fatal("the WRITEFILE turn wrote no written.txt")
+	}
+
+	// A rollback of more turns than there are, and a bad param: typed
+	// errors, nothing changes.
+	l4Fail(t, "rollback of 3", c.call(ctlID("rb"), "thread/rollback", map[string]any{"threadId": th, "numTurns": 3}), "thread/rollback", "invalid_request")
+	l4Fail(t, "rollback of 0", c.call(ctlID("rb"), "thread/rollback", map[string]any{"threadId": th, "numTurns": 0}), "thread/rollback", "invalid_request")
+
+	dry := l4OK(t, "dry run", c.call(ctlID("rb"), "thread/rollback", map[string]any{"threadId": th, "numTurns": 1, "revertFiles": true, "dryRun": true}), "thread/rollback")
+	want := filepath.Join(mustReal(t, w.b.dir), "written.txt")
+	if files := dry.Get("rollback.files").Array(); len(files) != 1 || files[0].Str != want || !dry.Get("rollback.dryRun").Bool() ||
+		dry.Get("rollback.numTurns").Int() != 1 || dry.Get("thread.turns.#").Int() != 2 {
+		t.Errorf("dry run: %s (want the file %s, two turns still)", dry.Raw, want)
+	}
+	if rewindFileGone(w.b.dir) {
+		t.Fatal("the dry run removed written.txt")
+	}
+
+	rb := l4OK(t, "rollback", c.call(ctlID("rb"), "thread/rollback", map[string]any{"threadId": th, "numTurns": 1, "revertFiles": true}), "thread/rollback")
+	users, _ := l4Turns(rb)
+	if !slices.Equal(users, []string{"hello " + tokA}) || rb.Get("thread.turns.0.id").Str != turnA || rb.Get("rollback.dryRun").Bool() ||
+		rb.Get("rollback.prompt").Str != "WRITEFILE "+tokB {
+		t.Errorf("rollback: users %q: %s", users, rb.Raw)
+	}
+	if !rewindFileGone(w.b.dir) {
+		t.Error("the rollback left written.txt")
+	}
+	read := l4OK(t, "thread/read", c.call(ctlID("read"), "thread/read", map[string]any{"threadId": th, "includeTurns": true}), "thread/read")
+	if users, _ := l4Turns(read); !slices.Equal(users, []string{"hello " + tokA}) || read.Get("thread.preview").Str != "hello "+tokA {
+		t.Errorf("thread/read after the rollback: users %q, %s", users, read.Raw)
+	}
+
+	c.turn(th, "go on "+tokC)
+	if seenByModel(t, tokC, tokB) || !seenByModel(t, tokC, tokA) {
+		t.Errorf("the model's next request: holds the dropped turn %v, the kept one %v", seenByModel(t, tokC, tokB), seenByModel(t, tokC, tokA))
+	}
+	read = l4OK(t, "thread/read", c.call(ctlID("read"), "thread/read", map[string]any{"threadId": th, "includeTurns": true}), "thread/read")
+	if users, _ := l4Turns(read); !slices.Equal(users, []string{"hello " + tokA, "go on " + tokC}) {
+		t.Errorf("thread/read after the next turn: users %q", users)
+	}
+}
