@@ -187,7 +187,7 @@ func (s *Supervisor) filesChecked(ev *mapping.Event) {
 	}
 	rw.res.Files = []string{}
 	for _, f := range r.Get("filesChanged").Array() {
-		rw.res.Files = append(rw.res.Files, f.Str)
+		rw.res.Files = append(rw.res.Files, strings.Clone(f.Str)) // the line's buffer is reused
 	}
 	rw.res.Insertions, rw.res.Deletions = int(r.Get("insertions").Int()), int(r.Get("deletions").Int())
 	if rw.req.DryRun {
