@@ -7,11 +7,32 @@ package e2e
 // dropped turn, and the history no longer lists it.
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
+
+// rewindFilePrompts are the prompts of the session file's conversation as
+// every history reads it (clifiles.Lines).
+func rewindFilePrompts(t *testing.T, path string) []string {
+	t.Helper()
+	var p mapping.Prompts
+	if err := clifiles.Lines(context.Background(), path, p.Line); err != nil {
+		t.Fatalf("reading %s: %v", path, err)
+	}
+	var texts []string
+	for _, q := range p.List() {
+		texts = append(texts, q.Text)
+	}
+	return texts
+}
 
 // rewindFileGone reports whether the file the WRITEFILE turn wrote in dir
 // is absent.
@@ -69,5 +90,64 @@ func TestRewindLane004(t *testing.T) {
 	read = l4OK(t, "thread/read", c.call(ctlID("read"), "thread/read", map[string]any{"threadId": th, "includeTurns": true}), "thread/read")
 	if users, _ := l4Turns(read); !slices.Equal(users, []string{"hello " + tokA, "go on " + tokC}) {
 		t.Errorf("thread/read after the next turn: users %q", users)
+	}
+}
+
+// TestRewindIPC: the rewind message of --ui ipc (capability "rewind" in
+// session_init): errors first (a rewind during a turn, too many turns),
+// then a dry run and a rewind with files.
+func TestRewindIPC(t *testing.T) {
+	t.Parallel()
+	b := startBridge(t, []string{"--ui", "ipc"})
+	l, err := recv(t, b, ipcWait)
+	if err != nil || typeOf(l) != "session_init" || get(l, "capabilities").Raw != `["rewind"]` {
+		t.Fatalf("session_init with the rewind capability: %.300s, %v", l, err)
+	}
+	sid := get(l, "session_id").Str
+	tokA, tokB, tokC := token("KEEP"), token("DROP"), token("NEXT")
+	turn(t, b, "hello "+tokA)
+	turnAnswering(t, b, "WRITEFILE "+tokB, allowAll)
+	if rewindFileGone(b.dir) {
+		t.Fatal("the WRITEFILE turn wrote no written.txt")
+	}
+	b.send(`{"type":"rewind","turns":5}`)
+	if e := expectError(t, b, "rewind_not_found", ""); get(e, "recoverable").Type != gjson.True {
+		t.Errorf("too many turns: %s", e)
+	}
+	b.send(`{"type":"rewind","turns":1,"files":true,"dry_run":true}`)
+	dry := ipcUntil(t, b, "the dry run's rewind_result", func(l []byte) bool { return typeOf(l) == "rewind_result" })
+	d := dry[len(dry)-1]
+	want := filepath.Join(mustReal(t, b.dir), "written.txt")
+	if !get(d, "dry_run").Bool() || get(d, "files.0").Str != want || get(d, "files.#").Int() != 1 || get(d, "prompt").Str != "WRITEFILE "+tokB || get(d, "turns").Int() != 1 {
+		t.Errorf("dry run: %s", d)
+	}
+	if rewindFileGone(b.dir) {
+		t.Fatal("the dry run removed written.txt")
+	}
+	b.send(`{"type":"rewind","turns":1,"files":true}`)
+	res := ipcUntil(t, b, "the rewind_result", func(l []byte) bool { return typeOf(l) == "rewind_result" })
+	r := res[len(res)-1]
+	if get(r, "dry_run").Bool() || get(r, "files.0").Str != want || get(r, "kept").Int() != 1 {
+		t.Errorf("rewind: %s", r)
+	}
+	if !rewindFileGone(b.dir) {
+		t.Error("the rewind left written.txt")
+	}
+	file := sessionFile(t, b.home, b.dir, sid)
+	if got := rewindFilePrompts(t, file); !slices.Equal(got, []string{"hello " + tokA}) {
+		t.Errorf("the session's prompts after the rewind: %q", got)
+	}
+	// During a turn: refused, the turn goes on.
+	b.send(userMessage("go on " + tokC))
+	b.send(`{"type":"rewind","turns":1}`)
+	lines := finishTurn(t, b, nil)
+	if e := first(lines, func(l []byte) bool { return typeOf(l) == "error" }); get(e, "code").Str != "rewind_busy" {
+		t.Errorf("a rewind during a turn: %s", e)
+	}
+	if seenByModel(t, tokC, tokB) || !seenByModel(t, tokC, tokA) {
+		t.Errorf("the model's next request: holds the dropped turn %v, the kept one %v", seenByModel(t, tokC, tokB), seenByModel(t, tokC, tokA))
+	}
+	if got := rewindFilePrompts(t, file); !slices.Equal(got, []string{"hello " + tokA, "go on " + tokC}) {
+		t.Errorf("the session's prompts after the next turn: %q", got)
 	}
 }

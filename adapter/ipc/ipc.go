@@ -183,6 +183,12 @@ func (l *ipcLoop) UILine(line []byte) {
 		l.emitError("no_turn", "steer: no turn is running (or it is being interrupted); send a user_message", true)
 		return
 	}
+	if cmd.Kind == ipc.CmdUserMessage && l.sup.Rewinding() {
+		// Refused like a bad line (no echo, no terminal message): the
+		// conversation is being cut.
+		l.emitError("rewind_"+adapter.RewindBusy, "user_message: a rewind is running; send the prompt after its rewind_result", true)
+		return
+	}
 	l.echo(cmd.Echo)
 	l.command(cmd)
 }
@@ -202,6 +208,9 @@ func (l *ipcLoop) command(cmd ipc.Command) {
 	switch cmd.Kind {
 	case ipc.CmdSessionCommand:
 		l.sessionCommand(cmd.Respawn)
+		return
+	case ipc.CmdRewind:
+		l.rewind(cmd.Rewind)
 		return
 	case ipc.CmdUserMessage, ipc.CmdPermissionMode, ipc.CmdModelChange:
 		if l.sup.Live() == nil && !l.respawnForInput() {
@@ -234,6 +243,28 @@ func (l *ipcLoop) command(cmd ipc.Command) {
 		l.deadlines[cmd.RequestID] = l.loop.Now().Add(l.cfg.ControlTimeout)
 	}
 	p.Write(cmd.Stdin)
+}
+
+// rewind goes back as r says, between turns only: a prompt still open
+// (running or queued) makes it an error rewind_busy. The result is a
+// rewind_result, a failure an error rewind_<code> (adapter.Rewind*).
+func (l *ipcLoop) rewind(r ipc.Rewind) {
+	if len(l.prompts) > 0 {
+		l.emitError("rewind_"+adapter.RewindBusy, "rewind: a turn is running; wait for its end or interrupt it", true)
+		return
+	}
+	req := adapter.RewindRequest{Turns: r.Turns, UserMessageID: r.UserMessageID, Files: r.Files, DryRun: r.DryRun}
+	l.sup.Rewind(req, func(res adapter.RewindResult, err *adapter.RewindError) {
+		defer l.emit()
+		if err != nil {
+			l.emitError("rewind_"+err.Code, err.Error(), true)
+			return
+		}
+		l.out = append(l.out, ipc.AppendRewindResult(nil, ipc.RewindResult{
+			DryRun: res.DryRun, UserMessageID: res.UserMessageID, Prompt: res.Prompt, Turns: res.Turns, Kept: res.Kept,
+			Files: res.Files, Insertions: res.Insertions, Deletions: res.Deletions,
+		}))
+	})
 }
 
 // respawnForInput restarts a child that died, so that new input reaches

@@ -13,9 +13,10 @@ const (
 	CmdStopTask                              // stop_task → control_request stop_task
 	CmdSessionCommand                        // session_command → respawn the CLI (no stdin line)
 	CmdSteer                                 // steer → a stdin user envelope, into the running turn
+	CmdRewind                                // rewind → the core's rewind (no stdin line of its own)
 )
 
-var commandNames = [...]string{"", "user_message", "tool_approval", "question_answer", "interrupt", "permission_mode", "model_change", "stop_task", "session_command", "steer"}
+var commandNames = [...]string{"", "user_message", "tool_approval", "question_answer", "interrupt", "permission_mode", "model_change", "stop_task", "session_command", "steer", "rewind"}
 
 // String returns the inbound type the kind comes from.
 func (k CommandKind) String() string {
@@ -47,6 +48,9 @@ type Command struct {
 	// Respawn says how to restart the CLI for CmdSessionCommand.
 	Respawn Respawn
 
+	// Rewind says how far back CmdRewind goes.
+	Rewind Rewind
+
 	// PromptID is the client uuid the user message carries
 	// (CmdUserMessage and CmdSteer with Options.NewPromptID), "" without
 	// one.
@@ -64,7 +68,16 @@ type Command struct {
 // user messages (which the CLI queues itself) and session commands are
 // ordinary.
 func (c *Command) Control() bool {
-	return c.Kind != CmdUserMessage && c.Kind != CmdSteer && c.Kind != CmdSessionCommand
+	return c.Kind != CmdUserMessage && c.Kind != CmdSteer && c.Kind != CmdSessionCommand && c.Kind != CmdRewind
+}
+
+// Rewind is an inbound rewind: back Turns turns, or to the prompt
+// UserMessageID (one of the two is set), with the files (Files), or only
+// what it would do (DryRun).
+type Rewind struct {
+	Turns         int
+	UserMessageID string
+	Files, DryRun bool
 }
 
 // RespawnMode is how a session_command restarts the CLI.

@@ -81,9 +81,11 @@ func (t *Translator) FromUI(line []byte) (Command, error) {
 		return Command{Kind: CmdStopTask, RequestID: id, Stdin: mapping.AppendStopTask(nil, id, task)}, nil
 	case "session_command":
 		return t.sessionCommand(&p)
+	case "rewind":
+		return rewind(&p)
 	}
 	return Command{}, &Error{Code: CodeUnknownType, Field: "type", Inbound: typ,
-		Message: "unknown message type " + quote(typ) + "; expected user_message, steer, tool_approval, question_answer, interrupt, permission_mode, model_change, stop_task or session_command"}
+		Message: "unknown message type " + quote(typ) + "; expected user_message, steer, tool_approval, question_answer, interrupt, permission_mode, model_change, stop_task, session_command or rewind"}
 }
 
 // withEcho adds the echo of a message FromUI took (Options.Echo).
@@ -365,6 +367,44 @@ func (t *Translator) sessionCommand(p *parser) (Command, error) {
 		return Command{}, p.fail(CodeInvalidValue, "command", "command must be new, resume, continue or fork, not "+quote(command))
 	}
 	return Command{Kind: CmdSessionCommand, Respawn: r}, nil
+}
+
+// rewind reads {"type":"rewind","turns":N | "user_message_id":ID,
+// "files"?:bool, "dry_run"?:bool}: exactly one of turns (an integer of 1
+// or more) and user_message_id (a non-empty string).
+func rewind(p *parser) (Command, error) {
+	var r Rewind
+	id, hasID, err := p.optStr("user_message_id")
+	if err != nil {
+		return Command{}, err
+	}
+	turns := p.get("turns")
+	hasTurns := turns.Exists() && turns.Type != gjson.Null
+	switch {
+	case hasID && hasTurns:
+		return Command{}, p.fail(CodeInvalidValue, "turns", "rewind takes turns or user_message_id, not both")
+	case hasID && id == "":
+		return Command{}, p.fail(CodeInvalidValue, "user_message_id", "field \"user_message_id\" must not be empty")
+	case hasID:
+		r.UserMessageID = id
+	case !hasTurns:
+		return Command{}, p.fail(CodeMissingField, "turns", "rewind needs turns or user_message_id")
+	case turns.Type != gjson.Number:
+		return Command{}, p.fail(CodeWrongType, "turns", "field \"turns\" must be a number, not "+jsonType(turns))
+	default:
+		n := turns.Int()
+		if float64(n) != turns.Num || n < 1 || n > 1<<30 {
+			return Command{}, p.fail(CodeInvalidValue, "turns", "field \"turns\" must be a whole number of 1 or more")
+		}
+		r.Turns = int(n)
+	}
+	if r.Files, err = p.optBool("files"); err != nil {
+		return Command{}, err
+	}
+	if r.DryRun, err = p.optBool("dry_run"); err != nil {
+		return Command{}, err
+	}
+	return Command{Kind: CmdRewind, Rewind: r}, nil
 }
 
 // parser reads the fields of one inbound object and words the errors.

@@ -399,6 +399,38 @@ func AppendError(dst []byte, code, message string, recoverable bool) []byte {
 	return l.done()
 }
 
+// RewindResult is what a rewind did (or, DryRun, would do), for
+// AppendRewindResult: the adapter's result in the dialect's words.
+type RewindResult struct {
+	DryRun                bool
+	UserMessageID, Prompt string
+	Turns, Kept           int
+	Files                 []string // nil: files were not asked for
+	Insertions, Deletions int
+}
+
+// AppendRewindResult appends
+// {"type":"rewind_result","ipc_version":2,"dry_run":…,"user_message_id":…,
+// "prompt":…,"turns":…,"kept":…,"files":[…]|null,"insertions":…,"deletions":…}.
+func AppendRewindResult(dst []byte, r RewindResult) []byte {
+	l := line{dst}
+	l.b = append(l.b, `{"type":"rewind_result","ipc_version":2`...)
+	l.boolean("dry_run", r.DryRun)
+	l.str("user_message_id", r.UserMessageID)
+	l.str("prompt", r.Prompt)
+	l.int("turns", r.Turns)
+	l.int("kept", r.Kept)
+	if r.Files == nil {
+		l.rawStr("files", "null")
+	} else {
+		l.b = append(l.b, `,"files":`...)
+		l.b = jsonw.Strings(l.b, r.Files)
+	}
+	l.int("insertions", r.Insertions)
+	l.int("deletions", r.Deletions)
+	return l.done()
+}
+
 // SetSessionID makes id the session's id, appending session_init when it
 // differs from the current one. The adapter calls it when it knows the id
 // before the CLI says anything: a session it starts with --session-id, or
@@ -413,8 +445,8 @@ func (t *Translator) SetSessionID(id string, out [][]byte) [][]byte {
 
 // Capabilities are what this ipc_version 2 session takes beyond the
 // messages every ipc session takes, named in session_init: "steer" (the
-// steer message).
-const Capabilities = `["steer"]`
+// steer message) and "rewind" (the rewind message).
+const Capabilities = `["steer","rewind"]`
 
 // appendSessionInit is the session_init line of session id.
 func appendSessionInit(id string) []byte {
