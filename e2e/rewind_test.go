@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/mapping"
+	"github.com/ccbridge/ccbridge/mapping/rpc"
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
@@ -150,4 +151,60 @@ func TestRewindIPC(t *testing.T) {
 	if got := rewindFilePrompts(t, file); !slices.Equal(got, []string{"hello " + tokA, "go on " + tokC}) {
 		t.Errorf("the session's prompts after the next turn: %q", got)
 	}
+}
+
+// TestRewindRPC: session.rewind (supports_session_rewind); the history
+// (session.history) and the list (session.list's message_count) leave
+// the dropped turn out.
+func TestRewindRPC(t *testing.T) {
+	t.Parallel()
+	c := startRPC(t, []string{"--permission-mode", "acceptEdits"})
+	init := c.initialize("")
+	if !init.Get("server_capabilities.supports_session_rewind").Bool() {
+		t.Errorf("initialize does not say supports_session_rewind: %s", init.Raw)
+	}
+	sid := init.Get("runtime.session_id").Str
+	tokA, tokB, tokC := token("KEEP"), token("DROP"), token("NEXT")
+	if _, _, status := c.runText("hello " + tokA); status != rpc.StatusCompleted {
+		t.Fatalf("first run: %s", status)
+	}
+	if _, _, status := c.runText("WRITEFILE " + tokB); status != rpc.StatusCompleted {
+		t.Fatalf("second run: %s", status)
+	}
+	if rewindFileGone(c.b.dir) {
+		t.Fatal("the WRITEFILE run wrote no written.txt")
+	}
+	c.rpcError(c.call("session.rewind", `{"turns":3}`), rpc.CodeInvalidParams)
+	c.rpcError(c.call("session.rewind", `{}`), rpc.CodeInvalidParams)
+	want := filepath.Join(mustReal(t, c.b.dir), "written.txt")
+	dry := c.result(c.call("session.rewind", `{"turns":1,"files":true,"dry_run":true}`))
+	if !dry.Get("dry_run").Bool() || dry.Get("files.0").Str != want || dry.Get("prompt").Str != "WRITEFILE "+tokB || rewindFileGone(c.b.dir) {
+		t.Errorf("dry run: %s", dry.Raw)
+	}
+	res := c.result(c.call("session.rewind", `{"turns":1,"files":true,"session_id":"`+sid+`"}`))
+	if res.Get("dry_run").Bool() || res.Get("files.0").Str != want || res.Get("kept").Int() != 1 || !rewindFileGone(c.b.dir) {
+		t.Errorf("rewind: %s (file gone: %v)", res.Raw, rewindFileGone(c.b.dir))
+	}
+	hid := c.call("session.history", `{"session_id":"`+sid+`"}`)
+	lines := c.until("session.history's answer", isReply(hid))
+	var prompts []string
+	for _, e := range lines[:len(lines)-1] {
+		if gjson.GetBytes(e, "params.event.type").Str == "hidden_user_message" {
+			prompts = append(prompts, gjson.GetBytes(e, "params.event.content").Str)
+		}
+	}
+	if !slices.Equal(prompts, []string{"hello " + tokA}) {
+		t.Errorf("session.history's prompts after the rewind: %q", prompts)
+	}
+	list := c.result(c.call("session.list", `{}`)).Get("sessions")
+	if s := list.Get(`#(session_id=="` + sid + `")`); s.Get("message_count").Int() != 2 || s.Get("last_user_message").Str != "hello "+tokA {
+		t.Errorf("session.list after the rewind: %s", list.Raw)
+	}
+	if _, _, status := c.runText("go on " + tokC); status != rpc.StatusCompleted {
+		t.Fatalf("third run: %s", status)
+	}
+	if seenByModel(t, tokC, tokB) || !seenByModel(t, tokC, tokA) {
+		t.Errorf("the model's next request: holds the dropped turn %v, the kept one %v", seenByModel(t, tokC, tokB), seenByModel(t, tokC, tokA))
+	}
+	c.close()
 }

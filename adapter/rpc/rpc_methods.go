@@ -83,7 +83,7 @@ func (l *rpcLoop) UIEnd() {
 // dedupedMethods have side effects: a retry with the same id gets the
 // first answer and changes nothing.
 var dedupedMethods = map[string]bool{
-	rpc.MethodRunStart: true, rpc.MethodRunCancel: true, rpc.MethodRunSteer: true, rpc.MethodModelSet: true, rpc.MethodShellExec: true,
+	rpc.MethodRunStart: true, rpc.MethodRunCancel: true, rpc.MethodRunSteer: true, rpc.MethodModelSet: true, rpc.MethodShellExec: true, rpc.MethodSessionRewind: true,
 }
 
 func (l *rpcLoop) request(m jsonrpc.Message) {
@@ -125,6 +125,8 @@ func (l *rpcLoop) request(m jsonrpc.Message) {
 		l.sessionList(id, p)
 	case rpc.MethodSessionHistory:
 		l.sessionHistory(id, p)
+	case rpc.MethodSessionRewind:
+		l.sessionRewind(id, p)
 	case rpc.MethodModelList:
 		l.modelList(id, p)
 	case rpc.MethodModelSet:
@@ -303,6 +305,10 @@ func (l *rpcLoop) runStart(id string, p gjson.Result) {
 			Message: "run " + active + " is still active: wait for its run.status or cancel it"})
 		return
 	}
+	if l.sup.Rewinding() {
+		l.respondErr(id, &rpc.Error{Code: rpc.CodeRuntimeBusy, Message: "a session.rewind is running: start the run after its answer"})
+		return
+	}
 	if l.loop.Ending() {
 		l.respondErr(id, rpc.Internal("ccbridge is shutting down"))
 		return
@@ -349,6 +355,50 @@ func (l *rpcLoop) runSteer(id string, p gjson.Result) {
 	proc.Write(mapping.AppendUserMessage(nil, mapping.UserOptions{UUID: steerID}, mapping.Block{Text: rp.Text}))
 	l.prompts++
 	l.respond(id, rpc.AppendRunSteerResult(nil, id, rp.RunID, steerID))
+}
+
+// sessionRewind serves session.rewind: the current session goes back,
+// between runs only (-32001 while a run is active, or a cancelled run's
+// turn still ends).
+func (l *rpcLoop) sessionRewind(id string, p gjson.Result) {
+	rp, err := rpc.ParseSessionRewind(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	if rp.SessionID != "" && rp.SessionID != l.tr.SessionID() {
+		l.respondErr(id, &rpc.Error{Code: rpc.CodeSessionNotFound, Message: "session " + rp.SessionID + " is not this connection's current session; run.start on it first"})
+		return
+	}
+	if active := l.tr.ActiveRun(); active != "" || l.tr.Draining() || l.heldPrompt != nil {
+		l.respondErr(id, &rpc.Error{Code: rpc.CodeRuntimeBusy, Message: "a run is active: session.rewind waits for its run.status, or cancel it"})
+		return
+	}
+	l.begin(id, rpc.MethodSessionRewind, nil)
+	req := adapter.RewindRequest{Turns: rp.Turns, UserMessageID: rp.UserMessageID, Files: rp.Files, DryRun: rp.DryRun}
+	l.sup.Rewind(req, func(res adapter.RewindResult, e *adapter.RewindError) {
+		defer l.emit()
+		if !l.finish(id) {
+			return
+		}
+		if e != nil {
+			code := rpc.CodeRuntimeInternal
+			switch e.Code {
+			case adapter.RewindBusy:
+				code = rpc.CodeRuntimeBusy
+			case adapter.RewindInvalid, adapter.RewindNotFound:
+				code = rpc.CodeInvalidParams
+			case adapter.RewindNoSession:
+				code = rpc.CodeSessionNotFound
+			}
+			l.respondErr(id, &rpc.Error{Code: code, Message: e.Error(), Data: `{"reason":"` + e.Code + `"}`})
+			return
+		}
+		l.respond(id, rpc.AppendSessionRewindResult(nil, id, rpc.SessionRewindResult{
+			DryRun: res.DryRun, UserMessageID: res.UserMessageID, Prompt: res.Prompt, Turns: res.Turns, Kept: res.Kept,
+			Files: res.Files, Insertions: res.Insertions, Deletions: res.Deletions,
+		}))
+	})
 }
 
 // prepareRun makes sure a CLI runs, or is coming, for a new run: one

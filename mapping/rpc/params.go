@@ -17,6 +17,7 @@ const (
 	MethodRunSteer        = "run.steer"
 	MethodSessionList     = "session.list"
 	MethodSessionHistory  = "session.history"
+	MethodSessionRewind   = "session.rewind"
 	MethodModelList       = "model.list"
 	MethodModelSet        = "model.set"
 	MethodMCPList         = "mcp.list"
@@ -260,6 +261,34 @@ func ParseSessionHistory(p gjson.Result) (SessionHistoryParams, *Error) {
 	hp.MaxRuns = v.integer("max_runs", DefaultHistoryRuns, 0, math.MaxInt32)
 	hp.MaxEvents = v.integer("max_events", DefaultHistoryEvents, 0, MaxHistoryEvents)
 	return hp, v.err
+}
+
+// SessionRewindParams are session.rewind's params: Turns (1 or more)
+// or UserMessageID (exactly one of them), Files, DryRun; SessionID, when
+// given, must be the current session's (the caller checks).
+type SessionRewindParams struct {
+	SessionID     string
+	Turns         int
+	UserMessageID string
+	Files, DryRun bool
+}
+
+// ParseSessionRewind checks session.rewind's params.
+func ParseSessionRewind(p gjson.Result) (SessionRewindParams, *Error) {
+	v := newParams(p)
+	rp := SessionRewindParams{SessionID: v.str("session_id", false)}
+	rp.UserMessageID = v.str("user_message_id", false)
+	rp.Turns = v.integer("turns", 0, 1, math.MaxInt32)
+	rp.Files = v.boolean("files", false)
+	rp.DryRun = v.boolean("dry_run", false)
+	switch {
+	case v.err != nil:
+	case rp.Turns == 0 && rp.UserMessageID == "":
+		v.fail("turns or user_message_id is required")
+	case rp.Turns != 0 && rp.UserMessageID != "":
+		v.fail("give turns or user_message_id, not both")
+	}
+	return rp, v.err
 }
 
 // checkProvider accepts an absent provider or "anthropic".

@@ -2,6 +2,8 @@ package rpc
 
 import (
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/internal/jsonw"
 )
 
 // ServerInfo is what initialize reports about ccbridge and the session.
@@ -43,6 +45,7 @@ func AppendInitializeResult(dst []byte, id string, s ServerInfo) []byte {
 		{"supports_shell_exec", true},
 		{"supports_session_list", true},
 		{"supports_session_history", true},
+		{"supports_session_rewind", true},
 		{"supports_model_list", true},
 		{"supports_model_set", true},
 		{"supports_run_context", true},
@@ -425,5 +428,39 @@ func AppendSessionHistoryResult(dst []byte, id string, runs, events int, truncat
 	o.int("runs", int64(runs))
 	o.int("events_sent", int64(events))
 	o.boolean("truncated", truncated)
+	return append(dst, o.endNotification()...)
+}
+
+// SessionRewindResult is session.rewind's result.
+type SessionRewindResult struct {
+	DryRun                bool
+	UserMessageID, Prompt string
+	Turns, Kept           int
+	Files                 []string // nil: files were not asked for
+	Insertions, Deletions int
+}
+
+// AppendSessionRewindResult appends session.rewind's response
+// {dry_run, user_message_id, prompt, turns, kept, files|null, insertions,
+// deletions}.
+func AppendSessionRewindResult(dst []byte, id string, r SessionRewindResult) []byte {
+	o := result(id, 256)
+	o.boolean("dry_run", r.DryRun)
+	o.str("user_message_id", r.UserMessageID)
+	o.str("prompt", r.Prompt)
+	o.int("turns", int64(r.Turns))
+	o.int("kept", int64(r.Kept))
+	if r.Files == nil {
+		o.raw("files", "null")
+	} else {
+		o.arr("files")
+		for _, f := range r.Files {
+			o.elem()
+			o.b = jsonw.String(o.b, f)
+		}
+		o.end(']')
+	}
+	o.int("insertions", int64(r.Insertions))
+	o.int("deletions", int64(r.Deletions))
 	return append(dst, o.endNotification()...)
 }
