@@ -39,6 +39,9 @@ type RewindRequest struct {
 	// DryRun changes nothing: the result says which turns would be
 	// dropped and (with Files) which files restored.
 	DryRun bool
+	// KeepConversation restores the files only (with Files): the
+	// conversation is left as it is.
+	KeepConversation bool
 }
 
 // RewindResult is what a rewind did, or (DryRun) would do.
@@ -146,6 +149,28 @@ func (s *Supervisor) Rewind(req RewindRequest, done func(RewindResult, *RewindEr
 	})
 }
 
+// RewindPoints hands done the prompts a rewind can go back to, oldest
+// first, read from the session file off the loop; done runs on the loop.
+func (s *Supervisor) RewindPoints(done func([]mapping.Prompt, *RewindError)) {
+	cwd, configDir := s.Dirs()
+	path, err := clifiles.Find(configDir, cwd, s.SessionID)
+	if err != nil {
+		done(nil, &RewindError{Code: RewindNoSession, Message: "the session has no file yet: nothing to rewind to"})
+		return
+	}
+	s.loop.Go(func(ctx context.Context) func() {
+		var prompts mapping.Prompts
+		err := clifiles.Lines(ctx, path, prompts.Line)
+		return func() {
+			if err != nil {
+				done(nil, &RewindError{Code: RewindFailed, Message: "reading the session file: " + err.Error()})
+				return
+			}
+			done(prompts.List(), nil)
+		}
+	})
+}
+
 // rewindFrom picks the prompt to go back to among the conversation's
 // prompts and sends the first request.
 func (s *Supervisor) rewindFrom(prompts []mapping.Prompt) {
@@ -205,7 +230,7 @@ func (s *Supervisor) filesChecked(ev *mapping.Event) {
 
 // rewindConversation drops the turns.
 func (s *Supervisor) rewindConversation() {
-	if s.rw.req.DryRun {
+	if s.rw.req.DryRun || s.rw.req.KeepConversation {
 		s.rewindDone()
 		return
 	}

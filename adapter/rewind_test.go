@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/internal/adaptertest"
+	"github.com/ccbridge/ccbridge/mapping"
 	"github.com/ccbridge/ccbridge/session"
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
@@ -279,5 +280,33 @@ func TestRewindMarkerAfter(t *testing.T) {
 	}
 	if markerAfter(filepath.Join(t.TempDir(), "none"), 0, "u2") {
 		t.Error("a missing file holds a marker")
+	}
+}
+
+// TestRewindFilesOnlyAndPoints: KeepConversation restores the files and
+// sends no rewind_conversation; RewindPoints lists the conversation's
+// prompts.
+func TestRewindFilesOnlyAndPoints(t *testing.T) {
+	t.Parallel()
+	cli := &rewindCLI{canFiles: true}
+	h, r := rewindHarness(t, cli, rwFile)
+	h.send(t, `{"Turns":1,"Files":true,"KeepConversation":true}`)
+	if got := h.next(t); gjson.Get(got, "UserMessageID").Str != "u2" || gjson.Get(got, "Files.#").Int() != 1 {
+		t.Errorf("files only: %s", got)
+	}
+	for _, req := range cli.seen() {
+		if strings.Contains(req, "rewind_conversation") {
+			t.Errorf("files only sent %s", req)
+		}
+	}
+	r.onLine = func(string) {
+		r.sup.RewindPoints(func(ps []mapping.Prompt, err *RewindError) {
+			b, _ := json.Marshal(ps)
+			r.loop.Emit(b)
+		})
+	}
+	h.send(t, "points")
+	if got := h.next(t); got != `[{"UUID":"u1","Text":"hello one"},{"UUID":"u2","Text":"WRITEFILE please"}]` {
+		t.Errorf("points: %s", got)
 	}
 }

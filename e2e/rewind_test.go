@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -207,4 +208,61 @@ func TestRewindRPC(t *testing.T) {
 		t.Errorf("the model's next request: holds the dropped turn %v, the kept one %v", seenByModel(t, tokC, tokB), seenByModel(t, tokC, tokA))
 	}
 	c.close()
+}
+
+// TestRewindACP: _session/rewind and _session/rewind_points through the
+// official ACP client library; session/load's replay leaves the dropped
+// turn out.
+func TestRewindACP(t *testing.T) {
+	t.Parallel()
+	tokA, tokB, tokC := token("KEEP"), token("DROP"), token("NEXT")
+	r := runACPScript(t, clientScript("acp_client.mjs"), t.TempDir(), t.TempDir(), 90*time.Second,
+		"SCENARIO=rewind", "TOK_A="+tokA, "TOK_B="+tokB, "TOK_C="+tokC)
+	if init := r.response("initialize", 0).Get("result"); !init.Get("agentCapabilities._meta.ccbridge.rewind").Bool() {
+		t.Errorf("initialize does not say rewind: %s", init.Raw)
+	}
+	var files []bool
+	for _, e := range r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "file" }) {
+		files = append(files, e.Get("exists").Bool())
+	}
+	if !slices.Equal(files, []bool{true, true, false}) {
+		t.Errorf("written.txt after the turn, the dry run, the rewind: %v, want [true true false]", files)
+	}
+	var texts []string
+	for _, p := range r.response("_session/rewind_points", 0).Get("result.points").Array() {
+		texts = append(texts, p.Get("text").Str)
+	}
+	if !slices.Equal(texts, []string{"hello " + tokA, "WRITEFILE " + tokB}) {
+		t.Errorf("rewind points before: %q", texts)
+	}
+	if e := r.response("_session/rewind", 0).Get("error"); e.Get("code").Int() != -32602 || e.Get("data.reason").Str != "not_found" {
+		t.Errorf("three turns back: %s", e.Raw)
+	}
+	if e := r.response("_session/rewind", 1).Get("error"); e.Get("code").Int() != -32602 {
+		t.Errorf("no messageId nor numTurns: %s", e.Raw)
+	}
+	want := filepath.Join(mustReal(t, r.workdir), "written.txt")
+	dry := r.response("_session/rewind", 2).Get("result")
+	if dry.Get("files.filesChanged.0").Str != want || dry.Get("conversation.rewound").Bool() || dry.Get("conversation.messagesDropped").Int() != 1 || !dry.Get("_meta.ccbridge.dryRun").Bool() {
+		t.Errorf("dry run: %s", dry.Raw)
+	}
+	res := r.response("_session/rewind", 3).Get("result")
+	if res.Get("files.filesChanged.0").Str != want || !res.Get("conversation.rewound").Bool() || res.Get("_meta.ccbridge.prompt").Str != "WRITEFILE "+tokB {
+		t.Errorf("rewind: %s", res.Raw)
+	}
+	if pts := r.response("_session/rewind_points", 1).Get("result.points"); pts.Get("#").Int() != 1 || pts.Get("0.text").Str != "hello "+tokA {
+		t.Errorf("rewind points after: %s", pts.Raw)
+	}
+	if seenByModel(t, tokC, tokB) || !seenByModel(t, tokC, tokA) {
+		t.Errorf("the model's next request: holds the dropped turn %v, the kept one %v", seenByModel(t, tokC, tokB), seenByModel(t, tokC, tokA))
+	}
+	var users []string
+	for _, e := range r.filter(func(e gjson.Result) bool {
+		return e.Get("event").Str == "update" && e.Get("conn").Str == "b" && e.Get("update.sessionUpdate").Str == "user_message_chunk"
+	}) {
+		users = append(users, e.Get("update.content.text").Str)
+	}
+	if !slices.Equal(users, []string{"hello " + tokA, "go on " + tokC}) {
+		t.Errorf("session/load replayed the prompts %q", users)
+	}
 }

@@ -287,7 +287,8 @@ func (l *acpLoop) request(m jsonrpc.Message) {
 		switch m.Method {
 		case acp.MethodAuthenticate, acp.MethodSessionNew, acp.MethodSessionLoad, acp.MethodSessionResume,
 			acp.MethodSessionList, acp.MethodSessionClose, acp.MethodSessionPrompt, acp.MethodSetMode, acp.MethodSetConfigOption, acp.MethodSteering,
-			acp.MethodSessionFork, acp.MethodLogout:
+			acp.MethodSessionFork, acp.MethodLogout,
+			acp.MethodSessionRewind, acp.MethodSessionRewindPoints:
 			l.fail(id, &acp.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize first"})
 			return
 		}
@@ -329,6 +330,10 @@ func (l *acpLoop) request(m jsonrpc.Message) {
 		l.setMode(id, m.Params)
 	case acp.MethodSetConfigOption:
 		l.setConfigOption(id, m.Params)
+	case acp.MethodSessionRewind:
+		l.rewind(id, m.Params)
+	case acp.MethodSessionRewindPoints:
+		l.rewindPoints(id, m.Params)
 	default:
 		l.fail(id, &acp.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found: " + m.Method})
 	}

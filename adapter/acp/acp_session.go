@@ -491,9 +491,10 @@ func (t *acpTurn) answered(ev *mapping.Event) bool {
 	return len(t.steers) > 0
 }
 
-// next starts the first queued prompt when the session is idle.
+// next starts the first queued prompt when the session is idle (and no
+// rewind is cutting its conversation: the rewind's end calls next).
 func (l *acpLoop) next(s *acpSession) {
-	if s.running != nil || s.pending != nil || len(s.queue) == 0 || l.sessions[s.id] != s {
+	if s.running != nil || s.pending != nil || len(s.queue) == 0 || l.sessions[s.id] != s || s.sup.Rewinding() {
 		return
 	}
 	q := s.queue[0]

@@ -136,7 +136,8 @@ func AppendInitializeResult(dst []byte, info AgentInfo, caps ClientCaps) []byte 
 		`"promptCapabilities":{"image":true,"audio":false,"embeddedContext":true},`+
 		`"mcpCapabilities":{"http":true,"sse":true},`+
 		`"sessionCapabilities":{"list":{},"resume":{},"close":{},"additionalDirectories":{},"fork":{}},`+
-		`"auth":{"logout":{}}},`+
+		`"auth":{"logout":{}},`+
+		`"_meta":{"ccbridge":{"rewind":true}}},`+
 		`"authMethods":[{"id":"`+AuthMethodID+`","name":"Claude Code login",`+
 		`"description":"ccbridge runs the Claude Code CLI, which uses its own credentials (run claude auth login in a terminal, or set ANTHROPIC_API_KEY). When the CLI is already logged in there is nothing to do."}`...)
 	if caps.AuthTerminal {

@@ -8,7 +8,7 @@
 import { pathToFileURL } from 'node:url';
 import { spawn } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
-import { readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 
 const acp = await import(pathToFileURL(process.env.ACP_SDK).href);
 const out = (o) => process.stdout.write(JSON.stringify(o) + '\n');
@@ -361,6 +361,35 @@ const scenarios = {
     await steer('too late', promptRequired);
     await prompt(c, sid, 'hello');
     await c.close();
+  },
+
+  // Rewind (ccbridge's _session/rewind and _session/rewind_points): two
+  // prompts, the second writing written.txt; errors, a dry run, a rewind
+  // of the last turn with its files, a prompt after it; then a second
+  // connection loads the session (its replay). TOK_A, TOK_B and TOK_C
+  // are words of the three prompts.
+  async rewind() {
+    const { TOK_A: a, TOK_B: b, TOK_C: cc } = process.env;
+    const file = () => out({ event: 'file', exists: existsSync(cwd + '/written.txt') });
+    const c = connect('a', allowAll);
+    const sid = await newSession(c);
+    await prompt(c, sid, 'hello ' + a);
+    await prompt(c, sid, 'WRITEFILE ' + b);
+    file();
+    await c.call('_session/rewind_points', { sessionId: sid });
+    await c.call('_session/rewind', { sessionId: sid, numTurns: 3, mode: 'both' });
+    await c.call('_session/rewind', { sessionId: sid, mode: 'both' });
+    await c.call('_session/rewind', { sessionId: sid, numTurns: 1, mode: 'both', dryRun: true });
+    file();
+    await c.call('_session/rewind', { sessionId: sid, numTurns: 1, mode: 'both' });
+    file();
+    await c.call('_session/rewind_points', { sessionId: sid });
+    await prompt(c, sid, 'go on ' + cc);
+    await c.close();
+    const d = connect('b', allowAll);
+    await d.call('initialize', clientCaps());
+    await d.call('session/load', { sessionId: sid, cwd, mcpServers: [] });
+    await d.close();
   },
 
   // A subagent's tool calls carry their parent in _meta.
