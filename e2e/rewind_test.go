@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/mapping"
@@ -264,5 +265,61 @@ func TestRewindACP(t *testing.T) {
 	}
 	if !slices.Equal(users, []string{"hello " + tokA, "go on " + tokC}) {
 		t.Errorf("session/load replayed the prompts %q", users)
+	}
+}
+
+// TestWebRewind: the web UI's rewind button on a prompt asks for the dry
+// run, whose panel lists the file the rewind restores; Rewind drops the
+// prompt and what followed from the page, restores the file, puts the
+// prompt back in the composer; the model's next request and a reloaded
+// page leave the dropped turn out.
+func TestWebRewind(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	w := webSession(t, dir, svOpts{external: true}, false)
+	tokA, tokB, tokC := token("KEEP"), token("DROP"), token("NEXT")
+	w.send("hello " + tokA)
+	w.waitTurnEnd(1, "complete", false)
+	w.send("WRITEFILE " + tokB)
+	w.waitTurnEnd(2, "complete", true)
+	if rewindFileGone(dir) {
+		t.Fatal("the WRITEFILE turn wrote no written.txt")
+	}
+	webEval[bool](w, `(document.querySelectorAll('#conversation .msg.user')[1].querySelector('button.rewind').click(), true)`)
+	w.waitFor("the rewind's dry run", `!!document.querySelector('#conversation .rewind-confirm')`)
+	w.shot("rewind-dry-run")
+	want := filepath.Join(mustReal(t, dir), "written.txt")
+	if files := webEval[[]string](w, `[...document.querySelectorAll('.rewind-confirm .rewind-files li')].map(e => e.textContent)`); !slices.Equal(files, []string{want}) {
+		t.Errorf("the dry run lists %q, want %q", files, want)
+	}
+	if rewindFileGone(dir) {
+		t.Fatal("the dry run removed written.txt")
+	}
+	w.click(".rewind-confirm .rewind-go")
+	w.waitFor("the conversation rewound", `document.querySelectorAll('#conversation .msg.user').length === 1 && !!document.querySelector('#conversation .note.rewound')`)
+	if !rewindFileGone(dir) {
+		t.Error("the rewind left written.txt")
+	}
+	if got := webEval[string](w, `document.querySelector('#prompt').value`); got != "WRITEFILE "+tokB {
+		t.Errorf("the composer holds %q, want the dropped prompt", got)
+	}
+	if n := w.count("#conversation .turn-end"); n != 1 {
+		t.Errorf("%d turn ends after the rewind, want 1", n)
+	}
+	webEval[bool](w, `(document.querySelector('#prompt').value = '', true)`)
+	w.send("go on " + tokC)
+	w.waitTurnEnd(2, "complete", false)
+	if seenByModel(t, tokC, tokB) || !seenByModel(t, tokC, tokA) {
+		t.Errorf("the model's next request: holds the dropped turn %v, the kept one %v", seenByModel(t, tokC, tokB), seenByModel(t, tokC, tokA))
+	}
+	w.do("reloading the page", webWait, chromedp.Reload())
+	w.waitLive()
+	w.waitTurnEnd(2, "complete", false)
+	users := webEval[[]string](w, `[...document.querySelectorAll('#conversation .msg.user')].map(e => e.textContent)`)
+	if !slices.Equal(users, []string{"hello " + tokA, "go on " + tokC}) {
+		t.Errorf("the prompts after a reload: %q", users)
+	}
+	if w.count("#conversation .rewind-confirm") != 0 {
+		t.Error("a reload opened the dry run's panel again")
 	}
 }

@@ -247,6 +247,11 @@ function onSessionChange(s, what) {
     return refreshList();
   }
   if (s !== app.shown) return;
+  if (what === 'rewound' && s.prefill !== null) {
+    // The prompt dropped by this page's rewind goes back in the box.
+    if (!$('#prompt').value) $('#prompt').value = s.prefill;
+    s.prefill = null;
+  }
   if (what === 'requests') app.dialogs.update();
   if (what === 'seq' || what === 'render') updateTurn();
   else updateAll();
