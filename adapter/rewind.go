@@ -189,7 +189,7 @@ func (s *Supervisor) rewindFrom(prompts []mapping.Prompt) {
 	} else {
 		at = len(prompts) - rw.req.Turns
 		if at < 0 {
-			s.rewindFail(RewindNotFound, fmt.Sprintf("the session has %d turns, fewer than the %d to drop", len(prompts), rw.req.Turns))
+			s.rewindFail(RewindNotFound, fmt.Sprintf("the session's conversation has %d turn(s), fewer than the %d to drop", len(prompts), rw.req.Turns))
 			return
 		}
 	}

@@ -127,6 +127,8 @@ func (w *controlWorker) busy() (control.Receipt004, bool) {
 		return w.conflict("the run is paused (lane 001); resume it first"), true
 	case w.w4.switching:
 		return w.conflict("the worker is switching threads"), true
+	case w.sup.Rewinding():
+		return w.conflict("a thread/rollback is running"), true
 	}
 	return control.Receipt004{}, false
 }
