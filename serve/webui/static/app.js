@@ -248,8 +248,7 @@ function onSessionChange(s, what) {
   }
   if (s !== app.shown) return;
   if (what === 'rewound' && s.prefill !== null) {
-    // The prompt dropped by this page's rewind goes back in the box.
-    if (!$('#prompt').value) $('#prompt').value = s.prefill;
+    $('#prompt').value ||= s.prefill; // the prompt this page's rewind dropped
     s.prefill = null;
   }
   if (what === 'requests') app.dialogs.update();

@@ -13,14 +13,11 @@ function image(type, data, alt) {
   return el('img', { class: 'thumb', alt, src: `data:${type};base64,${data.replace(/\s/g, '')}` });
 }
 
-/**
- * userMessage renders a user_message (or, with kind 'steer', a steer) echo:
- * its text, its attachments and (a prompt's) its rewind button.
- */
+/** userMessage renders a user_message (or, with kind 'steer', a steer) echo: its text and its attachments. */
 export function userMessage(msg, kind) {
   const atts = Array.isArray(msg.attachments) ? msg.attachments : [];
   return el('div', { class: kind ? `msg user ${kind}` : 'msg user' },
-    kind ? null : el('button', { type: 'button', class: 'rewind', title: 'Rewind: drop this prompt and everything after it, and restore the files', 'aria-label': 'Rewind' }),
+    kind ? null : el('button', { type: 'button', class: 'rewind', title: 'Rewind to before this prompt' }),
     msg.text ? el('div', { class: 'text', text: msg.text }) : null,
     atts.length ? el('div', { class: 'thumbs' }, atts.map((a) => image(a?.media_type, a?.content, 'attached image') ||
       el('span', { class: 'chip', text: a?.name || a?.kind || 'attachment' }))) : null);
@@ -179,21 +176,14 @@ export function statusText(msg) {
   }
 }
 
-/**
- * rewindConfirm is the panel that shows a rewind's dry run (an ipc
- * rewind_result with dry_run): the turns it drops and the files it
- * restores, with the buttons that run it or not.
- */
+/** rewindConfirm shows a rewind's dry run: what it drops and restores, and its buttons. */
 export function rewindConfirm(msg) {
-  const files = Array.isArray(msg.files) ? msg.files : [];
-  const turns = msg.turns === 1 ? '1 turn' : `${msg.turns} turns`;
+  const files = msg.files || [];
   return el('div', { class: 'rewind-confirm' },
-    el('div', { text: `Rewind ${turns}: this prompt and everything after it leave the conversation.` }),
-    el('div', { text: files.length ? 'These files are restored:' : 'No file changes back.' }),
-    files.length ? el('ul', { class: 'rewind-files' }, files.map((f) => el('li', { text: f }))) : null,
-    el('div', { class: 'rewind-actions' },
-      el('button', { type: 'button', class: 'rewind-go', text: 'Rewind' }),
-      el('button', { type: 'button', class: 'rewind-cancel', text: 'Cancel' })));
+    el('div', { text: `Rewind ${msg.turns} turn(s)? ` + (files.length ? 'Files restored:' : 'No file changes back.') }),
+    el('ul', { class: 'rewind-files' }, files.map((f) => el('li', { text: f }))),
+    el('button', { type: 'button', class: 'rewind-go', text: 'Rewind' }), ' ',
+    el('button', { type: 'button', class: 'rewind-cancel', text: 'Cancel' }));
 }
 
 /** note renders a small line of information in the conversation. */

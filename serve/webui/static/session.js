@@ -52,62 +52,45 @@ export class Session {
     this.dirty = new Set(); // blocks streamed into since the last frame
     this.frame = 0;
     this.inHistory = false; // applying the lines of a session file
-    this.rewinding = null; // {turns, node, panel}: a rewind this page asked for
-    this.prefill = null; // the prompt a rewind of this page dropped, for the composer
-    this.root.addEventListener('click', (e) => this.click(e));
+    this.rw = null; // {turns, node, panel}: the rewind this page asked for
+    this.prefill = null; // the prompt it dropped, for the composer
+    this.root.addEventListener('click', (e) => {
+      const c = e.target.closest?.('button')?.classList;
+      if (c?.contains('rewind')) this.askRewind(e.target.closest('.msg.user'));
+      else if (c?.contains('rewind-go')) this.rewind(false);
+      else if (c?.contains('rewind-cancel')) this.cancelRewind();
+    });
   }
 
-  // click handles the rewind buttons of the conversation.
-  click(e) {
-    const b = e.target.closest?.('button');
-    if (!b) return;
-    if (b.classList.contains('rewind')) this.askRewind(b.closest('.msg.user'));
-    else if (b.classList.contains('rewind-go')) this.rewind(false);
-    else if (b.classList.contains('rewind-cancel')) this.cancelRewind();
-  }
-
-  /** prompts are the user messages of the conversation, oldest first. */
+  /** promptNodes are the prompts shown (a rewind counts turns by them). */
   promptNodes() {
     return [...this.root.children].filter((n) => n.classList.contains('user'));
   }
 
-  // askRewind asks for the dry run of a rewind to before the prompt node:
-  // its rewind_result opens the panel that shows what the rewind does.
+  // askRewind asks for the dry run of a rewind to before the prompt node.
   askRewind(node) {
-    if (!node || this.running || this.ended) return;
-    const all = this.promptNodes();
-    if (!all.includes(node)) return;
+    const all = this.promptNodes(), i = all.indexOf(node);
+    if (i < 0 || this.running || this.ended) return;
     this.cancelRewind();
-    this.rewinding = { turns: all.length - all.indexOf(node), node, panel: null };
+    this.rw = { turns: all.length - i, node };
     this.rewind(true);
   }
 
-  // rewind sends the rewind this page asked for: its dry run, or the rewind.
-  rewind(dryRun) {
-    const r = this.rewinding;
+  rewind(dry) {
+    const r = this.rw;
     if (!r) return;
     r.panel?.remove();
     r.panel = null;
-    if (!dryRun) this.prefill = r.node.querySelector('.text')?.textContent ?? '';
-    this.post({ type: 'rewind', turns: r.turns, files: true, dry_run: dryRun }).catch((err) => {
-      this.add(R.errorLine({ code: 'not_sent', message: `rewind: ${err.message}` }));
-      this.rewinding = null;
+    if (!dry) this.prefill = r.node.querySelector('.text')?.textContent ?? '';
+    this.post({ type: 'rewind', turns: r.turns, files: true, dry_run: dry }).catch((err) => {
+      this.add(R.errorLine({ code: 'not_sent', message: 'rewind: ' + err.message }));
+      this.rw = null;
     });
   }
 
   cancelRewind() {
-    this.rewinding?.panel?.remove();
-    this.rewinding = null;
-  }
-
-  // trim drops the last turns prompts from the conversation, and what came
-  // after them (a rewind_result: the session dropped them too).
-  trim(turns) {
-    const all = this.promptNodes();
-    const from = all[all.length - turns];
-    if (!from) return;
-    while (from.nextSibling) from.nextSibling.remove();
-    from.replaceWith(R.note(`Rewound ${turns === 1 ? '1 turn' : turns + ' turns'}: the conversation goes on from here.`, 'divider rewound'));
+    this.rw?.panel?.remove();
+    this.rw = null;
   }
 
   /** running: a prompt was echoed and its turn has not ended. */
@@ -310,21 +293,21 @@ export class Session {
         this.add(R.note(`Session ended (exit code ${msg.exit_code})` + (msg.error ? ': ' + msg.error : ''), 'ended'));
         this.notify(this, 'ended');
         break;
-      case 'rewind_result':
+      case 'rewind_result': {
+        // Only the dry run this page asked for opens its panel.
+        const r = this.rw, all = this.promptNodes(), from = all[all.length - msg.turns];
         if (msg.dry_run) {
-          // Only the dry run this page asked for opens its panel (not one
-          // of another page, nor one replayed after a reload).
-          const r = this.rewinding;
-          if (r && !r.panel && r.turns === msg.turns && r.node.isConnected) {
-            r.panel = R.rewindConfirm(msg);
-            r.node.after(r.panel);
-          }
+          if (r && !r.panel && r.turns === msg.turns && r.node.isConnected) r.node.after((r.panel = R.rewindConfirm(msg)));
           break;
         }
-        this.rewinding = null;
-        this.trim(msg.turns);
+        this.rw = null;
+        if (from) {
+          while (from.nextSibling) from.nextSibling.remove();
+          from.replaceWith(R.note(`Rewound ${msg.turns} turn(s)`, 'divider rewound'));
+        }
         this.notify(this, 'rewound');
         break;
+      }
       case 'stream_stale':
         this.add(R.note(`Older lines are no longer kept: the conversation goes on after line ${msg.resume_after}.`, 'stale'));
         break;
