@@ -47,8 +47,8 @@ func rewindFileGone(dir string) bool {
 // TestRewindLane004: thread/rollback on the control worker's stdio.
 func TestRewindLane004(t *testing.T) {
 	t.Parallel()
-	w := l4Start(t, ctlOpts{args: []string{"--permission-mode", "acceptEdits"}})
-	c := l4Stdio(w)
+	w := l4Start(t, ctlOpts{socket: true, args: []string{"--permission-mode", "acceptEdits"}})
+	c, d := l4Stdio(w), l4Dial(t, w)
 	th := w.sid
 	tokA, tokB, tokC := token("KEEP"), token("DROP"), token("NEXT")
 	turnA, _, _ := c.turn(th, "hello "+tokA)
@@ -72,7 +72,15 @@ func TestRewindLane004(t *testing.T) {
 		t.Fatal("the dry run removed written.txt")
 	}
 
-	rb := l4OK(t, "rollback", c.call(ctlID("rb"), "thread/rollback", map[string]any{"threadId": th, "numTurns": 1, "revertFiles": true}), "thread/rollback")
+	// A turn/start from another peer while the rollback runs (it waits
+	// about 100 ms for the CLI's record of it) is a conflict. (One peer's
+	// requests are carried out one after the other.)
+	rbID, tsID := ctlID("rb"), ctlID("turn")
+	from, dFrom := len(c.got), len(d.got)
+	c.send(l4Req(rbID, "thread/rollback", map[string]any{"threadId": th, "numTurns": 1, "revertFiles": true}))
+	d.send(l4Req(tsID, "turn/start", l4Text(th, "too soon")))
+	l4Fail(t, "turn/start during the rollback", d.got[d.waitFrom(dFrom, "the receipt of "+tsID, l4IsReceipt(tsID))], "turn/start", "conflict")
+	rb := l4OK(t, "rollback", c.got[c.waitFrom(from, "the receipt of "+rbID, l4IsReceipt(rbID))], "thread/rollback")
 	users, _ := l4Turns(rb)
 	if !slices.Equal(users, []string{"hello " + tokA}) || rb.Get("thread.turns.0.id").Str != turnA || rb.Get("rollback.dryRun").Bool() ||
 		rb.Get("rollback.prompt").Str != "WRITEFILE "+tokB {
@@ -127,8 +135,13 @@ func TestRewindIPC(t *testing.T) {
 	if rewindFileGone(b.dir) {
 		t.Fatal("the dry run removed written.txt")
 	}
+	// A prompt sent while the rewind runs is refused, not echoed.
 	b.send(`{"type":"rewind","turns":1,"files":true}`)
+	b.send(userMessage("too soon"))
 	res := ipcUntil(t, b, "the rewind_result", func(l []byte) bool { return typeOf(l) == "rewind_result" })
+	if e := first(res, func(l []byte) bool { return typeOf(l) == "error" }); get(e, "code").Str != "rewind_busy" {
+		t.Errorf("a prompt during the rewind: %s", e)
+	}
 	r := res[len(res)-1]
 	if get(r, "dry_run").Bool() || get(r, "files.0").Str != want || get(r, "kept").Int() != 1 {
 		t.Errorf("rewind: %s", r)
