@@ -72,12 +72,18 @@ func TestRewindLane004(t *testing.T) {
 		t.Fatal("the dry run removed written.txt")
 	}
 
-	// A turn/start from another peer while the rollback runs (it waits
-	// about 100 ms for the CLI's record of it) is a conflict. (One peer's
-	// requests are carried out one after the other.)
+	// A turn/start from another peer while the rollback runs is a
+	// conflict (one peer's requests are carried out one after the other).
+	// It is sent once the file is restored: the rollback then still cuts
+	// the conversation and waits (about 100 ms) for the CLI's record of it.
 	rbID, tsID := ctlID("rb"), ctlID("turn")
 	from, dFrom := len(c.got), len(d.got)
 	c.send(l4Req(rbID, "thread/rollback", map[string]any{"threadId": th, "numTurns": 1, "revertFiles": true}))
+	for deadline := time.Now().Add(ctlWait); !rewindFileGone(w.b.dir); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the rollback did not restore written.txt")
+		}
+	}
 	d.send(l4Req(tsID, "turn/start", l4Text(th, "too soon")))
 	l4Fail(t, "turn/start during the rollback", d.got[d.waitFrom(dFrom, "the receipt of "+tsID, l4IsReceipt(tsID))], "turn/start", "conflict")
 	rb := l4OK(t, "rollback", c.got[c.waitFrom(from, "the receipt of "+rbID, l4IsReceipt(rbID))], "thread/rollback")
