@@ -481,7 +481,7 @@ func (l *Loop) armTimer() {
 	l.timer.Stop()
 	next := Earliest(l.h.NextDeadline(), l.host.StallDeadline())
 	for s := range l.sups {
-		next = Earliest(next, s.interruptAt)
+		next = Earliest(Earliest(next, s.interruptAt), s.rewindDeadline())
 	}
 	if !next.IsZero() {
 		l.timer.Reset(max(next.Sub(l.Now()), 0))

@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,7 +43,15 @@ type RewindRequest struct {
 	// KeepConversation restores the files only (with Files): the
 	// conversation is left as it is.
 	KeepConversation bool
+	// Timeout bounds the wait for each of the CLI's answers; a CLI that
+	// does not answer in time fails the rewind (RewindFailed), and the
+	// next one may go. 0 means DefaultRewindTimeout.
+	Timeout time.Duration
 }
+
+// DefaultRewindTimeout is RewindRequest.Timeout's default: restoring the
+// files of a large change takes the CLI a moment, a hung CLI longer.
+const DefaultRewindTimeout = 30 * time.Second
 
 // RewindResult is what a rewind did, or (DryRun) would do.
 type RewindResult struct {
@@ -87,6 +96,7 @@ type rewinding struct {
 	done   func(RewindResult, *RewindError)
 	waitID string                  // the control request whose answer is awaited
 	then   func(ev *mapping.Event) // what its answer does
+	until  time.Time               // when waiting for it fails the rewind
 	path   string                  // the session file
 	size   int64                   // its size when its prompts were read
 }
@@ -333,7 +343,27 @@ func (s *Supervisor) rewindID(step string) string {
 func (s *Supervisor) rewindAsk(line []byte, then func(ev *mapping.Event)) {
 	s.rw.waitID = gjson.GetBytes(line, "request_id").Str
 	s.rw.then = then
+	s.rw.until = s.loop.Now().Add(cmp.Or(s.rw.req.Timeout, DefaultRewindTimeout))
 	s.rw.p.Write(line)
+}
+
+// rewindDeadline is when the rewind's wait for an answer fails; zero
+// when none is awaited.
+func (s *Supervisor) rewindDeadline() time.Time {
+	if s.rw == nil || s.rw.waitID == "" {
+		return time.Time{}
+	}
+	return s.rw.until
+}
+
+// rewindExpire fails a rewind whose answer has not come in time.
+func (s *Supervisor) rewindExpire(now time.Time) {
+	if d := s.rewindDeadline(); d.IsZero() || now.Before(d) {
+		return
+	}
+	id, wait := s.rw.waitID, cmp.Or(s.rw.req.Timeout, DefaultRewindTimeout)
+	s.log.Warn("the CLI did not answer a rewind request in time", "request_id", id, "waited", wait)
+	s.rewindFail(RewindFailed, "the CLI did not answer the rewind's request "+id+" within "+wait.String())
 }
 
 // rewindLine takes the answer to the rewind's request: true when line

@@ -29,6 +29,7 @@ type rewindCLI struct {
 	mu       sync.Mutex
 	requests []string
 	canFiles bool
+	silent   bool   // answers no control request
 	file     string // the session file, where a rewind's marker goes
 }
 
@@ -37,7 +38,11 @@ func (c *rewindCLI) answer(line string) []string {
 	id := gjson.Get(line, "request_id").Str
 	c.mu.Lock()
 	c.requests = append(c.requests, req.Raw)
+	silent := c.silent
 	c.mu.Unlock()
+	if silent && req.Exists() {
+		return nil
+	}
 	ok := func(resp string) []string {
 		return []string{`{"type":"control_response","response":{"subtype":"success","request_id":"` + id + `","response":` + resp + `}}`}
 	}
@@ -308,5 +313,26 @@ func TestRewindFilesOnlyAndPoints(t *testing.T) {
 	h.send(t, "points")
 	if got := h.next(t); got != `[{"UUID":"u1","Text":"hello one"},{"UUID":"u2","Text":"WRITEFILE please"}]` {
 		t.Errorf("points: %s", got)
+	}
+}
+
+// TestRewindTimeout: a CLI that never answers a rewind's request fails
+// the rewind once its Timeout has passed, and the next rewind may go (it
+// is not refused as busy for the rest of the child's life).
+func TestRewindTimeout(t *testing.T) {
+	t.Parallel()
+	cli := &rewindCLI{canFiles: true, silent: true}
+	h, _ := rewindHarness(t, cli, rwFile)
+	h.send(t, `{"Turns":1,"Files":true,"Timeout":100000000}`)
+	got := gjson.Parse(h.next(t))
+	if got.Get("error.Code").Str != RewindFailed || !strings.Contains(got.Get("error.Message").Str, "did not answer") {
+		t.Fatalf("a rewind the CLI does not answer: %s", got.Raw)
+	}
+	cli.mu.Lock()
+	cli.silent = false
+	cli.mu.Unlock()
+	h.send(t, `{"Turns":1,"Files":true,"Timeout":100000000}`)
+	if got := gjson.Parse(h.next(t)); got.Get("error").Exists() || got.Get("Turns").Int() != 1 {
+		t.Errorf("the rewind after a timed-out one: %s", got.Raw)
 	}
 }

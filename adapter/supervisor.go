@@ -344,8 +344,10 @@ func (s *Supervisor) Interrupting(d time.Duration, onTimeout func()) {
 // Interrupted disarms the interrupt deadline.
 func (s *Supervisor) Interrupted() { s.interruptAt, s.onTimeout = time.Time{}, nil }
 
-// expire runs the interrupt deadline's onTimeout once it has passed.
+// expire fails a rewind whose answer is late (rewind.go) and runs the
+// interrupt deadline's onTimeout once it has passed.
 func (s *Supervisor) expire(now time.Time) {
+	s.rewindExpire(now)
 	if s.interruptAt.IsZero() || now.Before(s.interruptAt) {
 		return
 	}
