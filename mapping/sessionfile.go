@@ -213,6 +213,17 @@ func (s *SessionSummary) rewind(cut string) {
 // none, and no list shows it.
 func (s *SessionSummary) Conversation() bool { return s.Messages > 0 }
 
+// Title is the session's title as the CLI records it in the file: the
+// newest title the user gave (/rename, rename_session), else the newest
+// the CLI made up (generate_session_title with persist, an "ai-title"
+// entry); "" when the file has neither.
+func (s *SessionSummary) Title() string {
+	if s.CustomTitle != "" {
+		return s.CustomTitle
+	}
+	return s.AITitle
+}
+
 // LastUserMessage is the latest prompt, cut to its first line and 200
 // runes.
 func (s *SessionSummary) LastUserMessage() string {

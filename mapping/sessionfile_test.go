@@ -101,6 +101,15 @@ func TestSessionSummaryFields(t *testing.T) {
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("summary\n %+v, want\n %+v", s, want)
 	}
+	if s.Title() != "Mine" {
+		t.Errorf("Title = %q, want the custom title over the AI one", s.Title())
+	}
+	if ai := summarize(`{"type":"ai-title","aiTitle":"Old"}`, `{"type":"ai-title","aiTitle":"Bug fixing"}`); ai.Title() != "Bug fixing" {
+		t.Errorf("Title = %q, want the newest AI title", ai.Title())
+	}
+	if none := summarize(`{"type":"user","message":{"role":"user","content":"hi"}}`); none.Title() != "" {
+		t.Errorf("Title = %q of a file with no title, want \"\" (a list shows the prompt)", none.Title())
+	}
 	if got := s.LastUserMessage(); got != strings.Repeat("é", 200)+"…" {
 		t.Errorf("LastUserMessage = %q", got)
 	}

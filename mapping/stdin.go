@@ -247,3 +247,57 @@ func AppendDeny(dst []byte, requestID string, d Deny) []byte {
 	}
 	return append(dst, "}}}"...)
 }
+
+// AppendFileSuggestions appends file_suggestions: the CLI's @-mention
+// completion of query (a path or a part of one, relative to its working
+// directory). It answers {"suggestions":[{"path"}],"cwd"}; until its file
+// index is built (a few seconds after it starts) only "" finds anything,
+// the top-level entries.
+func AppendFileSuggestions(dst []byte, requestID, query string) []byte {
+	dst = startRequest(dst, requestID, "file_suggestions")
+	dst = append(dst, `,"query":`...)
+	dst = jsonw.String(dst, query)
+	return append(dst, "}}"...)
+}
+
+// AppendMCPReconnect appends mcp_reconnect of one MCP server (the CLI's
+// field is camelCase serverName). Success has no body; a server that
+// fails again is an error with its connection error, an unknown one
+// "Server not found: NAME".
+func AppendMCPReconnect(dst []byte, requestID, server string) []byte {
+	dst = startRequest(dst, requestID, "mcp_reconnect")
+	dst = append(dst, `,"serverName":`...)
+	dst = jsonw.String(dst, server)
+	return append(dst, "}}"...)
+}
+
+// AppendMCPToggle appends mcp_toggle: enabled false disconnects a server
+// and marks it disabled, true connects it again (an error when that
+// connection fails).
+func AppendMCPToggle(dst []byte, requestID, server string, enabled bool) []byte {
+	dst = startRequest(dst, requestID, "mcp_toggle")
+	dst = append(dst, `,"serverName":`...)
+	dst = jsonw.String(dst, server)
+	if enabled {
+		dst = append(dst, `,"enabled":true`...)
+	} else {
+		dst = append(dst, `,"enabled":false`...)
+	}
+	return append(dst, "}}"...)
+}
+
+// AppendGenerateSessionTitle appends generate_session_title: the CLI asks
+// the model for a title of description (required: without it the CLI
+// answers "description must be a string") and answers {"title"}, null
+// when the model's reply was no title. With persist it also writes the
+// title to the session file (an "ai-title" entry), where every session
+// list finds it (SessionSummary.Title).
+func AppendGenerateSessionTitle(dst []byte, requestID, description string, persist bool) []byte {
+	dst = startRequest(dst, requestID, "generate_session_title")
+	dst = append(dst, `,"description":`...)
+	dst = jsonw.String(dst, description)
+	if persist {
+		dst = append(dst, `,"persist":true`...)
+	}
+	return append(dst, "}}"...)
+}

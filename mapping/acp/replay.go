@@ -51,11 +51,8 @@ func AppendListResult(dst []byte, sessions []SessionInfo, nextCursor string) []b
 // summarized in s: the newest custom title (/rename), else the newest AI
 // title, else the first line of the first prompt (at most 100 bytes).
 func SessionTitle(s *mapping.SessionSummary) string {
-	switch {
-	case s.CustomTitle != "":
-		return s.CustomTitle
-	case s.AITitle != "":
-		return s.AITitle
+	if t := s.Title(); t != "" {
+		return t
 	}
 	return firstLine(s.FirstPrompt, 100)
 }
