@@ -219,6 +219,11 @@ func (l *ipcLoop) command(cmd ipc.Command) {
 		}
 	}
 	p := l.sup.Live()
+	if p == nil && cmd.Kind == ipc.CmdQuery {
+		// A query starts no CLI: it asks the one that runs.
+		l.out = append(l.out, l.tr.FailQuery(cmd.RequestID, ipc.QueryNoSession, "the CLI is not running; the next user_message starts it"))
+		return
+	}
 	if p == nil {
 		// Answers, interrupts and task stops need a live child; without
 		// one there is nothing they could reach.
@@ -239,7 +244,7 @@ func (l *ipcLoop) command(cmd ipc.Command) {
 		}
 		l.interruptID = cmd.RequestID
 		l.sup.Interrupting(l.cfg.InterruptTimeout, l.interruptTimedOut)
-	case ipc.CmdPermissionMode, ipc.CmdModelChange, ipc.CmdStopTask:
+	case ipc.CmdPermissionMode, ipc.CmdModelChange, ipc.CmdStopTask, ipc.CmdQuery:
 		l.deadlines[cmd.RequestID] = l.loop.Now().Add(l.cfg.ControlTimeout)
 	}
 	p.Write(cmd.Stdin)
@@ -337,6 +342,7 @@ func (l *ipcLoop) retireAndRespawn(why string, opts session.Options, resumed boo
 	l.interruptID = ""
 	clear(l.deadlines)
 	l.out = l.tr.CancelPending(why, l.out)
+	l.out = l.tr.FailQueries(ipc.QueryRestarted, "the CLI was replaced ("+why+") before it answered", l.out)
 	l.tr.ResetProcess()
 	l.sup.Replace(why, l.cfg.InterruptTimeout, false, opts, resumed, func(err error) {
 		// A session that ends first starts no child: nothing failed.
@@ -596,8 +602,11 @@ func (l *ipcLoop) ChildExited(_ *adapter.Proc, exit session.Exit) {
 	if ending && len(l.prompts) == 0 {
 		return // the CLI finished every prompt and went, as asked
 	}
+	l.out = l.tr.FailQueries(ipc.QueryCLIExited, "the CLI exited before it answered", l.out)
 	for id := range l.deadlines {
-		l.emitError("control_request_failed", "the CLI exited before answering "+id, true)
+		if _, open := l.tr.Outstanding(id); open {
+			l.emitError("control_request_failed", "the CLI exited before answering "+id, true)
+		}
 	}
 	if l.interruptID != "" {
 		l.emitError("control_request_failed", "the CLI exited before answering "+l.interruptID, true)
@@ -651,6 +660,10 @@ func (l *ipcLoop) Expire(now time.Time) {
 		}
 		delete(l.deadlines, id)
 		if _, open := l.tr.Outstanding(id); !open {
+			continue
+		}
+		if l.tr.IsQuery(id) {
+			l.out = append(l.out, l.tr.FailQuery(id, ipc.QueryTimeout, "the CLI did not answer in time"))
 			continue
 		}
 		l.tr.Untrack(id)

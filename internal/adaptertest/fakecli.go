@@ -331,8 +331,20 @@ func init() {
 				}
 			case "control_request":
 				resp := `{}`
-				if gjson.GetBytes(line, "request.subtype").Str == "initialize" {
+				id := gjson.GetBytes(line, "request_id").Str
+				switch gjson.GetBytes(line, "request.subtype").Str {
+				case "initialize":
 					resp = `{"session_state":"idle"}`
+				case "file_suggestions":
+					// As the CLI answers: paths that match, and its cwd.
+					resp = fmt.Sprintf(`{"suggestions":[{"path":%q}],"cwd":"/"}`, gjson.GetBytes(line, "request.query").Str+"llo.txt")
+				case "mcp_reconnect":
+					fmt.Printf(`{"type":"control_response","response":{"subtype":"error","request_id":%q,"error":"Server not found: %s"}}`+"\n", id, gjson.GetBytes(line, "request.serverName").Str)
+					continue
+				case "get_context_usage":
+					if os.Getenv("FAKE_SILENT") == "1" {
+						continue // a CLI that never answers
+					}
 				}
 				fmt.Printf(`{"type":"control_response","response":{"subtype":"success","request_id":%q,"response":%s}}`+"\n",
 					gjson.GetBytes(line, "request_id").Str, resp)

@@ -14,9 +14,10 @@ const (
 	CmdSessionCommand                        // session_command → respawn the CLI (no stdin line)
 	CmdSteer                                 // steer → a stdin user envelope, into the running turn
 	CmdRewind                                // rewind → the core's rewind (no stdin line of its own)
+	CmdQuery                                 // query → a control_request whose answer is a query_result
 )
 
-var commandNames = [...]string{"", "user_message", "tool_approval", "question_answer", "interrupt", "permission_mode", "model_change", "stop_task", "session_command", "steer", "rewind"}
+var commandNames = [...]string{"", "user_message", "tool_approval", "question_answer", "interrupt", "permission_mode", "model_change", "stop_task", "session_command", "steer", "rewind", "query"}
 
 // String returns the inbound type the kind comes from.
 func (k CommandKind) String() string {
@@ -35,7 +36,7 @@ type Command struct {
 	Stdin []byte
 
 	// RequestID is the control_request id FromUI chose for CmdInterrupt,
-	// CmdPermissionMode, CmdModelChange and CmdStopTask (already tracked:
+	// CmdPermissionMode, CmdModelChange, CmdStopTask and CmdQuery (already tracked:
 	// its control_response is matched by FromCLI, and the adapter may
 	// time it out), or the CLI's request id that CmdToolApproval and
 	// CmdQuestionAnswer answer (already settled).

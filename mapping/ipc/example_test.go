@@ -28,7 +28,7 @@ func Example() {
 	_, err = tr.FromUI([]byte(`{"type":"tool_approval","request_id":"R1","decision":"allow"}`))
 	fmt.Printf("%s\n", err.(*ipc.Error).AppendIPC(nil))
 	// Output:
-	// {"type":"session_init","ipc_version":2,"session_id":"s1","capabilities":["steer","rewind"]}
+	// {"type":"session_init","ipc_version":2,"session_id":"s1","capabilities":["steer","rewind","query"]}
 	// {"type":"assistant_text","ipc_version":2,"msg_id":"msg_1","seq":0,"text":"Hi","is_partial":true,"status":"streaming","parent_tool_use_id":null,"block_index":0}
 	// {"type":"control_request_forward","ipc_version":2,"request_id":"R1","tool_name":"Bash","display_name":"Bash","description":"Touch x","input":{"command":"touch x"},"decision_reason":null,"blocked_path":null,"permission_suggestions":null,"is_question":false,"tool_use_id":"toolu_1","parent_tool_use_id":null,"requires_user_interaction":false}
 	// tool_approval {"type":"control_response","response":{"subtype":"success","request_id":"R1","response":{"behavior":"deny","message":"not now","toolUseID":"toolu_1"}}} <nil>

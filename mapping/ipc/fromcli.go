@@ -456,6 +456,10 @@ func (t *Translator) controlResponse(ev *mapping.Event, out [][]byte) [][]byte {
 		return out
 	}
 	delete(t.outbound, ev.RequestID)
+	if q, ok := t.queries[ev.RequestID]; ok {
+		delete(t.queries, ev.RequestID)
+		return append(out, t.queryAnswer(q, ev))
+	}
 	if ev.IsError {
 		msg := ev.Body.Get("error").Str
 		if msg == "" {

@@ -341,7 +341,7 @@ func TestStreamingText(t *testing.T) {
 		`{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"toolu_9","name":"Read","input":{"file_path":"/x"}}]},"parent_tool_use_id":null,"session_id":"s1"}`,
 	)
 	want := []string{
-		`{"type":"session_init","ipc_version":2,"session_id":"s1","capabilities":["steer","rewind"]}`,
+		`{"type":"session_init","ipc_version":2,"session_id":"s1","capabilities":["steer","rewind","query"]}`,
 		`{"type":"assistant_text","ipc_version":2,"msg_id":"m1","seq":0,"text":"Hel","is_partial":true,"status":"streaming","parent_tool_use_id":null,"block_index":1}`,
 		`{"type":"assistant_text","ipc_version":2,"msg_id":"m1","seq":1,"text":"lo","is_partial":true,"status":"streaming","parent_tool_use_id":null,"block_index":1}`,
 		`{"type":"assistant_text","ipc_version":2,"msg_id":"m1","seq":2,"text":"Hello","is_partial":false,"status":"complete","parent_tool_use_id":null,"block_index":1}`,

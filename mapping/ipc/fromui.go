@@ -83,9 +83,11 @@ func (t *Translator) FromUI(line []byte) (Command, error) {
 		return t.sessionCommand(&p)
 	case "rewind":
 		return rewind(&p)
+	case "query":
+		return t.query(&p)
 	}
 	return Command{}, &Error{Code: CodeUnknownType, Field: "type", Inbound: typ,
-		Message: "unknown message type " + quote(typ) + "; expected user_message, steer, tool_approval, question_answer, interrupt, permission_mode, model_change, stop_task, session_command or rewind"}
+		Message: "unknown message type " + quote(typ) + "; expected user_message, steer, tool_approval, question_answer, interrupt, permission_mode, model_change, stop_task, session_command, rewind or query"}
 }
 
 // withEcho adds the echo of a message FromUI took (Options.Echo).
@@ -474,6 +476,15 @@ func (p *parser) optBool(name string) (bool, error) {
 		return false, nil
 	}
 	return false, p.fail(CodeWrongType, p.prefix+name, "field "+quote(p.prefix+name)+" must be a boolean, not "+jsonType(v))
+}
+
+// boolean reads a required boolean field.
+func (p *parser) boolean(name string) (bool, error) {
+	v := p.get(name)
+	if !v.Exists() || v.Type == gjson.Null {
+		return false, p.fail(CodeMissingField, p.prefix+name, p.where()+" is missing field "+quote(p.prefix+name))
+	}
+	return p.optBool(name)
 }
 
 func (p *parser) optArray(name string) (gjson.Result, error) {

@@ -31,6 +31,7 @@ const (
 	TypeTaskUpdate              = "task_update"
 	TypeError                   = "error"
 	TypeUnknown                 = "unknown"
+	TypeQueryResult             = "query_result"
 )
 
 // Reasons carried by control_request_cancelled.
@@ -105,6 +106,7 @@ type Translator struct {
 	settled  [32]string          // recently answered ids, a ring
 	settledN int
 	outbound map[string]string // control requests we wrote → subtype
+	queries  map[string]query  // the query messages among them, by request id
 	nextID   uint64
 
 	prevTotal float64 // total_cost_usd of the previous result of this process
@@ -159,6 +161,7 @@ func New(opt Options) *Translator {
 		tools:    make(map[string]toolInfo),
 		pending:  make(map[string]*Pending),
 		outbound: make(map[string]string),
+		queries:  make(map[string]query),
 	}
 }
 
@@ -258,6 +261,7 @@ func (t *Translator) Outstanding(requestID string) (subtype string, ok bool) {
 // repeat session_init and an unchanged metadata is not sent again.
 func (t *Translator) ResetProcess() {
 	clear(t.outbound)
+	clear(t.queries)
 	t.endTurn()
 	t.prevTotal = 0
 }
@@ -445,8 +449,9 @@ func (t *Translator) SetSessionID(id string, out [][]byte) [][]byte {
 
 // Capabilities are what this ipc_version 2 session takes beyond the
 // messages every ipc session takes, named in session_init: "steer" (the
-// steer message) and "rewind" (the rewind message).
-const Capabilities = `["steer","rewind"]`
+// steer message), "rewind" (the rewind message) and "query" (the query
+// message and its query_result).
+const Capabilities = `["steer","rewind","query"]`
 
 // appendSessionInit is the session_init line of session id.
 func appendSessionInit(id string) []byte {
