@@ -369,6 +369,7 @@ type webFileJSON struct {
 	SessionID string    `json:"session_id"`
 	Cwd       string    `json:"cwd"`
 	Title     string    `json:"title"`
+	CLITitle  bool      `json:"cli_title"` // the title is the CLI's own (/rename, generate_session_title), not the latest prompt
 	Created   string    `json:"created"`
 	Modified  time.Time `json:"modified"`
 }
@@ -425,7 +426,11 @@ func (h *webHost) files(ctx context.Context) []webFileJSON {
 		if err != nil || !f.Conversation() {
 			continue
 		}
-		out = append(out, webFileJSON{SessionID: f.ID, Cwd: a.cwd, Title: clip(f.LastPrompt, webTitleRunes), Created: f.CreatedAt, Modified: f.ModTime.UTC()})
+		title := f.Title() // the CLI's own, else the latest prompt
+		if title == "" {
+			title = f.LastPrompt
+		}
+		out = append(out, webFileJSON{SessionID: f.ID, Cwd: a.cwd, Title: clip(title, webTitleRunes), CLITitle: f.Title() != "", Created: f.CreatedAt, Modified: f.ModTime.UTC()})
 	}
 	return out
 }

@@ -101,4 +101,3 @@ func TestIPCQueryTimeoutAndNoCLI(t *testing.T) {
 		t.Fatalf("the session did not go on: %s", l)
 	}
 }
-

@@ -79,6 +79,7 @@ func listSessions(ctx context.Context, configDir, cwd string, limit int, runs ma
 			RunID:           runs[f.ID],
 			MessageCount:    s.Messages,
 			LastUserMessage: s.LastUserMessage(),
+			Title:           s.Title(),
 		})
 	}
 	return sessions, nil

@@ -133,9 +133,10 @@ func (w *controlWorker) busy() (control.Receipt004, bool) {
 	return control.Receipt004{}, false
 }
 
-func (w *controlWorker) threadObj(dst []byte, id, preview string, created, updated time.Time) []byte {
+func (w *controlWorker) threadObj(dst []byte, id, name, preview string, created, updated time.Time) []byte {
 	cwd, _ := w.sup.Dirs()
-	o := jsonw.NewObj(dst).Str("id", id).Str("preview", preview).Str("modelProvider", "anthropic")
+	o := jsonw.NewObj(dst).Str("id", id).StrOrNull("name", name).Str("preview", preview)
+	o.Str("modelProvider", "anthropic")
 	if !created.IsZero() {
 		o.Int("createdAt", created.Unix())
 	}
@@ -168,7 +169,7 @@ func (w *controlWorker) threadStart(req *lane004.Request, done func(control.Rece
 			return
 		}
 		now := w.loop.Now()
-		thread := string(w.threadObj(nil, opts.SessionID, "", now, now))
+		thread := string(w.threadObj(nil, opts.SessionID, "", "", now, now))
 		done(control.Receipt004{OK: true, Response: jsonw.NewObj(nil).Raw("thread", thread).StrOrNull("model", cmp.Or(opts.Model, w.run.Model)).String()})
 		w.event("thread/started", jsonw.NewObj(nil).Raw("thread", thread).End())
 	})
@@ -207,7 +208,7 @@ func (w *controlWorker) switchThread(opts session.Options, resumed bool, then fu
 // working directory.
 func (w *controlWorker) threadResume(req *lane004.Request, done func(control.Receipt004)) {
 	reply := func() {
-		done(control.Receipt004{OK: true, Response: jsonw.NewObj(nil).Raw("thread", string(w.threadObj(nil, req.ThreadID, "", time.Time{}, time.Time{}))).String()})
+		done(control.Receipt004{OK: true, Response: jsonw.NewObj(nil).Raw("thread", string(w.threadObj(nil, req.ThreadID, "", "", time.Time{}, time.Time{}))).String()})
 	}
 	if req.ThreadID == w.threadID() {
 		reply() // already this worker's thread
@@ -457,7 +458,7 @@ func listThreads(ctx context.Context, w *controlWorker, configDir, cwd string, o
 			b = append(b, ',')
 		}
 		created, _ := time.Parse(time.RFC3339Nano, f.CreatedAt)
-		b = w.threadObj(b, f.ID, f.LastUserMessage(), created, f.ModTime)
+		b = w.threadObj(b, f.ID, f.Title(), f.LastUserMessage(), created, f.ModTime)
 	}
 	b = append(b, `],"nextCursor":`...)
 	if more {
@@ -505,7 +506,7 @@ func (w *controlWorker) readThread(id, path string, include bool, then func(thre
 				return
 			}
 			created, _ := time.Parse(time.RFC3339Nano, s.CreatedAt)
-			thread := w.threadObj(nil, id, s.LastUserMessage(), created, time.Time{})
+			thread := w.threadObj(nil, id, s.Title(), s.LastUserMessage(), created, time.Time{})
 			if include {
 				thread = append(thread[:len(thread)-1], `,"turns":`...)
 				thread = t.Append(thread)

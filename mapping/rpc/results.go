@@ -401,6 +401,7 @@ type SessionInfo struct {
 	RunID           string // the last run of this connection in the session, if any
 	MessageCount    int
 	LastUserMessage string
+	Title           string // the CLI's title of the session (mapping.SessionSummary.Title), "" if none
 }
 
 // AppendSessionListResult appends session.list's response.
@@ -416,6 +417,7 @@ func AppendSessionListResult(dst []byte, id string, sessions []SessionInfo) []by
 		o.strIf("run_id", s.RunID)
 		o.int("message_count", int64(s.MessageCount))
 		o.strIf("last_user_message", s.LastUserMessage)
+		o.strIf("title", s.Title)
 		o.end('}')
 	}
 	o.end(']')
