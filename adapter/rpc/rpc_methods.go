@@ -135,6 +135,12 @@ func (l *rpcLoop) request(m jsonrpc.Message) {
 		l.mcpList(id, p)
 	case rpc.MethodSkillsList:
 		l.skillsList(id, p)
+	case rpc.MethodWorkspaceSuggest:
+		l.workspaceSuggest(id, p)
+	case rpc.MethodMCPReconnect, rpc.MethodMCPToggle:
+		l.mcpAction(id, m.Method, p)
+	case rpc.MethodSessionTitle:
+		l.sessionTitle(id, p)
 	case rpc.MethodContextInspect:
 		l.contextInspect(id, p)
 	case rpc.MethodShellExec:
@@ -569,6 +575,74 @@ func (l *rpcLoop) mcpList(id string, p gjson.Result) {
 	}
 	l.cliQuery(id, rpc.MethodMCPList, "mcp_status", simpleControl("mcp_status"), func(resp gjson.Result) {
 		l.respond(id, rpc.AppendMCPListResult(nil, id, resp))
+	})
+}
+
+func (l *rpcLoop) workspaceSuggest(id string, p gjson.Result) {
+	sp, err := rpc.ParseWorkspaceSuggest(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	build := func(reqID string) []byte { return mapping.AppendFileSuggestions(nil, reqID, sp.Query) }
+	l.cliQuery(id, rpc.MethodWorkspaceSuggest, "file_suggestions", build, func(resp gjson.Result) {
+		l.respond(id, rpc.AppendWorkspaceSuggestResult(nil, id, resp, sp.Limit))
+	})
+}
+
+// mcpAction is mcp.reconnect and mcp.toggle: a server that fails to
+// connect is an answer (ok false, the CLI's error); one the CLI does not
+// know is -32602.
+func (l *rpcLoop) mcpAction(id, method string, p gjson.Result) {
+	parse, subtype := rpc.ParseMCPReconnect, "mcp_reconnect"
+	if method == rpc.MethodMCPToggle {
+		parse, subtype = rpc.ParseMCPToggle, "mcp_toggle"
+	}
+	sp, err := parse(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	build := func(reqID string) []byte { return mapping.AppendMCPReconnect(nil, reqID, sp.ID) }
+	if subtype == "mcp_toggle" {
+		build = func(reqID string) []byte { return mapping.AppendMCPToggle(nil, reqID, sp.ID, sp.Enabled) }
+	}
+	l.begin(id, method, nil)
+	l.sup.WhenLive(func(werr error) {
+		defer l.emit()
+		if werr != nil {
+			if l.finish(id) {
+				e := l.rpcErr(werr)
+				e.Code = rpc.CodeRuntimeInternal
+				l.respondErr(id, e)
+			}
+			return
+		}
+		l.controlRefusable(subtype, build, func(_ gjson.Result, refusal string, e *rpc.Error) {
+			switch {
+			case !l.finish(id):
+			case e != nil:
+				l.respondErr(id, e)
+			case rpc.MCPUnknownServer(refusal):
+				l.respondErr(id, rpc.InvalidParams("no MCP server "+strconv.Quote(sp.ID)+": "+refusal))
+			default:
+				l.respond(id, rpc.AppendMCPActionResult(nil, id, sp.ID, refusal == "", refusal))
+			}
+		})
+	})
+}
+
+func (l *rpcLoop) sessionTitle(id string, p gjson.Result) {
+	tp, err := rpc.ParseSessionTitle(p)
+	if err != nil {
+		l.respondErr(id, err)
+		return
+	}
+	build := func(reqID string) []byte {
+		return mapping.AppendGenerateSessionTitle(nil, reqID, tp.Description, tp.Persist)
+	}
+	l.cliQuery(id, rpc.MethodSessionTitle, "generate_session_title", build, func(resp gjson.Result) {
+		l.respond(id, rpc.AppendSessionTitleResult(nil, id, resp, tp.Persist))
 	})
 }
 

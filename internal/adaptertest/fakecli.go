@@ -339,8 +339,16 @@ func init() {
 					// As the CLI answers: paths that match, and its cwd.
 					resp = fmt.Sprintf(`{"suggestions":[{"path":%q}],"cwd":"/"}`, gjson.GetBytes(line, "request.query").Str+"llo.txt")
 				case "mcp_reconnect":
-					fmt.Printf(`{"type":"control_response","response":{"subtype":"error","request_id":%q,"error":"Server not found: %s"}}`+"\n", id, gjson.GetBytes(line, "request.serverName").Str)
+					// As the CLI refuses: a server that fails to connect
+					// again ("broken"), any other unknown.
+					msg := "Server not found: " + gjson.GetBytes(line, "request.serverName").Str
+					if gjson.GetBytes(line, "request.serverName").Str == "broken" {
+						msg = "ENOENT: no such file or directory, posix_spawn 'stdio'"
+					}
+					fmt.Printf(`{"type":"control_response","response":{"subtype":"error","request_id":%q,"error":%q}}`+"\n", id, msg)
 					continue
+				case "generate_session_title":
+					resp = `{"title":"Fake model session"}`
 				case "get_context_usage":
 					if os.Getenv("FAKE_SILENT") == "1" {
 						continue // a CLI that never answers
