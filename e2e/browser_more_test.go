@@ -26,7 +26,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 // webPNG is a valid 1x1 PNG.
@@ -198,9 +201,31 @@ func (w *webTab) setSelect(sel, value string) string {
 func TestWebControls(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	w := webSession(t, dir, svOpts{external: true}, false)
+	// Files to @-mention, an MCP server that cannot start, and a session
+	// file the user renamed (/rename writes custom-title).
+	home := t.TempDir()
+	mcp := filepath.Join(t.TempDir(), "mcp.json")
+	titled := uuid.NewString()
+	for name, data := range map[string]string{
+		filepath.Join(dir, "hello.txt"):        "hi\n",
+		filepath.Join(dir, "src", "helper.go"): "package src\n",
+		mcp:                                    `{"mcpServers":{"broken":{"command":"/nonexistent/ccbridge-e2e-mcp"}}}`,
+		filepath.Join(home, ".claude", "projects", clifiles.ProjectDirName(dir), titled+".jsonl"): `{"type":"user","cwd":` + jsq(dir) + `,"timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"an old prompt"}}` + "\n" +
+			`{"type":"custom-title","customTitle":"Renamed by hand","sessionId":"` + titled + `"}` + "\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := webSession(t, dir, svOpts{external: true, home: home, args: []string{"--", "--mcp-config", mcp}}, false)
 	id := w.shownID()
 	turns := 0
+
+	// The session list shows the CLI's title of a file, not its prompt.
+	w.waitFor("the renamed file's title in the list", `document.querySelector('.file-item[data-session-id="`+titled+`"] .title')?.textContent === 'Renamed by hand'`)
 
 	// Slash completion before the first turn (the page's own list):
 	// "/co" offers the commands starting with it, Tab completes the one
@@ -248,6 +273,36 @@ func TestWebControls(t *testing.T) {
 	}
 	t.Logf("the header's meters: %s", meters)
 	w.shot("controls-costs")
+	// The CLI's own count of the context (get_context_usage), asked
+	// after the turn.
+	w.waitFor("the CLI's context usage in the header", `/^context \d+ \/ \d+ \(\d+(\.\d+)?%\)$/.test(document.querySelector('#context-usage').textContent)`)
+
+	// @-mention completion from the CLI's file_suggestions; a click puts
+	// the path in place of the text after "@".
+	w.do("typing an @-mention", webWait, chromedp.SendKeys(chromedp.CSS("#prompt"), "look at @hel"))
+	w.waitFor("the file suggestions", `[...document.querySelectorAll('#slash-menu .mention-item')].some(e => e.dataset.path === 'hello.txt')`)
+	if items := webEval[[]string](w, `[...document.querySelectorAll('#slash-menu .mention-item')].map(e => e.textContent)`); !slices.Contains(items, "@src/helper.go") {
+		t.Errorf("the suggestions for @hel: %q, want @hello.txt and @src/helper.go", items)
+	}
+	w.shot("controls-mention")
+	w.click(`#slash-menu .mention-item[data-path="hello.txt"]`)
+	w.waitFor("the path in the prompt", `document.querySelector('#prompt').value === 'look at @hello.txt ' && document.querySelector('#slash-menu').hidden`)
+	clearPrompt()
+
+	// The MCP panel: the server that cannot start is failed, with the
+	// CLI's error; Reconnect fails again and says why; Disable disables.
+	w.click("#mcp-button")
+	w.waitFor("the failed MCP server", `document.querySelector('.mcp-server[data-name="broken"]')?.dataset.status === 'failed' &&
+		document.querySelector('.mcp-server[data-name="broken"] .mcp-error').textContent.includes('ENOENT') &&
+		document.querySelector('#mcp-button').textContent === 'MCP (1 failed)'`)
+	w.shot("controls-mcp-failed")
+	w.click(`.mcp-server[data-name="broken"] .mcp-reconnect`)
+	w.waitFor("the reconnect's error", `document.querySelector('#toast').textContent.startsWith('broken: ENOENT')`)
+	w.click(`.mcp-server[data-name="broken"] .mcp-toggle`)
+	w.waitFor("the server disabled", `document.querySelector('.mcp-server[data-name="broken"]')?.dataset.status === 'disabled' &&
+		document.querySelector('.mcp-server[data-name="broken"] .mcp-toggle').textContent === 'Enable'`)
+	w.shot("controls-mcp-disabled")
+	w.click("#mcp-close")
 
 	// Slash completion from the CLI's list, once it has sent it; a click
 	// completes.

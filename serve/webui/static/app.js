@@ -225,6 +225,8 @@ function show(id) {
   app.stick = true;
   app.dialogs.setSession(s);
   renderLists();
+  setText($('#mcp-button'), 'MCP');
+  if (!$('#mcp-panel').hidden) refreshMCP();
   updateAll();
 }
 
@@ -233,7 +235,10 @@ const hashId = () => decodeURIComponent(/^#s=(.+)$/.exec(location.hash)?.[1] || 
 
 // onSessionChange is every Session's notify: what changed in s.
 function onSessionChange(s, what) {
-  if (what === 'turn') sendQueued(s);
+  if (what === 'turn') {
+    sendQueued(s);
+    if (s === app.shown) later('context', () => refreshContext(app.shown), 300);
+  }
   if (what === 'turn' || what === 'ended') {
     renderLists(); // running or not
     later('list', refreshList, 400); // new titles and session files
@@ -275,6 +280,8 @@ function updateAll() {
   setText($('#cost-turn'), money(s?.cost?.turn_cost_usd));
   setText($('#cost-total'), money(s?.cost?.total_cost_usd));
   setText($('#context-use'), contextUse(s));
+  setText($('#context-usage'), contextUsage(s));
+  $('#mcp-button').disabled = !s || s.ended;
   updateTurn();
 }
 
@@ -354,6 +361,77 @@ function toast(message) {
   later('toast', () => setText($('#toast'), ''), 8000);
 }
 
+const on0 = (sel, type, fn) => $(sel).addEventListener(type, fn);
+
+// ---- the CLI's MCP servers and context use ----------------------------
+
+/** toggleMCP opens (and fills) or closes the MCP panel. */
+function toggleMCP(open = $('#mcp-panel').hidden) {
+  $('#mcp-panel').hidden = !open;
+  if (open) refreshMCP();
+}
+
+/** refreshMCP lists the MCP servers of the session on screen (mcp_status), failed ones with their error. */
+async function refreshMCP() {
+  const s = app.shown;
+  const list = $('#mcp-servers');
+  if (!s || s.ended) return list.replaceChildren(el('li', { class: 'none', text: 'No live session.' }));
+  let r;
+  try {
+    r = await s.query('mcp_status', {});
+  } catch (err) {
+    return toast('Cannot ask for the MCP servers: ' + err.message);
+  }
+  if (s !== app.shown) return;
+  if (!r.ok) return list.replaceChildren(el('li', { class: 'none', text: 'MCP status unavailable: ' + r.error }));
+  const servers = r.result?.mcpServers || [];
+  const failed = servers.filter((x) => x.status === 'failed').length;
+  setText($('#mcp-button'), failed ? `MCP (${failed} failed)` : 'MCP');
+  list.replaceChildren(...servers.map((x) => el('li', { class: 'mcp-server', 'data-name': x.name, 'data-status': x.status },
+    el('div', { class: 'title' }, el('b', { text: x.name }), ' ', el('span', { class: 'mcp-status', text: x.status })),
+    x.error ? el('div', { class: 'sub mcp-error', text: x.error }) : null,
+    el('div', { class: 'sub', text: [x.transport, x.scope, x.tools ? `${x.tools.length} tools` : ''].filter(Boolean).join(' · ') }),
+    el('div', { class: 'buttons' },
+      x.status !== 'disabled' && el('button', { type: 'button', class: 'mcp-reconnect', text: 'Reconnect', onclick: () => mcpAction('mcp_reconnect', { server: x.name }) }),
+      el('button', {
+        type: 'button', class: 'mcp-toggle', text: x.status === 'disabled' ? 'Enable' : 'Disable',
+        onclick: () => mcpAction('mcp_toggle', { server: x.name, enabled: x.status === 'disabled' }),
+      })))),
+  ...(servers.length ? [] : [el('li', { class: 'none', text: 'No MCP servers.' })]));
+}
+
+/** mcpAction reconnects or toggles a server, then lists the servers again. */
+async function mcpAction(name, params) {
+  try {
+    const r = await app.shown.query(name, params);
+    if (!r.ok) toast(`${params.server}: ${r.error}`);
+  } catch (err) {
+    toast('Not sent: ' + err.message);
+  }
+  refreshMCP();
+}
+
+/** refreshContext shows the CLI's own count of the context (get_context_usage) in #context-usage. */
+async function refreshContext(s) {
+  if (!s || s.ended || s.running) return;
+  let r;
+  try {
+    r = await s.query('context_usage', {});
+  } catch {
+    return;
+  }
+  if (!r.ok) return;
+  s.contextUsage = r.result;
+  if (s === app.shown) updateAll();
+}
+
+/** contextUsage is "context N / W (p%)" of the CLI's get_context_usage answer. */
+function contextUsage(s) {
+  const c = s?.contextUsage;
+  if (!c || !Number.isFinite(c.totalTokens)) return '';
+  return `context ${c.totalTokens} / ${c.maxTokens} (${c.percentage}%)`;
+}
+
 async function init() {
   app.dialogs = new Dialogs((err) => toast('Answer not sent: ' + err.message));
   app.composer = new Composer({
@@ -365,8 +443,15 @@ async function init() {
       const list = (app.shown?.meta?.slash_commands || []).map((c) => String(c?.name ?? c).replace(/^\//, ''));
       return list.length ? list : BUILTIN_COMMANDS;
     },
+    files: async (query) => {
+      const r = await app.shown?.query('file_suggestions', { text: query });
+      return r?.ok ? (r.result?.suggestions || []).map((x) => x.path).filter(Boolean) : [];
+    },
     error: toast,
   });
+  on0('#mcp-button', 'click', () => toggleMCP());
+  on0('#mcp-close', 'click', () => toggleMCP(false));
+  on0('#mcp-refresh', 'click', () => refreshMCP());
   const on = (sel, type, fn) => $(sel).addEventListener(type, fn);
   on('#new-session', 'click', () => toggleNewForm());
   on('#new-cancel', 'click', () => toggleNewForm(false));

@@ -7,6 +7,9 @@
 // are pasted into #prompt; each is an .attachment chip until sent. A "/"
 // at the start of the prompt opens #slash-menu, filtered as one types:
 // Tab, Enter or a click completes, the arrow keys move, Escape closes.
+// An "@" at the start of a word opens the same menu with the CLI's file
+// suggestions for the text after it (opts.files); choosing one puts
+// "@path" in its place.
 
 import { $, el } from './util.js';
 
@@ -25,13 +28,16 @@ export class Composer {
    * @param {(text: string, attachments: object[]) => Promise<boolean>} opts.queue until the turn ends
    * @param {() => void} opts.interrupt
    * @param {() => string[]} opts.commands the slash commands, without "/"
+   * @param {(query: string) => Promise<string[]>} opts.files the CLI's file suggestions for an @-mention
    * @param {(message: string) => void} opts.error
    */
   constructor(opts) {
     this.opts = opts;
     this.prompt = $('#prompt');
     this.attachments = []; // {kind, media_type, content, name, url}
-    this.matches = []; // the commands in the open menu
+    this.matches = []; // the commands (or, for an @-mention, the paths) in the open menu
+    this.mention = null; // the @-mention being completed: {start, end} in the prompt
+    this.asked = 0; // the number of the latest file suggestions asked for
     this.active = 0;
     this.sending = false;
     this.running = false; // a turn runs: Enter steers
@@ -159,6 +165,10 @@ export class Composer {
   // updateMenu opens the slash menu while the prompt is "/" and the start
   // of a command name.
   updateMenu() {
+    const caret = this.prompt.selectionEnd ?? this.prompt.value.length;
+    const at = /(^|\s)@([^\s@]*)$/.exec(this.prompt.value.slice(0, caret));
+    if (at && this.opts.files) return this.suggestFiles(caret - at[2].length - 1, caret, at[2]);
+    this.mention = null;
     const m = /^\/([^\s/]*)$/.exec(this.prompt.value);
     const before = this.matches[this.active];
     this.matches = m ? [...new Set(this.opts.commands())].sort().filter((c) => c.toLowerCase().startsWith(m[1].toLowerCase())).slice(0, 50) : [];
@@ -166,11 +176,38 @@ export class Composer {
     this.renderMenu();
   }
 
+  // suggestFiles asks the CLI for the paths that complete the @-mention
+  // between start and end (query: the text after the "@"); an answer that
+  // comes after a newer question is dropped.
+  // The CLI builds its file index on the first question and answers
+  // nothing but the top level until it has (a second or two), so an
+  // empty answer is asked again a few times.
+  async suggestFiles(start, end, query) {
+    const n = ++this.asked;
+    let paths = [];
+    for (let tries = 0; ; tries++) {
+      try {
+        paths = await this.opts.files(query);
+      } catch {
+        paths = [];
+      }
+      if (n !== this.asked) return;
+      if (paths.length || !query || tries === 4) break;
+      await new Promise((r) => setTimeout(r, 700));
+      if (n !== this.asked) return;
+    }
+    this.mention = { start, end };
+    this.matches = paths.slice(0, 50);
+    this.active = 0;
+    this.renderMenu();
+  }
+
   renderMenu() {
     const menu = $('#slash-menu');
+    const mention = !!this.mention;
     menu.replaceChildren(...this.matches.map((name, i) => el('div', {
-      class: i === this.active ? 'slash-item active' : 'slash-item',
-      role: 'option', text: '/' + name,
+      class: (mention ? 'slash-item mention-item' : 'slash-item') + (i === this.active ? ' active' : ''),
+      role: 'option', text: (mention ? '@' : '/') + name, 'data-path': mention ? name : undefined,
       onmousedown: (e) => e.preventDefault(), // keep the focus in the prompt
       onclick: () => this.complete(name),
     })));
@@ -180,10 +217,24 @@ export class Composer {
 
   closeMenu() {
     this.matches = [];
+    this.asked++; // an answer still coming opens nothing
+    this.mention = null;
     this.renderMenu();
   }
 
   complete(name) {
+    if (this.mention) {
+      // A folder stays open to go on into it; a file ends the mention.
+      const { start, end } = this.mention;
+      const v = this.prompt.value;
+      const put = '@' + name + (name.endsWith('/') ? '' : ' ');
+      this.prompt.value = v.slice(0, start) + put + v.slice(end);
+      this.prompt.selectionStart = this.prompt.selectionEnd = start + put.length;
+      this.closeMenu();
+      this.prompt.focus();
+      if (name.endsWith('/')) this.updateMenu();
+      return;
+    }
     this.prompt.value = '/' + name + ' ';
     this.closeMenu();
     this.prompt.focus();

@@ -52,6 +52,8 @@ export class Session {
     this.dirty = new Set(); // blocks streamed into since the last frame
     this.frame = 0;
     this.inHistory = false; // applying the lines of a session file
+    this.queries = new Map(); // the resolve of each query this page asked, by id
+    this.nextQuery = 0;
     this.rw = null; // {turns, node, panel}: the rewind this page asked for
     this.prefill = null; // the prompt it dropped, for the composer
     this.root.addEventListener('click', (e) => {
@@ -165,6 +167,22 @@ export class Session {
     return api('POST', `/api/web/sessions/${encodeURIComponent(this.id)}/messages`, body);
   }
 
+  /**
+   * query asks the CLI through an ipc query (name: file_suggestions,
+   * context_usage, mcp_status, mcp_reconnect, mcp_toggle, session_title)
+   * and resolves with its query_result, which comes on the stream.
+   */
+  query(name, params) {
+    const id = `q${++this.nextQuery}-${Date.now().toString(36)}`;
+    return new Promise((resolve, reject) => {
+      this.queries.set(id, resolve);
+      this.post({ type: 'query', id, query: name, ...params }).catch((err) => {
+        this.queries.delete(id);
+        reject(err);
+      });
+    });
+  }
+
   /** answer sends body for the open request id, which leaves the queue (and comes back if not sent). */
   async answer(id, body) {
     const req = this.requests.get(id);
@@ -265,6 +283,12 @@ export class Session {
         if (tokens(msg.usage) > 0) this.usage = msg;
         this.notify(this, 'cost');
         break;
+      case 'query_result': { // (one of another page, or replayed: no resolve here)
+        const resolve = this.queries.get(msg.id);
+        this.queries.delete(msg.id);
+        resolve?.(msg);
+        break;
+      }
       case 'turn_complete':
       case 'turn_cancelled':
         if (!msg.parent_tool_use_id) this.terminal(msg); // (a subagent's is no prompt's)
