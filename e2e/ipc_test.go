@@ -672,9 +672,46 @@ func TestIPCModelChange(t *testing.T) {
 // mode is a control_request_failed error; back to default.
 func TestIPCPermissionMode(t *testing.T) {
 	t.Parallel()
-	b := startIPC(t)
+	b := startIPC(t, "--", "--mcp-config", `{"mcpServers":{"broken":{"command":"/nonexistent/ccbridge-e2e-mcp"}}}`)
 	expectSessionInit(t, b)
 	complete(t, turn(t, b, "hello there"))
+
+	// Queries to the CLI (the query message), each answered by its
+	// query_result: the top level of the working directory, the context,
+	// the MCP server that cannot start, disabling it, a persisted title.
+	query := func(id, body string) []byte {
+		t.Helper()
+		b.send(`{"type":"query","id":"` + id + `",` + body + `}`)
+		lines := ipcUntil(t, b, "query_result "+id, func(l []byte) bool {
+			if typeOf(l) == "error" {
+				t.Fatalf("query %s: %.400s", id, l)
+			}
+			return typeOf(l) == "query_result" && get(l, "id").Str == id
+		})
+		return lines[len(lines)-1]
+	}
+	if err := os.WriteFile(filepath.Join(b.dir, "hello.txt"), []byte("hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := query("f", `"query":"file_suggestions","text":""`); !get(r, "ok").Bool() || !get(r, `result.suggestions.#(path=="hello.txt")`).Exists() {
+		t.Errorf("file_suggestions: %.600s", r)
+	}
+	if r := query("c", `"query":"context_usage"`); get(r, "result.totalTokens").Int() <= 0 || get(r, "result.maxTokens").Int() <= 0 {
+		t.Errorf("context_usage: %.600s", r)
+	}
+	if r := query("m", `"query":"mcp_status"`); get(r, `result.mcpServers.#(name=="broken").status`).Str != "failed" ||
+		!strings.Contains(get(r, `result.mcpServers.#(name=="broken").error`).Str, "ENOENT") {
+		t.Errorf("mcp_status: %.600s", r)
+	}
+	if r := query("r", `"query":"mcp_reconnect","server":"broken"`); get(r, "ok").Bool() || get(r, "code").Str != "control_request_failed" || !strings.Contains(get(r, "error").Str, "ENOENT") {
+		t.Errorf("mcp_reconnect of the server that cannot start: %.600s", r)
+	}
+	if r := query("d", `"query":"mcp_toggle","server":"broken","enabled":false`); !get(r, "ok").Bool() {
+		t.Errorf("mcp_toggle: %.600s", r)
+	}
+	if r := query("t", `"query":"session_title","description":"a session of the e2e test","persist":true`); get(r, "result.title").Str != "Fake model session" {
+		t.Errorf("session_title: %.600s", r)
+	}
 
 	waitMode := func(mode string) {
 		t.Helper()

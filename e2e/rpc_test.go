@@ -449,6 +449,34 @@ func TestRPCQuestionsAndQueries(t *testing.T) {
 		!ci.Get("agents").IsArray() || !strings.Contains(ci.Get("skills").Raw, "e2e-skill") || ci.Get("model").Str != "claude-sonnet-5-5" {
 		t.Errorf("context.inspect: %.800s", ci.Raw)
 	}
+
+	// The CLI's newer controls. workspace.suggest of "" lists the top
+	// level (the CLI builds its index for other queries on the first
+	// question, and finds nothing else until it has).
+	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := c.result(c.call("workspace.suggest", `{"query":""}`))
+	if real, _ := filepath.EvalSymlinks(dir); ws.Get(`suggestions.#(path=="hello.txt").kind`).Str != "file" || ws.Get(`suggestions.#(path==".claude/").kind`).Str != "dir" || ws.Get("cwd").Str != real {
+		t.Errorf("workspace.suggest: %s", ws.Raw)
+	}
+	if r := c.result(c.call("mcp.reconnect", `{"id":"broken"}`)); r.Get("ok").Bool() || !strings.Contains(r.Get("last_error").Str, "ENOENT") {
+		t.Errorf("mcp.reconnect of the server that cannot start: %s", r.Raw)
+	}
+	c.rpcError(c.call("mcp.reconnect", `{"id":"nosuch"}`), rpc.CodeInvalidParams)
+	if r := c.result(c.call("mcp.toggle", `{"id":"broken","enabled":false}`)); !r.Get("ok").Bool() {
+		t.Errorf("mcp.toggle off: %s", r.Raw)
+	}
+	if s := c.result(c.call("mcp.list", `{}`)).Get("servers.0"); s.Get("state").Str != "disabled" || s.Get("enabled").Bool() {
+		t.Errorf("mcp.list after mcp.toggle off: %s", s.Raw)
+	}
+	if r := c.result(c.call("session.title", `{"description":"a session of the e2e test","persist":true}`)); r.Get("title").Str != "Fake model session" || !r.Get("persisted").Bool() {
+		t.Errorf("session.title: %s", r.Raw)
+	}
+	sid := ci.Get("session_id").Str
+	if s := c.result(c.call("session.list", `{}`)).Get(`sessions.#(session_id=="` + sid + `")`); s.Get("title").Str != "Fake model session" {
+		t.Errorf("session.list after session.title with persist: %s", s.Raw)
+	}
 	c.close()
 }
 
