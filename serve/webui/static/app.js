@@ -214,6 +214,12 @@ function show(id) {
   if (s) {
     s.shownAt = Date.now();
     s.connect();
+    if (!s.warmed && !s.ended) {
+      // The CLI builds its file index on the first file_suggestions: ask
+      // once now, so that the first @-mention finds files.
+      s.warmed = true;
+      s.query('file_suggestions', { text: '' }).catch(() => {});
+    }
     [...app.sessions.values()].filter((x) => x.es && x !== s).sort((a, b) => b.shownAt - a.shownAt)
       .slice(BACKGROUND_STREAMS).forEach((x) => x.close());
   }
