@@ -24,6 +24,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
 // l4Worker is the --worker-id of every worker here: each line says it.
@@ -418,7 +420,7 @@ func TestLane004Methods(t *testing.T) {
 			ctlPromptCount(t, tokA, 1)
 
 			list := l4OK(t, "thread/list", c.call(ctlID("list"), "thread/list", nil), "thread/list")
-			if e := l4Listed(t, list, a); e.Get("preview").Str != textA || e.Get("cwd").Str != cwd {
+			if e := l4Listed(t, list, a); e.Get("preview").Str != textA || e.Get("cwd").Str != cwd || e.Get("name").Type != gjson.Null {
 				t.Errorf("thread/list's entry for %s: %s", a, e.Raw)
 			}
 			read := l4OK(t, "thread/read", c.call(ctlID("read"), "thread/read", map[string]any{"threadId": a, "includeTurns": true}), "thread/read")
@@ -471,7 +473,18 @@ func TestLane004Methods(t *testing.T) {
 			if !slices.Equal(users, []string{textA, "again " + tokD}) || !slices.Equal(agents, []string{l4Mock, l4Mock}) {
 				t.Errorf("thread/read of the resumed thread: users %q, agents %q", users, agents)
 			}
+			// A title in b's session file (as /rename writes it) is its name.
+			fileB := clifiles.SessionFile(filepath.Join(w.b.home, ".claude"), cwd, b)
+			if fh, err := os.OpenFile(fileB, os.O_APPEND|os.O_WRONLY, 0); err != nil {
+				t.Errorf("opening %s's session file: %v", b, err)
+			} else {
+				fh.WriteString(`{"type":"custom-title","customTitle":"Named thread","sessionId":"` + b + `"}` + "\n")
+				fh.Close()
+			}
 			list = l4OK(t, "thread/list", c.call(ctlID("list"), "thread/list", map[string]any{"limit": 10}), "thread/list")
+			if n := l4Listed(t, list, b).Get("name"); n.Str != "Named thread" {
+				t.Errorf("thread/list: %s has name %s, want the session file's title", b, n.Raw)
+			}
 			if p := l4Listed(t, list, a).Get("preview").Str; p != "again "+tokD {
 				t.Errorf("thread/list: %s has preview %q", a, p)
 			}
