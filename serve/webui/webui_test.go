@@ -108,7 +108,7 @@ func TestStaticFiles(t *testing.T) {
 			t.Errorf("static/%s is missing", want)
 		}
 	}
-	const budget = 105_000 // bytes of HTML, CSS and JavaScript (100,000 until the rewind panel, about 3.2 KB, went past it)
+	const budget = 111_000 // bytes of HTML, CSS and JavaScript (100,000 until the rewind panel, about 3.2 KB, went past it; 105,000 until @-mentions, the MCP panel and the CLI's context use, about 7.4 KB)
 	if total > budget {
 		t.Errorf("the page weighs %d bytes, over its budget of %d", total, budget)
 	}
