@@ -534,7 +534,10 @@ func TestWebDroppedConnection(t *testing.T) {
 		t.Errorf("turn ends after the cut: %v, want one", ends)
 	}
 	// The page applied every line of the stream: after its last seq the
-	// server has nothing more (read for a second).
+	// server has nothing more (read for a second). The page asks the
+	// CLI's context count at the turn's end; its answer is the stream's
+	// last line.
+	w.waitFor("the context count after the turn", `document.querySelector('#context-usage').textContent !== ''`)
 	seq := webEval[string](w, `document.querySelector('#conversation').dataset.seq`)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

@@ -808,11 +808,19 @@ func (h *webHost) message(w http.ResponseWriter, r *http.Request) {
 	}
 	s.inMu.Lock()
 	defer s.inMu.Unlock()
-	if s.over.Load() {
-		webError(w, http.StatusConflict, "session_ended", "the session has ended")
+	ended := s.over.Load()
+	if !ended {
+		_, err := s.in.Write(append(msg, '\n'))
+		ended = err != nil
+	}
+	if ended && typ == "query" {
+		// A question about a session that has ended (the page asks some
+		// on its own, at a turn's end, which may meet the session's end)
+		// has that for its answer: nothing to ask, no query_result.
+		writeJSON(w, http.StatusOK, jsonw.NewObj(nil).Bool("ended", true).End())
 		return
 	}
-	if _, err := s.in.Write(append(msg, '\n')); err != nil {
+	if ended {
 		webError(w, http.StatusConflict, "session_ended", "the session has ended")
 		return
 	}

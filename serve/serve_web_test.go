@@ -226,6 +226,11 @@ func TestWebSession(t *testing.T) {
 		t.Errorf("after session_ended: %v, want the stream's end", err)
 	}
 	wantWebError(t, wt.do(t, "POST", "/api/web/sessions/"+id+"/messages", `{"type":"interrupt"}`), http.StatusConflict, "session_ended")
+	// A question (the page asks some on its own) is answered that the
+	// session has ended, not refused.
+	if r := wt.do(t, "POST", "/api/web/sessions/"+id+"/messages", `{"type":"query","id":"q1","query":"context_usage"}`); r.status != http.StatusOK || !gjson.GetBytes(r.body, "ended").Bool() {
+		t.Errorf("a query after the end: %d %s, want 200 {\"ended\":true}", r.status, r.body)
+	}
 	list := wt.do(t, "GET", "/api/web/sessions", "")
 	if !gjson.GetBytes(list.body, `open.#(id=="`+id+`").ended`).Bool() || gjson.GetBytes(list.body, `open.#(id=="`+id+`").title`).Str != "second" {
 		t.Errorf("list %s", list.body)

@@ -176,7 +176,13 @@ export class Session {
     const id = `q${++this.nextQuery}-${Date.now().toString(36)}`;
     return new Promise((resolve, reject) => {
       this.queries.set(id, resolve);
-      this.post({ type: 'query', id, query: name, ...params }).catch((err) => {
+      this.post({ type: 'query', id, query: name, ...params }).then((r) => {
+        if (r?.ended) {
+          // The session ended first: no query_result will come.
+          this.queries.delete(id);
+          reject(new Error('the session has ended'));
+        }
+      }, (err) => {
         this.queries.delete(id);
         reject(err);
       });
