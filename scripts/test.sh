@@ -99,7 +99,7 @@ fuzz_build() {
 # with POSIX signals and process groups, and ccbridge starts no CLI on
 # windows (README.md, "Platforms").
 cross_check() {
-  CGO_ENABLED=0 go build -o "$work/crosscheck" ./internal/crosscheck &&
+  CGO_ENABLED=0 go build -trimpath -o "$work/crosscheck" ./internal/crosscheck &&
     "$work/crosscheck" -target darwin/amd64 ./... &&
     "$work/crosscheck" -target windows/amd64 $(go list ./... | grep -vx "$(go list ./e2e)")
 }

@@ -39,6 +39,7 @@ type listed struct {
 	Dir        string
 	GoFiles    []string
 	CgoFiles   []string
+	Imports    []string
 	ImportMap  map[string]string
 	Module     *struct{ Main bool }
 	Error      *struct{ Err string }
@@ -94,8 +95,35 @@ func check(goos, goarch, dir string, patterns []string) (int, []string, error) {
 			errs = append(errs, e)
 		}
 	}
+	// Only what the module's packages and their tests import is checked:
+	// not the test binaries' own imports (testing's closure, for a
+	// package whose tests do not import it).
+	byPath := make(map[string]*listed, len(pkgs))
+	for i := range pkgs {
+		byPath[pkgs[i].ImportPath] = &pkgs[i]
+	}
+	needed := map[string]bool{}
+	var need func(path string)
+	need = func(path string) {
+		p := byPath[path]
+		if p == nil || needed[path] {
+			return
+		}
+		needed[path] = true
+		for _, imp := range p.Imports {
+			need(imp) // go list gives the imports as mapped (vendor/…, test variants)
+		}
+	}
+	for _, p := range pkgs {
+		if p.Module != nil && p.Module.Main && !strings.HasSuffix(p.ImportPath, ".test") {
+			need(p.ImportPath)
+		}
+	}
 	n := 0
 	for _, p := range pkgs {
+		if !needed[p.ImportPath] {
+			continue
+		}
 		// The test binaries' generated main packages, and cgo's pseudo
 		// package: nothing of the module's own to check.
 		if strings.HasSuffix(p.ImportPath, ".test") || p.ImportPath == "unsafe" || p.ImportPath == "C" {
@@ -152,7 +180,7 @@ func check(goos, goarch, dir string, patterns []string) (int, []string, error) {
 // list runs go list for goos/goarch with cgo off: every package the
 // patterns need, their test variants, in dependency order.
 func list(goos, goarch, dir string, patterns []string) ([]listed, error) {
-	args := append([]string{"list", "-e", "-deps", "-test", "-json=ImportPath,Dir,GoFiles,CgoFiles,ImportMap,Module,Error"}, patterns...)
+	args := append([]string{"list", "-e", "-deps", "-test", "-json=ImportPath,Dir,GoFiles,CgoFiles,Imports,ImportMap,Module,Error"}, patterns...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")

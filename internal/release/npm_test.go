@@ -222,6 +222,8 @@ func TestNPMPackages(t *testing.T) {
 		}
 	}
 
+	t.Run("at a terminal", func(t *testing.T) { launcherAtATerminal(t, launcher) })
+
 	// An unsupported platform, as Node would report it.
 	preload := filepath.Join(t.TempDir(), "arch.js")
 	os.WriteFile(preload, []byte("Object.defineProperty(process, 'arch', { value: 'mips' });\n"), 0o644)
@@ -269,32 +271,14 @@ func tgzFiles(t *testing.T, name string) map[string]tgzFile {
 	}
 }
 
-// TestLauncherAtATerminal: Ctrl-C at a terminal signals the launcher and
+// launcherAtATerminal: Ctrl-C at a terminal signals the launcher and
 // ccbridge both (the terminal's foreground process group); the launcher
 // does not forward it, so ccbridge sees one SIGINT, which interrupts a
 // turn, not two, which stop it.
-func TestLauncherAtATerminal(t *testing.T) {
-	needNode(t)
-	host := hostTarget(t)
-	bin := filepath.Join(t.TempDir(), "bin")
-	p := filepath.Join(bin, host.os+"_"+host.arch, host.exe())
-	os.MkdirAll(filepath.Dir(p), 0o755)
-	if err := os.WriteFile(p, []byte(fakeCCBridge), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dist := t.TempDir()
-	if err := writeArchives("v9.8.7", []target{host}, bin, dist, nil, testTime, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeNPM("v9.8.7", dist, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	npmDir := filepath.Join(dist, "npm")
-	dir := npmInstall(t, filepath.Join(npmDir, "ccbridge-9.8.7.tgz"), filepath.Join(npmDir, "ccbridge-"+host.npmOS()+"-"+host.npmCPU()+"-9.8.7.tgz"))
-
+func launcherAtATerminal(t *testing.T, launcher string) {
 	// pty.Start makes the launcher a session leader with the terminal as
 	// its controlling terminal, its process group the foreground one.
-	cmd := exec.Command(filepath.Join(dir, "node_modules", ".bin", "ccbridge"), "ints")
+	cmd := exec.Command(launcher, "ints")
 	term, err := pty.Start(cmd)
 	if err != nil {
 		t.Fatal(err)
