@@ -479,14 +479,35 @@ func TestPTYWorkerScrollback(t *testing.T) {
 		}
 	}
 
+	// answered waits for the agent to be idle with its whole answer
+	// written: the worker's idle is a quiet screen, which a loaded
+	// machine can give mid-answer (the agent stalled); it is running again
+	// with the next character.
+	answered := func(last string) {
+		t.Helper()
+		r.idleAfterAck()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ans, rows := r.screen()
+			if ans.Get("state").Str == "idle" && slices.Contains(rows, last) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("30 s after the ack: state %s, the screen:\n%s", ans.Get("state").Str, strings.Join(rows, "\n"))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
 	r.wantAck("the first prompt", r.stdin(r.id("sb"), one, false), "ok", false)
-	r.idleAfterAck()
 	want := ptyAgentAnswer(one, n)
+	answered(want[len(want)-1])
 	check(want)
 
 	r.wantAck("the second prompt", r.stdin(r.id("sb"), two, false), "ok", false)
-	r.idleAfterAck()
-	check(append(want, ptyAgentAnswer(two, n)...))
+	want2 := ptyAgentAnswer(two, n)
+	answered(want2[len(want2)-1])
+	check(append(want, want2...))
 	r.wantPrompts(one, two)
 }
 
