@@ -307,7 +307,7 @@ func TestFaultFakeModelRetainsNoRequests(t *testing.T) {
 	// shadow memory multiplies the transient heap of a 1.6 MB request);
 	// the old one by 64,732 KiB (162,840 KiB with -race).
 	bound := int64(16 << 10)
-	if raceEnabled() {
+	if ccbridgeRace {
 		bound = 48 << 10
 	}
 	if grew := end - base; grew > bound {

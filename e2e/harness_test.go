@@ -58,6 +58,8 @@ var (
 	// raceLogs is where a -race ccbridge writes its race reports (GORACE
 	// log_path); TestMain fails the run when one is there.
 	raceLogs string
+	// ccbridgeRace: ccbridgeBin is built with -race.
+	ccbridgeRace bool
 )
 
 func TestMain(m *testing.M) {
@@ -91,7 +93,8 @@ func runTests(m *testing.M) int {
 	// -buildvcs=auto records the commit (ccbridge version) even where
 	// GOFLAGS turns it off.
 	args := []string{"build", "-buildvcs=auto", "-o", ccbridgeBin}
-	if raceEnabled() {
+	ccbridgeRace = raceEnabled() || os.Getenv("CCBRIDGE_E2E_RACE") == "1"
+	if ccbridgeRace {
 		args = append(args, "-race")
 		raceLogs = filepath.Join(tmp, "race")
 		if err := os.Mkdir(raceLogs, 0o755); err != nil {
@@ -105,7 +108,8 @@ func runTests(m *testing.M) int {
 	build := exec.Command("go", append(args, ".")...)
 	build.Dir = repoRoot
 	cgo := "" // -race needs cgo
-	if !raceEnabled() {
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if !ccbridgeRace {
 		// The static binary ccbridge ships as (README, scripts/test.sh):
 		// built with cgo it would map libc too, about 1.5 MB more of
 		// every process's peak RSS than users see.
@@ -133,8 +137,12 @@ func runTests(m *testing.M) int {
 }
 
 // raceEnabled reports whether the test binary was built with -race. The
-// ccbridge the tests run is built the same way; the performance harnesses,
-// whose fakes are this binary, skip themselves under -race.
+// ccbridge the tests run is built the same way, or with -race alone when
+// CCBRIDGE_E2E_RACE=1 (ccbridgeRace: scripts/test.sh builds this package
+// without it, as the static build does, so that they share their compiled
+// packages, and the race detector watches the product, not the harness);
+// the performance harnesses, whose fakes are this binary, skip themselves
+// under either.
 func raceEnabled() bool {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {

@@ -296,7 +296,7 @@ func perfOnly(t *testing.T, what string) {
 	switch {
 	case os.Getenv("CCBRIDGE_PERF") != "1":
 		t.Skip("set CCBRIDGE_PERF=1 to run " + what + " (docs/performance.md)")
-	case raceEnabled():
+	case raceEnabled() || ccbridgeRace:
 		t.Skip(what + " measures speed and memory: run it without -race")
 	case runtime.GOOS != "linux":
 		t.Skip(what + " reads its figures from Linux's /proc")

@@ -413,7 +413,7 @@ func TestWebFaultStreamBytes(t *testing.T) {
 	// bounds are checked in a build without -race (go test -run
 	// TestWebFaultStreamBytes ./e2e); the byte budget and the replay are
 	// checked in both.
-	measured := !raceEnabled()
+	measured := !ccbridgeRace
 	if measured && after*1024 >= 120*mib {
 		t.Errorf("serve's VmRSS after %d answers of 10 MiB: %.1f MiB (%.1f at the start), want under 120", webBigTurns, float64(after)/1024, float64(start)/1024)
 	}

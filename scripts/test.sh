@@ -6,14 +6,14 @@
 # detector, then the static build, a type-check of every package for
 # darwin and windows (the release's other systems: internal/crosscheck),
 # and each fuzz target for FUZZTIME
-# (default 3s, two targets at a time;
+# (default 2s, two targets at a time;
 # FUZZTIME=5m ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run). It must
 # stay within 6 minutes on a 2-core machine with an empty build cache
 # (docs/testing.md, "Time").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FUZZTIME=${FUZZTIME:-3s}
+FUZZTIME=${FUZZTIME:-2s}
 FUZZJOBS=${FUZZJOBS:-2}
 
 # A program built with -race sleeps 1 s before it exits, so that a race
@@ -118,15 +118,26 @@ prebuild_pid=$!
 set +m
 bg_pids+=("-$prebuild_pid")
 
-echo "== go test -race -vet=all (vet, unit and end-to-end against the real CLI)"
-# One go command for vet and the tests: vet's type information comes from
-# the same race-built packages the tests link, so nothing is compiled
-# twice. ./e2e, the longest, is listed first, so that it is built and
-# started first.
-go test -race -vet=all -count=1 -timeout 15m ./e2e $(go list ./... | grep -vx "$(go list ./e2e)")
+echo "== go test -vet=all (unit tests under -race; end to end against the real CLI, ccbridge under -race)"
+# Two go commands at once. ./e2e, the longest, starts first. Its test
+# binary is built as the static build is (CGO_ENABLED=0, -trimpath), so
+# that the two share their compiled packages, and the ccbridge it runs is
+# built with -race (CCBRIDGE_E2E_RACE=1): the race detector watches the
+# product in every end-to-end flow, while the harness (the fake model, the
+# browser's protocol client, the fake CLIs) runs at full speed. The rest:
+# vet and the unit tests under -race in one command (vet's type
+# information comes from the race-built packages the tests link).
+CGO_ENABLED=0 CCBRIDGE_E2E_RACE=1 go test -trimpath -vet=all -count=1 -timeout 15m ./e2e &
+e2e_pid=$!
+bg_pids+=("$e2e_pid")
+units=$(go list ./... | grep -vx "$(go list ./e2e)")
+tests_ok=true
+go test -race -vet=all -count=1 -timeout 15m $units || tests_ok=false
+wait "$e2e_pid" || tests_ok=false
 step
 kill -- "-$prebuild_pid" 2>/dev/null || true
 wait "$prebuild_pid" 2>/dev/null || true
+if [ "$tests_ok" != true ]; then echo "go test failed (FAIL above)"; exit 1; fi
 
 # -trimpath, as a release is built: e2e's TestRelease runs
 # scripts/release.sh for this system, and the two builds share their
