@@ -6,14 +6,14 @@
 # detector, then the static build, a type-check of every package for
 # darwin and windows (the release's other systems: internal/crosscheck),
 # and each fuzz target for FUZZTIME
-# (default 2s, two targets at a time;
+# (default 1s, two targets at a time;
 # FUZZTIME=5m ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run). It must
 # stay within 6 minutes on a 2-core machine with an empty build cache
 # (docs/testing.md, "Time").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FUZZTIME=${FUZZTIME:-2s}
+FUZZTIME=${FUZZTIME:-1s}
 FUZZJOBS=${FUZZJOBS:-2}
 
 # A program built with -race sleeps 1 s before it exits, so that a race
@@ -43,14 +43,37 @@ scripts/install-browser.sh >"$work/browser.out" 2>"$work/browser.log" &
 browser_pid=$!
 bg_pids+=("$browser_pid")
 
-echo "== tools (.tools/)"
-CCBRIDGE_TEST_CLAUDE=$(scripts/install-tools.sh)
-export CCBRIDGE_TEST_CLAUDE
-step
+# The tools (npm, mostly waiting on the disk and the registry) install in
+# the background too, while the tests are compiled (below).
+scripts/install-tools.sh >"$work/tools.out" 2>"$work/tools.log" &
+tools_pid=$!
+bg_pids+=("$tools_pid")
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'; git ls-files --others --exclude-standard '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
+step
+
+echo "== compile and vet (go test -run '^$'), while the tools install"
+# What the test commands below build, built once now, while npm installs
+# the tools: the race-built unit tests (with vet), and ./e2e as those
+# commands build it, whose TestMain builds the race-built ccbridge. They
+# then find it all in the build cache.
+units=$(go list ./... | grep -vx "$(go list ./e2e)")
+go test -race -vet=all -count=1 -run '^$' $units >"$work/prewarm.log" 2>&1 &
+prewarm_units=$!
+bg_pids+=("$prewarm_units")
+CGO_ENABLED=0 CCBRIDGE_E2E_RACE=1 go test -trimpath -vet=all -count=1 -run '^$' ./e2e >"$work/prewarm-e2e.log" 2>&1 || {
+  cat "$work/prewarm-e2e.log"; exit 1; }
+if ! wait "$prewarm_units"; then cat "$work/prewarm.log"; exit 1; fi
+step
+
+echo "== tools (.tools/, started in the background)"
+if ! wait "$tools_pid"; then cat "$work/tools.log" "$work/tools.out"; echo "scripts/install-tools.sh failed"; exit 1; fi
+cat "$work/tools.log"
+CCBRIDGE_TEST_CLAUDE=$(tail -n 1 "$work/tools.out")
+export CCBRIDGE_TEST_CLAUDE
+echo "   $CCBRIDGE_TEST_CLAUDE"
 step
 
 echo "== browser (scripts/install-browser.sh, started in the background)"
@@ -130,7 +153,6 @@ echo "== go test -vet=all (unit tests under -race; end to end against the real C
 CGO_ENABLED=0 CCBRIDGE_E2E_RACE=1 go test -trimpath -vet=all -count=1 -timeout 15m ./e2e &
 e2e_pid=$!
 bg_pids+=("$e2e_pid")
-units=$(go list ./... | grep -vx "$(go list ./e2e)")
 tests_ok=true
 go test -race -vet=all -count=1 -timeout 15m $units || tests_ok=false
 wait "$e2e_pid" || tests_ok=false
