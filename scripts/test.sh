@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test: the format check, go vet (every analyzer), the unit
-# tests and the end-to-end tests (./e2e) against the real Claude Code CLI
-# (installed into .tools/ when missing) and, for the web UI, headless
-# Chromium (installed by scripts/install-browser.sh), all under the race
-# detector, then the static build, a type-check of every package for
-# darwin and windows (the release's other systems: internal/crosscheck),
-# and each fuzz target for FUZZTIME
-# (default 1s, two targets at a time;
-# FUZZTIME=5m ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run). It must
-# stay within 6 minutes on a 2-core machine with an empty build cache
-# (docs/testing.md, "Time").
+# tests under the race detector and the end-to-end tests (./e2e, with
+# ccbridge built under the race detector) against the real Claude Code
+# CLI (installed into .tools/ when missing) and, for the web UI, headless
+# Chromium (installed by scripts/install-browser.sh), then the static
+# build, a type-check of every package for darwin and windows (the
+# release's other systems: internal/crosscheck), and each fuzz target for
+# FUZZTIME (default 1s, two targets at a time; FUZZTIME=5m
+# ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run). It
+# must stay within 6 minutes on a 2-core machine with an empty build
+# cache (docs/testing.md, "Measured").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
