@@ -75,7 +75,13 @@ func writeManifest(version, dist, baseURL, iconFile string, w io.Writer) error {
 	if err := os.WriteFile(filepath.Join(dist, "icon.svg"), icon, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "release: agent.json (%d platforms)\n", len(ts))
+	offered := 0
+	for _, t := range ts {
+		if t.runsCLI() {
+			offered++
+		}
+	}
+	fmt.Fprintf(w, "release: agent.json (%d of the %d platforms: ccbridge starts no CLI on the others)\n", offered, len(ts))
 	return os.WriteFile(filepath.Join(dist, "agent.json"), data, 0o644)
 }
 
