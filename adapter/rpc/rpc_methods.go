@@ -494,6 +494,40 @@ func (l *rpcLoop) cancelRun(runID, reason string) rpc.CancelResult {
 // child, sends the request, and hands the answer to reply, unless
 // request.cancel came first.
 func (l *rpcLoop) cliQuery(id, method, subtype string, build func(reqID string) []byte, reply func(gjson.Result)) {
+	l.whenCLI(id, method, func() {
+		l.control(subtype, build, func(resp gjson.Result, e *rpc.Error) {
+			if !l.finish(id) {
+				return
+			}
+			if e != nil {
+				l.respondErr(id, e)
+				return
+			}
+			reply(resp)
+		})
+	})
+}
+
+// cliRefusable is cliQuery for a control request the CLI may refuse with
+// its reasons (controlRefusable): reply gets the answer, or the refusal.
+func (l *rpcLoop) cliRefusable(id, method, subtype string, build func(reqID string) []byte, reply func(resp gjson.Result, refusal string)) {
+	l.whenCLI(id, method, func() {
+		l.controlRefusable(subtype, build, func(resp gjson.Result, refusal string, e *rpc.Error) {
+			if !l.finish(id) {
+				return
+			}
+			if e != nil {
+				l.respondErr(id, e)
+				return
+			}
+			reply(resp, refusal)
+		})
+	})
+}
+
+// whenCLI begins request id and runs ask once a CLI is live; when none
+// can be, the request is answered with the reason (CodeRuntimeInternal).
+func (l *rpcLoop) whenCLI(id, method string, ask func()) {
 	l.begin(id, method, nil)
 	l.sup.WhenLive(func(err error) {
 		defer l.emit()
@@ -505,16 +539,7 @@ func (l *rpcLoop) cliQuery(id, method, subtype string, build func(reqID string) 
 			}
 			return
 		}
-		l.control(subtype, build, func(resp gjson.Result, e *rpc.Error) {
-			if !l.finish(id) {
-				return
-			}
-			if e != nil {
-				l.respondErr(id, e)
-				return
-			}
-			reply(resp)
-		})
+		ask()
 	})
 }
 
@@ -607,28 +632,12 @@ func (l *rpcLoop) mcpAction(id, method string, p gjson.Result) {
 	if subtype == "mcp_toggle" {
 		build = func(reqID string) []byte { return mapping.AppendMCPToggle(nil, reqID, sp.ID, sp.Enabled) }
 	}
-	l.begin(id, method, nil)
-	l.sup.WhenLive(func(werr error) {
-		defer l.emit()
-		if werr != nil {
-			if l.finish(id) {
-				e := l.rpcErr(werr)
-				e.Code = rpc.CodeRuntimeInternal
-				l.respondErr(id, e)
-			}
+	l.cliRefusable(id, method, subtype, build, func(_ gjson.Result, refusal string) {
+		if rpc.MCPUnknownServer(refusal) {
+			l.respondErr(id, rpc.InvalidParams("no MCP server "+strconv.Quote(sp.ID)+": "+refusal))
 			return
 		}
-		l.controlRefusable(subtype, build, func(_ gjson.Result, refusal string, e *rpc.Error) {
-			switch {
-			case !l.finish(id):
-			case e != nil:
-				l.respondErr(id, e)
-			case rpc.MCPUnknownServer(refusal):
-				l.respondErr(id, rpc.InvalidParams("no MCP server "+strconv.Quote(sp.ID)+": "+refusal))
-			default:
-				l.respond(id, rpc.AppendMCPActionResult(nil, id, sp.ID, refusal == "", refusal))
-			}
-		})
+		l.respond(id, rpc.AppendMCPActionResult(nil, id, sp.ID, refusal == "", refusal))
 	})
 }
 

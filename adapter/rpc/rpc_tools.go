@@ -207,33 +207,12 @@ func (l *rpcLoop) toolCall(id string, p gjson.Result) {
 		l.shellOutput(id, tc.Output, true)
 		return
 	}
-	subtype := gjson.Get(tc.Control, "subtype").Str
-	l.begin(id, rpc.MethodToolCall, nil)
-	l.sup.WhenLive(func(err error) {
-		defer l.emit()
-		if err != nil {
-			if l.finish(id) {
-				e := l.rpcErr(err)
-				e.Code = rpc.CodeRuntimeInternal
-				l.respondErr(id, e)
-			}
-			return
+	build := func(reqID string) []byte { return appendControl(reqID, tc.Control) }
+	l.cliRefusable(id, rpc.MethodToolCall, gjson.Get(tc.Control, "subtype").Str, build, func(resp gjson.Result, refusal string) {
+		if refusal != "" {
+			l.log.Info("tool.call refused by the CLI", "tool", tc.Name, "why", refusal)
 		}
-		l.controlRefusable(subtype, func(reqID string) []byte {
-			return appendControl(reqID, tc.Control)
-		}, func(resp gjson.Result, refusal string, e *rpc.Error) {
-			if !l.finish(id) {
-				return
-			}
-			if e != nil {
-				l.respondErr(id, e)
-				return
-			}
-			if refusal != "" {
-				l.log.Info("tool.call refused by the CLI", "tool", tc.Name, "why", refusal)
-			}
-			l.respond(id, rpc.AppendToolCallResult(nil, id, refusal == "", resp, refusal))
-		})
+		l.respond(id, rpc.AppendToolCallResult(nil, id, refusal == "", resp, refusal))
 	})
 }
 
