@@ -118,6 +118,12 @@ func (w *controlWorker) conflict(message string) control.Receipt004 {
 	return r
 }
 
+// otherThread refuses a request for thread id, which is not the one the
+// worker's CLI runs.
+func (w *controlWorker) otherThread(id string) control.Receipt004 {
+	return w.conflict("thread " + id + " is not this worker's current thread")
+}
+
 // busy refuses a request that needs the worker between turns.
 func (w *controlWorker) busy() (control.Receipt004, bool) {
 	switch {
@@ -235,7 +241,7 @@ func (w *controlWorker) threadResume(req *lane004.Request, done func(control.Rec
 // turnStart sends the input as one prompt; its uuid is the turn's id.
 func (w *controlWorker) turnStart(req *lane004.Request, done func(control.Receipt004)) {
 	if req.ThreadID != w.threadID() {
-		done(w.conflict("thread " + req.ThreadID + " is not this worker's current thread"))
+		done(w.otherThread(req.ThreadID))
 		return
 	}
 	if r, ok := w.busy(); ok {
@@ -275,7 +281,7 @@ func (w *controlWorker) turnStart(req *lane004.Request, done func(control.Receip
 func (w *controlWorker) turnSteer(req *lane004.Request, done func(control.Receipt004)) {
 	switch {
 	case req.ThreadID != w.threadID():
-		done(w.conflict("thread " + req.ThreadID + " is not this worker's current thread"))
+		done(w.otherThread(req.ThreadID))
 		return
 	case len(w.prompts) == 0:
 		done(w.conflict("no turn is running; start one with turn/start"))
@@ -394,7 +400,7 @@ func (w *controlWorker) turnEnded(id string, ev *mapping.Event) {
 func (w *controlWorker) turnInterrupt(req *lane004.Request, done func(control.Receipt004)) {
 	switch {
 	case req.ThreadID != w.threadID():
-		done(w.conflict("thread " + req.ThreadID + " is not this worker's current thread"))
+		done(w.otherThread(req.ThreadID))
 		return
 	case req.TurnID != w.currentTurn():
 		done(w.conflict("turn " + req.TurnID + " is not the running turn"))
@@ -523,7 +529,7 @@ func (w *controlWorker) readThread(id, path string, include bool, then func(thre
 // now is, with its turns, and what the rollback did ("rollback").
 func (w *controlWorker) threadRollback(req *lane004.Request, done func(control.Receipt004)) {
 	if req.ThreadID != w.threadID() {
-		done(w.conflict("thread " + req.ThreadID + " is not this worker's current thread"))
+		done(w.otherThread(req.ThreadID))
 		return
 	}
 	if r, ok := w.busy(); ok {
