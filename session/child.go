@@ -147,7 +147,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, ErrNoPath
 	}
 	if errNoProcessGroups != nil {
-		return cfg, fmt.Errorf("session: %w on this system", errNoProcessGroups)
+		return cfg, fmt.Errorf("session: ccbridge does not start the Claude Code CLI on %s: its guarantees need process groups (README, \"Platforms\"): %w", runtime.GOOS, errNoProcessGroups)
 	}
 	orDefault(&cfg.Grace, DefaultGrace)
 	orDefault(&cfg.TermGrace, DefaultTermGrace)
