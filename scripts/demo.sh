@@ -13,7 +13,10 @@ cli=$(scripts/install-tools.sh)
 CGO_ENABLED=0 go build -o bin/ccbridge .
 home=$(mktemp -d)
 project=$(mktemp -d)
-trap 'rm -rf "$home" "$project"' EXIT
+# The cleanup ignores a second Ctrl-C: SIGINT reaches the whole process
+# group, and an rm it interrupted would leave the folders behind. Its
+# children inherit the ignored signal.
+trap 'trap "" INT TERM; rm -rf "$home" "$project"' EXIT
 
 if [ "${1:-}" = "--terminal" ]; then
   HOME=$home bin/ccbridge --demo --fake-model default --claude "$cli" --log-level "${LOG_LEVEL:-warn}"
@@ -31,7 +34,7 @@ HOME=$home bin/ccbridge serve --listen "$listen" --fake-model default --claude "
 pid=$!
 # Under set -e a failing command ends a trap too: kill fails when serve is
 # gone already (it takes the same Ctrl-C), wait returns serve's status.
-trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$home" "$project"' EXIT
+trap 'trap "" INT TERM; kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$home" "$project"' EXIT
 trap 'exit 130' INT TERM
 
 addr=
