@@ -131,8 +131,12 @@ func (p blockPool) put(buf []byte) {
 }
 
 // cliQueue is the capacity of a loop's channel of CLI blocks, each of up
-// to 64 KiB.
-const cliQueue = 16
+// to 64 KiB: at most 256 KiB read and not yet taken, as much again as the
+// CLI's own pipe holds (session.DefaultPipeSize). Each block held is live
+// memory the collector's heap goal grows by half again: 16 blocks made an
+// acp session's peak RSS about 1.2 MB higher in TestPerfACP
+// (docs/performance.md), and its bursts no faster.
+const cliQueue = 4
 
 // blockLines yields the lines of a block in order, without their '\n' or
 // "\r\n" and skipping blank lines: the lines ReadLine would have returned.
