@@ -99,7 +99,7 @@ const blockBufSize = 64 << 10
 func newBlockPool() blockPool { return make(blockPool, cliQueue+2) }
 
 // get returns an empty buffer of blockBufSize bytes, a used one if the
-// pool has one.
+// pool has one (a nil pool has none).
 func (p blockPool) get() []byte {
 	select {
 	case buf := <-p:
@@ -194,9 +194,14 @@ func readBlocks(gen int, r io.Reader, maxLine int, pool blockPool, log *slog.Log
 			}
 			return true
 		default:
-			if pool != nil && inBuffer && len(block) <= maxLine {
+			if inBuffer && len(block) <= maxLine && (pool != nil || len(block) > blockBufSize) {
 				// Hand over the Reader's buffer itself and read on
-				// into a pooled one: no copy of the block.
+				// into a pooled one (or a new one): no copy of the
+				// block. Without a pool only for a line longer than
+				// a buffer (a turn's final assistant message and its
+				// result hold the whole text): the Reader's buffer
+				// grew for it, and would stay that large for the
+				// rest of the session besides the copy.
 				fresh := pool.get()
 				if old := fr.SwapBuffer(fresh); old != nil {
 					if !send(cliBlock{gen: gen, lines: unsafe.String(unsafe.SliceData(block), len(block)), buf: old}) {

@@ -49,13 +49,19 @@ func TestReadBlocks(t *testing.T) {
 	}
 	for name, in := range inputs {
 		for _, maxLine := range []int{1, 5, 10, 39, 40, 41, 1000, 80 << 10, framing.DefaultMaxLine} {
-			for _, mode := range []string{"fresh", "pooled", "held"} {
+			for _, mode := range []string{"fresh", "fresh held", "pooled", "held"} {
 				var pool blockPool
-				if mode != "fresh" {
+				if !strings.HasPrefix(mode, "fresh") {
 					pool = newBlockPool()
 				}
 				t.Run(fmt.Sprintf("%s/%d/%s", name, maxLine, mode), func(t *testing.T) {
-					testReadBlocks(t, in, maxLine, pool, mode == "held")
+					grown := testReadBlocks(t, in, maxLine, pool, strings.HasSuffix(mode, "held"))
+					// The first long line fills the Reader's grown
+					// buffer with room behind it: that buffer is
+					// handed over, not copied and kept.
+					if name == "long" && maxLine == framing.DefaultMaxLine && grown == 0 {
+						t.Error("no long line came in the buffer the Reader grew for it")
+					}
 				})
 			}
 		}
@@ -64,8 +70,9 @@ func TestReadBlocks(t *testing.T) {
 
 // testReadBlocks: with hold, blocks are kept as they came, uncopied, and
 // their buffers never given back, until the end; a reader that wrote into
-// a buffer it had handed over would show then.
-func testReadBlocks(t *testing.T, in string, maxLine int, pool blockPool, hold bool) {
+// a buffer it had handed over would show then. It returns how many blocks
+// came in a buffer the Reader grew for them.
+func testReadBlocks(t *testing.T, in string, maxLine int, pool blockPool, hold bool) (grown int) {
 	var got []string
 	var held []cliBlock
 	collect := func(m cliBlock) {
@@ -84,14 +91,21 @@ func testReadBlocks(t *testing.T, in string, maxLine int, pool blockPool, hold b
 		if m.tooLong == nil && m.lines == "" {
 			t.Error("an empty block")
 		}
-		// A block of up to blockBufSize bytes comes in a pooled buffer; a
-		// longer one, in the buffer the Reader grew for it (which put
-		// then drops) or copied.
+		// A block of up to blockBufSize bytes comes in a pooled buffer,
+		// or copied without a pool; a longer one, in the buffer the
+		// Reader grew for it (which put then drops) or copied.
 		switch {
 		case m.tooLong != nil:
-		case pool == nil || len(m.lines) > blockBufSize:
-			if m.buf != nil && (pool == nil || cap(m.buf) == blockBufSize || cap(m.buf) < len(m.lines)) {
+		case len(m.lines) > blockBufSize:
+			if m.buf != nil && (cap(m.buf) == blockBufSize || cap(m.buf) < len(m.lines)) {
 				t.Errorf("a block of %d bytes has a buffer of %d bytes (pool %v)", len(m.lines), cap(m.buf), pool != nil)
+			}
+			if m.buf != nil {
+				grown++
+			}
+		case pool == nil:
+			if m.buf != nil {
+				t.Errorf("a block of %d bytes has a buffer of %d bytes without a pool", len(m.lines), cap(m.buf))
 			}
 		case m.buf == nil:
 			t.Errorf("a block of %d bytes has no pooled buffer", len(m.lines))
@@ -113,6 +127,7 @@ func testReadBlocks(t *testing.T, in string, maxLine int, pool blockPool, hold b
 	if want := readLines(t, in, maxLine); !slices.Equal(got, want) {
 		t.Errorf("got %d lines, want %d\n got %.300q\nwant %.300q", len(got), len(want), got, want)
 	}
+	return grown
 }
 
 // TestBlockPoolReuses: a buffer put back is the next block's, so a stream
