@@ -3,7 +3,8 @@
 //
 // It serves POST /v1/messages (streaming server-sent events and plain JSON),
 // POST /v1/messages/count_tokens, GET /v1/models and a connectivity answer
-// on "/", on 127.0.0.1 only. Any other endpoint gets a 404 Anthropic error
+// on "/", on 127.0.0.1 only; and OpenAI's Responses API, POST /v1/responses,
+// as the Codex CLI speaks it (Server.CodexConfig points Codex at it). Any other endpoint gets a 404 Anthropic error
 // body at once and a debug log line, never a hang.
 //
 // Responses are scripted by a Scenario (a JSON file, see docs/fake-model.md,

@@ -192,3 +192,112 @@ func TestEndToEndRealCLI(t *testing.T) {
 		t.Errorf("server saw %s", got)
 	}
 }
+
+// findCodex locates the real Codex CLI: $CCBRIDGE_TEST_CODEX, else
+// <repo>/.tools/agents/node_modules/.bin/codex (scripts/install-agents.sh).
+// Without one the test is skipped, unless CI=true.
+func findCodex(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CCBRIDGE_TEST_CODEX"); p != "" {
+		return p
+	}
+	dir, err := os.Getwd()
+	for ; err == nil; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		if filepath.Dir(dir) == dir {
+			err = os.ErrNotExist
+		}
+	}
+	p := filepath.Join(dir, ".tools", "agents", "node_modules", ".bin", "codex")
+	if _, serr := os.Stat(p); err == nil && serr == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("Codex CLI not found (tried $CCBRIDGE_TEST_CODEX, %s); run scripts/install-agents.sh", p)
+	}
+	t.Skipf("Codex CLI not found (tried $CCBRIDGE_TEST_CODEX, %s)", p)
+	return ""
+}
+
+// TestEndToEndRealCodex runs the real Codex CLI (codex exec) against the
+// server's Responses API with the config CodexConfig writes: a text
+// answer, a command, a file written and a file edited through Codex's own
+// tools, and a scripted API error.
+func TestEndToEndRealCodex(t *testing.T) {
+	t.Parallel()
+	codex := findCodex(t)
+	sc, err := Load("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startSC(t, sc)
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch u := strings.ToUpper(k); {
+		case u == "HOME", strings.HasPrefix(u, "OPENAI_"), strings.HasPrefix(u, "CODEX_"),
+			u == "HTTP_PROXY", u == "HTTPS_PROXY", u == "ALL_PROXY", u == "NO_PROXY":
+			continue
+		}
+		env = append(env, kv)
+	}
+	run := func(t *testing.T, prompt string, setup func(cwd string)) (cwd, last, out string, err error) {
+		home, cwd := t.TempDir(), t.TempDir()
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), srv.CodexConfig(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if setup != nil {
+			setup(cwd)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		lastFile := filepath.Join(home, "last.txt")
+		// The sandbox is Codex's business, not the fake's: bypassed, so
+		// that a machine without user namespaces runs this too.
+		cmd := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "--ephemeral",
+			"--dangerously-bypass-approvals-and-sandbox", "-o", lastFile, prompt)
+		cmd.Dir = cwd
+		cmd.Env = append(env[:len(env):len(env)], "HOME="+home, "CODEX_HOME="+home) // env is shared: never written
+		b, err := cmd.CombinedOutput()
+		l, _ := os.ReadFile(lastFile)
+		return cwd, string(l), string(b), err
+	}
+	t.Run("text", func(t *testing.T) {
+		t.Parallel()
+		if _, last, out, err := run(t, "hello", nil); err != nil || strings.TrimSpace(last) != "Hello from the mock model." {
+			t.Errorf("codex exec: %v, last message %q\n%s", err, last, out)
+		}
+	})
+	t.Run("BASH", func(t *testing.T) {
+		t.Parallel()
+		cwd, last, out, err := run(t, "BASH please", nil)
+		if _, serr := os.Stat(filepath.Join(cwd, "bash_touched.txt")); err != nil || serr != nil || strings.TrimSpace(last) != "Done." {
+			t.Errorf("codex exec: %v, %v, last message %q\n%s", err, serr, last, out)
+		}
+	})
+	t.Run("WRITEFILE", func(t *testing.T) {
+		t.Parallel()
+		cwd, last, out, err := run(t, "WRITEFILE please", nil)
+		if b, rerr := os.ReadFile(filepath.Join(cwd, "written.txt")); err != nil || string(b) != "hello world\n" || strings.TrimSpace(last) != "Done." {
+			t.Errorf("codex exec: %v; written.txt %q %v; last message %q\n%s", err, b, rerr, last, out)
+		}
+	})
+	t.Run("EDITFILE", func(t *testing.T) {
+		t.Parallel()
+		cwd, last, out, err := run(t, "EDITFILE please", func(cwd string) {
+			os.WriteFile(filepath.Join(cwd, "edit_target.txt"), []byte("line one\nline two\nline three\n"), 0o644)
+		})
+		if b, _ := os.ReadFile(filepath.Join(cwd, "edit_target.txt")); err != nil || string(b) != "line one\nline 2 (edited)\nline three\n" || strings.TrimSpace(last) != "Done." {
+			t.Errorf("codex exec: %v; edit_target.txt %q; last message %q\n%s", err, b, last, out)
+		}
+	})
+	t.Run("APIERR400", func(t *testing.T) {
+		t.Parallel()
+		_, _, out, err := run(t, "APIERR400 now", nil)
+		if err == nil || !strings.Contains(out, "invalid_request_error (400)") {
+			t.Errorf("codex exec: %v, want a failure naming the 400\n%s", err, out)
+		}
+	})
+}

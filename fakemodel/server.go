@@ -282,6 +282,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.messages(w, r, body, entry)
 		return
 	}
+	if r.Method == http.MethodPost && path == "/v1/responses" {
+		s.responses(w, r, body, entry)
+		return
+	}
 	s.record(entry)
 	status := http.StatusOK
 	switch {
@@ -356,7 +360,15 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, body []byte, e
 		return
 	}
 	info := analyze(body)
-	label, st, arg := s.choose(&info)
+	resp := s.answer(&info, entry, "fakemodel: messages")
+	status := s.respond(r.Context(), w, resp, info.stream, reqID)
+	s.update(func() { entry.Status = status })
+}
+
+// answer chooses the rule and step for a request, records the request in
+// the log and renders the step.
+func (s *Server) answer(info *requestInfo, entry *Request, logMsg string) *response {
+	label, st, arg := s.choose(info)
 	entry.Stream, entry.Step, entry.Rule = info.stream, info.step, label
 	// info.prompt points into the copy of the whole messages array that
 	// gjson made: a clone of at most promptLimit bytes is all the log keeps.
@@ -367,10 +379,8 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, body []byte, e
 	entry.Prompt = strings.Clone(p)
 	s.record(entry)
 	v := &vars{cwd: info.cwd, arg: arg, prompt: info.prompt, model: info.model, toolResult: info.toolResult, steer: info.steer, images: info.images, step: info.step}
-	resp := s.sc.render(st, v)
-	s.log.Debug("fakemodel: messages", "rule", label, "step", info.step, "model", info.model, "stream", info.stream, "cwd", info.cwd, "prompt", truncate(info.prompt, 80))
-	status := s.respond(r.Context(), w, resp, info.stream, reqID)
-	s.update(func() { entry.Status = status })
+	s.log.Debug(logMsg, "rule", label, "step", info.step, "model", info.model, "stream", info.stream, "cwd", info.cwd, "prompt", truncate(info.prompt, 80))
+	return s.sc.render(st, v)
 }
 
 // respond sends a rendered response and returns the HTTP status (499 when

@@ -2,7 +2,8 @@
 # Runs every test: the format check, go vet (every analyzer), the unit
 # tests under the race detector and the end-to-end tests (./e2e, with
 # ccbridge built under the race detector) against the real Claude Code
-# CLI (installed into .tools/ when missing) and, for the web UI, headless
+# CLI (installed into .tools/ when missing), the fake model against the
+# real Codex CLI (scripts/install-agents.sh) and, for the web UI, headless
 # Chromium (installed by scripts/install-browser.sh), then the static
 # build, a type-check of every package for darwin and windows (the
 # release's other systems: internal/crosscheck), and each fuzz target for
@@ -48,6 +49,9 @@ bg_pids+=("$browser_pid")
 scripts/install-tools.sh >"$work/tools.out" 2>"$work/tools.log" &
 tools_pid=$!
 bg_pids+=("$tools_pid")
+scripts/install-agents.sh >"$work/agents.out" 2>"$work/agents.log" &
+agents_pid=$!
+bg_pids+=("$agents_pid")
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'; git ls-files --others --exclude-standard '*.go'))
@@ -74,6 +78,11 @@ cat "$work/tools.log"
 CCBRIDGE_TEST_CLAUDE=$(tail -n 1 "$work/tools.out")
 export CCBRIDGE_TEST_CLAUDE
 echo "   $CCBRIDGE_TEST_CLAUDE"
+if ! wait "$agents_pid"; then cat "$work/agents.log" "$work/agents.out"; echo "scripts/install-agents.sh failed"; exit 1; fi
+cat "$work/agents.log"
+CCBRIDGE_TEST_CODEX=$(tail -n 1 "$work/agents.out")
+export CCBRIDGE_TEST_CODEX
+echo "   $CCBRIDGE_TEST_CODEX"
 step
 
 echo "== browser (scripts/install-browser.sh, started in the background)"
