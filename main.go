@@ -15,10 +15,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/ccbridge/ccbridge/adapter"
@@ -162,15 +164,91 @@ func launcher(claude, fakeModel string, base session.Config, getenv func(string)
 		return nil, nil, 1, fmt.Errorf("--fake-model: %w", err)
 	}
 	log.Info("fake model serving", "url", srv.URL(), "scenario", fakeModel)
-	return func(dir string) session.Config {
+	codex := &codexHome{srv: srv}
+	child = func(dir string) session.Config {
 		c := base
 		c.Dir = dir
 		// The CLI must reach the fake and nothing else.
 		c.DropEnv = fakemodel.Redirects
 		c.Env = append(slices.Clip(c.Env), srv.Env()...)
 		c.LeadArgs = []string{"--settings", srv.Settings(fakemodel.SettingsFiles(os.Getenv, cmp.Or(dir, "."))...)}
+		// A pty worker's Codex (--pty -- codex) reaches it too.
+		c.ProgramEnv = func(string) []string {
+			home, err := codex.trust(dir)
+			if err != nil {
+				log.Warn("--fake-model: preparing a CODEX_HOME", "err", err)
+				return nil
+			}
+			return []string{"CODEX_HOME=" + home}
+		}
 		return c
-	}, func() { srv.Close() }, 0, nil
+	}
+	stop = func() {
+		srv.Close()
+		codex.remove()
+	}
+	return child, stop, 0, nil
+}
+
+// codexHome is the CODEX_HOME of the Codex CLIs that a pty worker under
+// --fake-model runs: its config.toml points Codex at the fake model's
+// Responses API (fakemodel.Server.CodexConfig) and trusts every working
+// directory Codex was started in, so that its TUI starts with no dialog.
+// It is a temporary folder, made for the first Codex and removed when
+// ccbridge stops; its name holds ccbridge's pid (killed with SIGKILL,
+// ccbridge leaves it behind).
+type codexHome struct {
+	srv *fakemodel.Server
+
+	mu      sync.Mutex
+	dir     string // "" until the first Codex
+	trusted []string
+}
+
+// trust makes the home when there is none, adds dir ("" is ccbridge's
+// own) and the real path it names to the trusted folders, and returns the
+// home's path.
+func (h *codexHome) trust(dir string) (string, error) {
+	abs, err := filepath.Abs(cmp.Or(dir, "."))
+	if err != nil {
+		return "", err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dir == "" {
+		if h.dir, err = os.MkdirTemp("", fmt.Sprintf("ccbridge-codex-%d-", os.Getpid())); err != nil {
+			return "", err
+		}
+	}
+	for _, d := range []string{abs, realPath(abs)} {
+		if !slices.Contains(h.trusted, d) {
+			h.trusted = append(h.trusted, d)
+		}
+	}
+	// Replaced at once: a Codex starting meanwhile reads the old config
+	// or the new one, never half of one.
+	tmp := filepath.Join(h.dir, "config.toml.new")
+	if err := os.WriteFile(tmp, h.srv.CodexConfig(h.trusted...), 0o600); err != nil {
+		return "", err
+	}
+	return h.dir, os.Rename(tmp, filepath.Join(h.dir, "config.toml"))
+}
+
+// remove removes the home, if there is one.
+func (h *codexHome) remove() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dir != "" {
+		os.RemoveAll(h.dir) // Best effort.
+	}
+}
+
+// realPath is path with its symbolic links resolved, or path itself.
+func realPath(path string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		return p
+	}
+	return path
 }
 
 // runLogin runs the CLI's own interactive login, `claude auth login`

@@ -65,8 +65,19 @@ func ptyStart(t *testing.T) *ptyCtl {
 	sid := uuid.NewString()
 	args := []string{"--ui", "control", "--pty", "--team", ctlTeam, "--agent-id", ctlAgent, "--allow-sender", ctlSender,
 		"--session-id", sid, "--stable-after", "1s", "--cwd", dir}
+	p := ptyBridge(t, sid, dir, args, "HOME="+home)
+	if caps := p.stdio.nextAnswer(); typeOf(caps) != "control.capabilities" || get(caps, "session_id").Str != sid {
+		t.Fatalf("the first line is not the capabilities of session %s: %.500s", sid, caps)
+	}
+	return p
+}
+
+// ptyBridge starts ccbridge with args (a pty worker in dir, session sid)
+// and env, its stdio as the controller; on failure the screen is logged.
+func ptyBridge(t *testing.T, sid, dir string, args []string, env ...string) *ptyCtl {
+	t.Helper()
 	w := &ctlWorker{t: t, sid: sid, o: ctlOpts{ui: "control", sid: sid}}
-	w.b = startBridge(t, args, "HOME="+home)
+	w.b = startBridge(t, args, env...)
 	w.stdio = &ctlLane{t: t, name: "stdio", lines: w.b.lines, write: func(s string) error {
 		_, err := w.b.stdin.Write([]byte(s + "\n"))
 		return err
@@ -78,9 +89,6 @@ func ptyStart(t *testing.T) *ptyCtl {
 			t.Logf("the screen (state %s):\n%s", p.state(), p.screen())
 		}
 	})
-	if caps := w.stdio.nextAnswer(); typeOf(caps) != "control.capabilities" || get(caps, "session_id").Str != sid {
-		t.Fatalf("the first line is not the capabilities of session %s: %.500s", sid, caps)
-	}
 	return p
 }
 

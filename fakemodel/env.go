@@ -20,7 +20,9 @@ import "strings"
 //     ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BEDROCK_*, ANTHROPIC_VERTEX_*,
 //     ANTHROPIC_FOUNDRY_*, …; Env sets the two the fake needs), AWS_*,
 //     AZURE_*, GOOGLE_*, GCLOUD_*, GCP_*, CLOUDSDK_*, VERTEX_REGION_*,
-//     CLOUD_ML_REGION, and OpenTelemetry's OTEL_*;
+//     CLOUD_ML_REGION, and OpenTelemetry's OTEL_*; for the Codex CLI,
+//     OPENAI_* (OPENAI_API_KEY, OPENAI_BASE_URL) and CODEX_* (CODEX_HOME,
+//     its config and logins: Env sets the one the fake needs);
 //   - the CLI's switches to another backend or login: CLAUDE_CODE_USE_*,
 //     CLAUDE_CODE_SKIP_*, CLAUDE_CODE_HOST_*, CLAUDE_CODE_REMOTE*,
 //     CLAUDE_BRIDGE_*, CLAUDE_LOCAL_OAUTH_*, CCR_*,
@@ -61,6 +63,7 @@ func Redirects(name string) bool {
 
 var redirectPrefixes = []string{
 	"ANTHROPIC_", "AWS_", "AZURE_", "GOOGLE_", "GCLOUD_", "GCP_", "CLOUDSDK_", "VERTEX_REGION_", "OTEL_",
+	"OPENAI_", "CODEX_",
 	"CLAUDE_CODE_USE_", "CLAUDE_CODE_SKIP_", "CLAUDE_CODE_HOST_", "CLAUDE_CODE_REMOTE",
 	"CLAUDE_BRIDGE_", "CLAUDE_LOCAL_OAUTH_", "CCR_",
 }

@@ -436,24 +436,49 @@ func (s *Server) respondResponses(ctx context.Context, w http.ResponseWriter, re
 	return http.StatusOK
 }
 
-// CodexModel is the model a Codex CLI pointed at the server asks for: one
-// whose metadata Codex ships, so that it needs no fallback (and prints no
-// warning); every request still comes here.
-const CodexModel = "gpt-5.5"
+// CodexModel is the model a Codex CLI pointed at the server asks for: the
+// newest whose metadata Codex 0.171.0 ships, so that it needs no fallback
+// (a warning) and offers no migration (a dialog in its TUI); every request
+// still comes here.
+const CodexModel = "gpt-6.2-sol"
 
 // CodexConfig is a Codex CLI config.toml (in CODEX_HOME) that sends every
 // model request to this server's Responses API: a provider of its own
 // with no key (the fake asks for none) and no retries (a scripted error
-// reaches the screen at once).
-func (s *Server) CodexConfig() []byte {
-	return fmt.Appendf(nil, `model = %q
+// reaches the screen at once). The folders in trusted are trusted, so
+// that Codex's TUI asks nothing before its first prompt there.
+func (s *Server) CodexConfig(trusted ...string) []byte {
+	b := fmt.Appendf(nil, `model = %s
 model_provider = "ccbridge-fake"
 
 [model_providers.ccbridge-fake]
 name = "ccbridge fake model"
-base_url = %q
+base_url = %s
 wire_api = "responses"
 request_max_retries = 0
 stream_max_retries = 0
-`, CodexModel, s.url+"/v1")
+`, tomlString(CodexModel), tomlString(s.url+"/v1"))
+	for _, dir := range trusted {
+		b = fmt.Appendf(b, "\n[projects.%s]\ntrust_level = \"trusted\"\n", tomlString(dir))
+	}
+	return b
+}
+
+// tomlString is s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\u%04X", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

@@ -322,11 +322,16 @@ func TestResponsesErrors(t *testing.T) {
 
 func TestCodexConfig(t *testing.T) {
 	srv := startScenario(t, `{"rules": [], "fallback": {"steps": [{"blocks": [{"type": "text", "text": "x"}]}]}}`)
-	c := string(srv.CodexConfig())
+	c := string(srv.CodexConfig("/work/a", `/odd "dir"\x`))
 	for _, want := range []string{`model = "` + CodexModel + `"`, `model_provider = "ccbridge-fake"`, `[model_providers.ccbridge-fake]`,
-		`base_url = "` + srv.URL() + `/v1"`, `wire_api = "responses"`} {
+		`base_url = "` + srv.URL() + `/v1"`, `wire_api = "responses"`,
+		"[projects.\"/work/a\"]\ntrust_level = \"trusted\"",
+		`[projects."/odd \"dir\"\\x"]`} {
 		if !strings.Contains(c, want+"\n") {
 			t.Errorf("config.toml lacks %q:\n%s", want, c)
 		}
+	}
+	if got := tomlString("a\tb\x7f"); got != `"a\u0009b\u007F"` {
+		t.Errorf("tomlString: %s", got)
 	}
 }

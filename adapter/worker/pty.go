@@ -167,6 +167,9 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 		}
 		child.Path, base = path, pc.Command[1:]
 		child.LeadArgs = nil
+		if child.ProgramEnv != nil {
+			child.Env = append(child.Env[:len(child.Env):len(child.Env)], child.ProgramEnv(pc.Command[0])...)
+		}
 		opts = session.Options{}
 	} else {
 		opts = opts.WithSessionID()

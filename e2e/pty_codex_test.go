@@ -1,0 +1,151 @@
+package e2e
+
+// `ccbridge --ui control --pty --fake-model default -- codex`: the real
+// Codex CLI's TUI (scripts/install-agents.sh) under a pseudo-terminal,
+// pointed by ccbridge at its own fake model's Responses API
+// (docs/fake-model.md), driven through lane 000 on stdio.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// codexAnswer is what Codex's TUI draws for the fake model's fallback
+// answer (without the thinking block, which the Responses API leaves out).
+const codexAnswer = "Hello from the mock model."
+
+// realCodex is the Codex CLI: $CCBRIDGE_TEST_CODEX, else
+// .tools/agents/node_modules/.bin/codex. Missing, the test is skipped,
+// and fails under CI=true.
+func realCodex(t *testing.T) string {
+	t.Helper()
+	for _, c := range []string{os.Getenv("CCBRIDGE_TEST_CODEX"), toolsFile("agents/node_modules/.bin/codex")} {
+		if fi, err := os.Stat(c); c != "" && err == nil && fi.Mode()&0o111 != 0 {
+			return c
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("the Codex CLI is missing (run scripts/install-agents.sh or set CCBRIDGE_TEST_CODEX)")
+	}
+	t.Skip("the Codex CLI is not installed; run scripts/install-agents.sh")
+	return ""
+}
+
+// codexStart runs Codex under ccbridge --pty with ccbridge's own fake
+// model, in a fresh git repository (where Codex would ask to trust the
+// folder: ccbridge's config trusts it), and reads the capabilities.
+func codexStart(t *testing.T) *ptyCtl {
+	t.Helper()
+	codex := realCodex(t)
+	dir := mustReal(t, t.TempDir())
+	if err := os.Mkdir(dir+"/.git", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sid := uuid.NewString()
+	args := []string{"--ui", "control", "--pty", "--team", ctlTeam, "--agent-id", ctlAgent, "--allow-sender", ctlSender,
+		"--session-id", sid, "--stable-after", "1s", "--cwd", dir, "--fake-model", "default", "--", codex}
+	p := ptyBridge(t, sid, dir, args, "OPENAI_API_KEY=sk-must-not-be-used", "OPENAI_BASE_URL=http://127.0.0.1:1/v1")
+	// --session-id is the Claude CLI's: another program's worker names a
+	// session of its own, which the capabilities say.
+	caps := p.stdio.nextAnswer()
+	if typeOf(caps) != "control.capabilities" || get(caps, "session_id").Str == "" || get(caps, "session_id").Str == sid {
+		t.Fatalf("the first line is not the capabilities of a session of the worker's own: %.500s", caps)
+	}
+	p.sid = get(caps, "session_id").Str
+	p.o.sid = p.sid
+	return p
+}
+
+// codexPrompts are the lines where Codex echoes a prompt holding tok
+// ("› hello …"; its status line names the thread after the first prompt
+// too, which is not one of them).
+func (p *ptyCtl) codexPrompts(tok string) []int {
+	var at []int
+	for i, l := range p.transcript() {
+		if strings.HasPrefix(l, "› ") && strings.Contains(l, tok) {
+			at = append(at, i)
+		}
+	}
+	return at
+}
+
+// codexAnswered reports whether Codex drew the fake model's answer below
+// its echo of the prompt holding tok.
+func (p *ptyCtl) codexAnswered(tok string) bool {
+	at := p.codexPrompts(tok)
+	if len(at) == 0 {
+		return false
+	}
+	lines := p.transcript()
+	return slices.ContainsFunc(lines[at[len(at)-1]+1:], func(s string) bool { return strings.Contains(s, codexAnswer) })
+}
+
+// TestPTYCodex: Codex's TUI reaches idle with no dialog left open (no
+// trust, login, update or model prompt); a prompt is acked ok and the
+// fake model's answer appears on the screen; 20 retries of its request id
+// are duplicates that type nothing; ccbridge killed with SIGKILL leaves
+// no process of Codex behind.
+func TestPTYCodex(t *testing.T) {
+	t.Parallel()
+	p := codexStart(t)
+	p.waitState(0, "idle")
+	if !p.shows("Ask Codex to do anything") {
+		t.Fatalf("idle, but Codex's prompt is not on the screen")
+	}
+	for _, dialog := range []string{"Trust this folder", "Sign in", "Update available", "Try new model"} {
+		if p.shows(dialog) {
+			t.Errorf("a dialog is open: %q", dialog)
+		}
+	}
+
+	tok := token("hello")
+	h := p.stdinReq(ctlID("hello"), "hello "+tok)
+	at := p.mark()
+	ctlAck(t, p.stdio.request(h.String()), h, "ok", false)
+	p.waitFor("the answer to the prompt with "+tok, func() bool { return p.codexAnswered(tok) })
+	p.waitState(at, "idle")
+	for n := 1; n <= 20; n++ {
+		ctlAck(t, p.stdio.request(h.with("meta", map[string]any{"retry_count": n}, "sent_at", ctlNow()).String()), h, "ok", true)
+	}
+	p.screenNow()
+	if n := len(p.codexPrompts(tok)); n != 1 {
+		t.Errorf("the prompt shows %d times after 20 retries, want once", n)
+	}
+
+	// Codex's home: made by ccbridge for it, holding the fake's config
+	// with the folder trusted; killed with SIGKILL, ccbridge leaves it
+	// behind (docs/fake-model.md): removed here.
+	homes, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("ccbridge-codex-%d-*", p.b.cmd.Process.Pid)))
+	t.Cleanup(func() {
+		for _, h := range homes {
+			os.RemoveAll(h)
+		}
+	})
+	if len(homes) != 1 {
+		t.Errorf("CODEX_HOMEs of this ccbridge: %v, want one", homes)
+	} else if b, err := os.ReadFile(filepath.Join(homes[0], "config.toml")); err != nil || !strings.Contains(string(b), `[projects."`+p.dir+`"]`) {
+		t.Errorf("Codex's config.toml (%v) does not trust %s:\n%s", err, p.dir, b)
+	}
+
+	cli := p.cliPID()
+	execed(t, cli)
+	procs := ptyDescendants(p.b.cmd.Process.Pid)
+	sid := sessionOf(cli)
+	if err := p.b.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.b.wait()
+	for _, pid := range procs {
+		waitNotRunning(t, pid, "after kill -9 of ccbridge")
+	}
+	if left := ptyInSession(sid); len(left) > 0 {
+		t.Errorf("processes left in Codex's session %d: %v", sid, left)
+	}
+}
