@@ -90,8 +90,9 @@ func (p *ptyCtl) codexAnswered(tok string) bool {
 // TestPTYCodex: Codex's TUI reaches idle with no dialog left open (no
 // trust, login, update or model prompt); a prompt is acked ok and the
 // fake model's answer appears on the screen; 20 retries of its request id
-// are duplicates that type nothing; ccbridge killed with SIGKILL leaves
-// no process of Codex behind.
+// are duplicates that type nothing; an interrupt during a slow answer is
+// acked ok once Codex is idle again, and the next prompt works; ccbridge
+// killed with SIGKILL leaves no process of Codex behind.
 func TestPTYCodex(t *testing.T) {
 	t.Parallel()
 	p := codexStart(t)
@@ -118,6 +119,28 @@ func TestPTYCodex(t *testing.T) {
 	if n := len(p.codexPrompts(tok)); n != 1 {
 		t.Errorf("the prompt shows %d times after 20 retries, want once", n)
 	}
+
+	// An interrupt during a slow answer (ESC, the default keys): acked
+	// once the screen is stable again, the worker idle, the answer cut
+	// short; the next prompt is answered.
+	slowTok := token("slow")
+	sl := p.stdinReq(ctlID("slow"), "SLOW "+slowTok)
+	ctlAck(t, p.stdio.request(sl.String()), sl, "ok", false)
+	p.waitFor("the slow answer on the screen", func() bool { return p.shows("counting") })
+	at = p.mark()
+	m := p.interruptReq(ctlID("int"))
+	if d := ctlAck(t, p.stdio.request(m.String()), m, "ok", false); !strings.Contains(d, "stable") {
+		t.Errorf("an interrupt of a working Codex: detail %q, want the screen stable after the keys", d)
+	}
+	p.waitState(at, "idle")
+	p.screenNow()
+	if n := strings.Count(strings.Join(p.transcript(), " "), "counting"); n >= 50 {
+		t.Errorf("the screen shows the whole slow answer (%d times counting): it was not stopped", n)
+	}
+	tok2 := token("again")
+	h2 := p.stdinReq(ctlID("again"), "hello "+tok2)
+	ctlAck(t, p.stdio.request(h2.String()), h2, "ok", false)
+	p.waitFor("the answer after the interrupt", func() bool { return p.codexAnswered(tok2) })
 
 	// Codex's home: made by ccbridge for it, holding the fake's config
 	// with the folder trusted; killed with SIGKILL, ccbridge leaves it
