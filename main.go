@@ -100,7 +100,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		session.GrowPipe(f, cfg.pipeSize)
 	}
 
-	launch, stop, code, err := launcher(cfg.Claude, cfg.FakeModel, session.Config{
+	needCLI := true
+	if o, ok := cfg.dialect.(adapter.CLIOptional); ok {
+		needCLI = o.RunsCLI(cfg.opts)
+	}
+	launch, stop, code, err := launcher(cfg.Claude, cfg.FakeModel, needCLI, session.Config{
 		Grace:     cfg.Grace,
 		TermGrace: cfg.TermGrace,
 		PipeSize:  cmp.Or(cfg.pipeSize, -1),
@@ -136,12 +140,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 // launcher finds the CLI and, with fakeModel, starts the fake Messages
 // API, for the dialects and for ccbridge serve alike. child returns base
 // for a CLI whose working directory is dir ("" is ccbridge's), pointed at
-// the fake when there is one; stop stops the fake. On failure code is the
-// exit code.
-func launcher(claude, fakeModel string, base session.Config, getenv func(string) string, log *slog.Logger) (child func(dir string) session.Config, stop func(), code int, err error) {
+// the fake when there is one; stop stops the fake. Without needCLI (a pty
+// worker running another program) a CLI that cannot be found is no
+// error. On failure code is the exit code.
+func launcher(claude, fakeModel string, needCLI bool, base session.Config, getenv func(string) string, log *slog.Logger) (child func(dir string) session.Config, stop func(), code int, err error) {
 	self, _ := os.Executable()
 	path, err := session.FindCLI(claude, getenv, self)
-	if err != nil {
+	if err != nil && needCLI {
 		return nil, nil, 127, err
 	}
 	base.Path = path
@@ -309,7 +314,7 @@ func runServe(args []string, stderr io.Writer, getenv func(string) string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	return serve.Main(ctx, args, getenv, stderr, func(claude, fakeModel string, log *slog.Logger) (func(string) session.Config, func(), int, error) {
-		return launcher(claude, fakeModel, session.Config{}, getenv, log)
+		return launcher(claude, fakeModel, true, session.Config{}, getenv, log)
 	})
 }
 

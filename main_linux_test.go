@@ -49,3 +49,22 @@ func fcntlPipeSize(t *testing.T, f *os.File) int {
 	}
 	return int(n)
 }
+
+// TestPTYWorkerNeedsNoCLI: a pty worker running another program starts
+// where no Claude Code CLI can be found; the worker of the CLI itself
+// (no command after --) still reports the missing CLI (127).
+func TestPTYWorkerNeedsNoCLI(t *testing.T) {
+	noCLI := env("CCBRIDGE_CLAUDE", "/nonexistent/claude", "PATH", "/nonexistent")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--ui", "control", "--pty", "--team", "t", "--agent-id", "a", "--", "/bin/cat"},
+		strings.NewReader(""), &stdout, &stderr, noCLI)
+	if code != 0 || !strings.Contains(stdout.String(), `"type":"control.capabilities"`) {
+		t.Errorf("--pty -- /bin/cat without a CLI: code %d\nstdout %.300s\nstderr %.500s", code, stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code = run([]string{"--ui", "control", "--pty", "--team", "t", "--agent-id", "a"}, strings.NewReader(""), &stdout, &stderr, noCLI)
+	if code != 127 || !strings.Contains(stderr.String(), "/nonexistent/claude") {
+		t.Errorf("--pty (the CLI's TUI) without a CLI: code %d, stderr %.300s", code, stderr.String())
+	}
+}

@@ -108,6 +108,14 @@ type Dialect interface {
 	Configure(c DialectConfig) error
 }
 
+// CLIOptional is implemented by a dialect that may run without the Claude
+// Code CLI: RunsCLI reports whether it starts the CLI with these options
+// (a pty worker running another program does not), so that a missing CLI
+// is an error only where it is needed.
+type CLIOptional interface {
+	RunsCLI(opts session.Options) bool
+}
+
 // Configure takes the common settings: a dialect that embeds Settings
 // needs no Configure of its own.
 func (s *Settings) Configure(c DialectConfig) error {

@@ -111,6 +111,12 @@ type controlPrompt struct {
 
 // Run serves the session until the UI's input ends (or a shutdown signal)
 // and the child has exited.
+// RunsCLI reports whether the worker starts the Claude Code CLI: not when
+// it runs another program under a pty (the command after --).
+func (c *ControlUI) RunsCLI(opts session.Options) bool {
+	return !c.PTY.On || len(opts.Extra) == 0
+}
+
 func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
 	c.Defaults()
 	if c.PTY.On {
