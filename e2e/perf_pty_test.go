@@ -18,9 +18,12 @@ package e2e
 //  3. memory: VmRSS and VmHWM of the ccbridge process (not the TUI),
 //     idle after start and after the prompts.
 //
-// It reports and fails nothing unless a run errors.
+// It reports and fails nothing unless a run errors. With
+// CCBRIDGE_PERF_PTY_AGENT=codex the worker is Codex's TUI instead, under
+// ccbridge's --fake-model (codexStart of pty_codex_test.go).
 //
 //	CCBRIDGE_PERF=1 go test -run TestPerfPTY -v -count=1 -timeout 10m ./e2e
+//	CCBRIDGE_PERF=1 CCBRIDGE_PERF_PTY_AGENT=codex go test -run TestPerfPTY -v -count=1 -timeout 10m ./e2e
 
 import (
 	"bytes"
@@ -155,15 +158,32 @@ func (p *ptyCtl) quietFor(d time.Duration) time.Duration {
 
 func TestPerfPTY(t *testing.T) {
 	perfOnly(t, "the pty worker measure")
-	cli := realCLI(t)
 	started := time.Now()
 	loadBefore := loadAvg()
 
-	p := ptyStart(t)
-	p.ready()
+	// CCBRIDGE_PERF_PTY_AGENT=codex measures Codex's TUI instead, under
+	// --fake-model (codexStart of pty_codex_test.go); "the TUI" is then
+	// Codex's native program, below its Node launcher.
+	var p *ptyCtl
+	var cli string
+	answered := func(tok string) bool { return p.answered(tok) }
+	codex := os.Getenv("CCBRIDGE_PERF_PTY_AGENT") == "codex"
+	if codex {
+		cli = realCodex(t)
+		p = codexStart(t)
+		p.waitState(0, "idle")
+		answered = p.codexAnswered
+	} else {
+		cli = realCLI(t)
+		p = ptyStart(t)
+		p.ready()
+	}
 	pid := p.b.cmd.Process.Pid
 	tui := p.cliPID()
 	execed(t, tui)
+	for kids := children(tui); codex && len(kids) == 1; kids = children(tui) {
+		tui = kids[0] // the launcher's one child: Codex itself
+	}
 	sc := p.screenNow()
 	cols, rows := get(sc, "cols").Int(), get(sc, "rows").Int()
 	if cols != 120 || rows != 40 {
@@ -223,7 +243,7 @@ func TestPerfPTY(t *testing.T) {
 		lat = append(lat, time.Since(t0))
 		details = append(details, ctlAck(t, ans, m, "ok", false))
 		p.waitFor("the answer to prompt "+strconv.Itoa(i+1)+" and idle", func() bool {
-			return p.answered(tok) && slices.Contains(p.states[at:], "idle") && p.state() == "idle"
+			return answered(tok) && slices.Contains(p.states[at:], "idle") && p.state() == "idle"
 		})
 	}
 	p.quietFor(perfPTYQuiet)
@@ -239,8 +259,12 @@ func TestPerfPTY(t *testing.T) {
 	var r strings.Builder
 	pr := func(format string, a ...any) { fmt.Fprintf(&r, format+"\n", a...) }
 	pr("")
-	pr("pty worker: ccbridge --ui control --pty, the real TUI (%s) %d×%d, --stable-after 1s, the harness's fake model; MB = 10^6 bytes",
-		filepath.Base(cli), cols, rows)
+	model := "the harness's fake model"
+	if codex {
+		model = "ccbridge's --fake-model (its Responses API)"
+	}
+	pr("pty worker: ccbridge --ui control --pty, the real TUI (%s) %d×%d, --stable-after 1s, %s; MB = 10^6 bytes",
+		filepath.Base(cli), cols, rows, model)
 	pr("started %s UTC, %s in all; load average before: %s; after: %s (nproc %d)",
 		started.UTC().Format("15:04:05"), time.Since(started).Round(time.Second), loadBefore, loadAvg(), runtime.NumCPU())
 	pr("")
