@@ -303,7 +303,7 @@ func responseJSON(resp *response, items []rItem, status string, created int64, e
 	return b.Bytes()
 }
 
-// openAIErrorTypes maps HTTP statuses to OpenAI error types.
+// openAIErrorType is the OpenAI error type of an HTTP status.
 func openAIErrorType(status int) string {
 	switch {
 	case status == 401:
