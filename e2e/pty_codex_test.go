@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -87,6 +88,26 @@ func (p *ptyCtl) codexAnswered(tok string) bool {
 	return slices.ContainsFunc(lines[at[len(at)-1]+1:], func(s string) bool { return strings.Contains(s, codexAnswer) })
 }
 
+// codexPrompt sends content as a new request and returns it, acked ok,
+// as a controller would: a busy answer (Codex redraws on its own after a
+// turn, naming the thread in its status line, later on a loaded machine)
+// is sent again under a new request id once ccbridge has been quiet for a
+// second, five tries in all.
+func (p *ptyCtl) codexPrompt(tag, content string) ctlMsg {
+	p.t.Helper()
+	for try := 1; ; try++ {
+		m := p.stdinReq(ctlID(tag), content)
+		ans := p.stdio.request(m.String())
+		if get(ans, "result").Str == "busy" && try < 5 {
+			p.t.Logf("try %d: busy (%s); again once quiet", try, get(ans, "detail").Str)
+			p.quietFor(time.Second)
+			continue
+		}
+		ctlAck(p.t, ans, m, "ok", false)
+		return m
+	}
+}
+
 // TestPTYCodex: Codex's TUI reaches idle with no dialog left open (no
 // trust, login, update or model prompt); a prompt is acked ok and the
 // fake model's answer appears on the screen; 20 retries of its request id
@@ -107,11 +128,8 @@ func TestPTYCodex(t *testing.T) {
 	}
 
 	tok := token("hello")
-	h := p.stdinReq(ctlID("hello"), "hello "+tok)
-	at := p.mark()
-	ctlAck(t, p.stdio.request(h.String()), h, "ok", false)
-	p.waitFor("the answer to the prompt with "+tok, func() bool { return p.codexAnswered(tok) })
-	p.waitState(at, "idle")
+	h := p.codexPrompt("hello", "hello "+tok)
+	p.waitFor("the answer to the prompt with "+tok+", and idle", func() bool { return p.codexAnswered(tok) && p.state() == "idle" })
 	for n := 1; n <= 20; n++ {
 		ctlAck(t, p.stdio.request(h.with("meta", map[string]any{"retry_count": n}, "sent_at", ctlNow()).String()), h, "ok", true)
 	}
@@ -124,10 +142,9 @@ func TestPTYCodex(t *testing.T) {
 	// once the screen is stable again, the worker idle, the answer cut
 	// short; the next prompt is answered.
 	slowTok := token("slow")
-	sl := p.stdinReq(ctlID("slow"), "SLOW "+slowTok)
-	ctlAck(t, p.stdio.request(sl.String()), sl, "ok", false)
+	p.codexPrompt("slow", "SLOW "+slowTok)
 	p.waitFor("the slow answer on the screen", func() bool { return p.shows("counting") })
-	at = p.mark()
+	at := p.mark()
 	m := p.interruptReq(ctlID("int"))
 	if d := ctlAck(t, p.stdio.request(m.String()), m, "ok", false); !strings.Contains(d, "stable") {
 		t.Errorf("an interrupt of a working Codex: detail %q, want the screen stable after the keys", d)
@@ -138,8 +155,7 @@ func TestPTYCodex(t *testing.T) {
 		t.Errorf("the screen shows the whole slow answer (%d times counting): it was not stopped", n)
 	}
 	tok2 := token("again")
-	h2 := p.stdinReq(ctlID("again"), "hello "+tok2)
-	ctlAck(t, p.stdio.request(h2.String()), h2, "ok", false)
+	p.codexPrompt("again", "hello "+tok2)
 	p.waitFor("the answer after the interrupt", func() bool { return p.codexAnswered(tok2) })
 
 	// Codex's home: made by ccbridge for it, holding the fake's config
