@@ -136,6 +136,54 @@ cross_check() {
     "$work/crosscheck" -target windows/amd64 $(go list ./... | grep -vx "$(go list ./e2e)")
 }
 
+# While the tests run, at the lowest priority (the tests keep the CPU), the
+# static build and the fuzz binaries fill the cycles
+# the tests leave idle.
+# Stopped when the tests end, and done again in the foreground from the
+# build cache: what this finished is not built twice.
+set -m # its own process group, to stop it whole
+(
+  renice -n 19 -p "$BASHPID" >/dev/null
+  CGO_ENABLED=0 go build -trimpath -o "$work/ccbridge" . && fuzz_build
+) >"$work/prebuild.log" 2>&1 &
+prebuild_pid=$!
+set +m
+bg_pids+=("-$prebuild_pid")
+
+echo "== go test -vet=all (unit tests under -race; end to end against the real CLI, ccbridge under -race)"
+# Two go commands at once. ./e2e, the longest, starts first. Its test
+# binary is built as the static build is (CGO_ENABLED=0, -trimpath), so
+# that the two share their compiled packages, and the ccbridge it runs is
+# built with -race (CCBRIDGE_E2E_RACE=1): the race detector watches the
+# product in every end-to-end flow, while the harness (the fake model, the
+# browser's protocol client, the fake CLIs) runs at full speed. The rest:
+# vet and the unit tests under -race in one command (vet's type
+# information comes from the race-built packages the tests link).
+CGO_ENABLED=0 CCBRIDGE_E2E_RACE=1 go test -trimpath -vet=all -count=1 -timeout 15m ./e2e &
+e2e_pid=$!
+bg_pids+=("$e2e_pid")
+tests_ok=true
+go test -race -vet=all -count=1 -timeout 15m $units || tests_ok=false
+wait "$e2e_pid" || tests_ok=false
+step
+kill -- "-$prebuild_pid" 2>/dev/null || true
+wait "$prebuild_pid" 2>/dev/null || true
+if [ "$tests_ok" != true ]; then echo "go test failed (FAIL above)"; exit 1; fi
+
+# -trimpath, as a release is built: e2e's TestRelease runs
+# scripts/release.sh for this system, and the two builds share their
+# compiled packages through the build cache.
+echo "== go build (static)"
+CGO_ENABLED=0 go build -trimpath -o bin/ccbridge .
+step
+
+echo "== darwin and windows (internal/crosscheck: type-checked from source)"
+cross_check
+step
+
+echo "== fuzz ($FUZZTIME each, $FUZZJOBS at a time)"
+fuzz_build
+step
 fuzzcache=$(go env GOCACHE)/fuzz
 
 # fuzz_one fuzzes one target for FUZZTIME with one worker, printing what
@@ -172,94 +220,28 @@ fuzz_one() {
   done
 }
 
-# fuzz_all fuzzes every target, FUZZJOBS at a time, one fuzzing worker
-# each: on two cores two targets of one worker fuzz as much in a second as
-# one of two workers, in half the wall-clock time. Each prints its report
-# when done. A target that has a report already (it ran in the
-# background, below) is not fuzzed again: its report is printed. It fails
-# when a target failed.
-fuzz_all() {
-  local n=0 running=0 failed=0 pkg dir bin targets target log
-  while IFS=$'\t' read -r pkg dir <&3; do
-    n=$((n + 1))
-    bin=$work/fuzz$n.test
-    targets=$(cd "$dir" && "$bin" -test.run='^$' -test.list '^Fuzz') || return 1
-    for target in $targets; do
-      log=$work/fuzz-$n-$target
-      if [ -f "$log.rc" ]; then
-        cat "$log.out"
-        [ "$(cat "$log.rc")" = 0 ] || failed=1
-        continue
-      fi
-      if [ "$running" -ge "$FUZZJOBS" ]; then
-        wait -n || failed=1
-        running=$((running - 1))
-      fi
-      # The report and then its code, each complete or not there: a run
-      # stopped halfway leaves none, and is run again.
-      (if fuzz_one "$pkg" "$dir" "$bin" "$target" >"$log.tmp" 2>&1; then rc=0; else rc=1; fi
-        mv "$log.tmp" "$log.out"; echo "$rc" >"$log.rc.tmp"; mv "$log.rc.tmp" "$log.rc"
-        cat "$log.out"; exit $rc) &
-      running=$((running + 1))
-    done
-  done 3<<<"$fuzz_pkgs"
-  while [ "$running" -gt 0 ]; do
-    wait -n || failed=1
-    running=$((running - 1))
+# The targets run FUZZJOBS at a time, one fuzzing worker each: on two
+# cores two targets of one worker fuzz as much in a second as one of two
+# workers, in half the wall-clock time. Each prints its report when done.
+n=0 running=0 failed=0
+while IFS=$'\t' read -r pkg dir <&3; do
+  n=$((n + 1))
+  bin=$work/fuzz$n.test
+  targets=$(cd "$dir" && "$bin" -test.run='^$' -test.list '^Fuzz')
+  for target in $targets; do
+    if [ "$running" -ge "$FUZZJOBS" ]; then
+      wait -n || failed=1
+      running=$((running - 1))
+    fi
+    log=$work/fuzz-$n-$target.log
+    (if fuzz_one "$pkg" "$dir" "$bin" "$target" >"$log" 2>&1; then rc=0; else rc=1; fi; cat "$log"; exit $rc) &
+    running=$((running + 1))
   done
-  [ "$failed" = 0 ]
-}
-
-# While the tests run, at the lowest priority (the tests keep the CPU), the
-# static build, the fuzz binaries and the fuzzing itself fill the cycles
-# the tests leave idle (the end-to-end tests alone keep about 1.3 of the
-# 2 cores busy). Waited for once the tests end; the steps below then find
-# the builds in the build cache and print the fuzz targets' reports,
-# fuzzing only what the background did not (its build failed).
-set -m # its own process group, to stop it whole
-(
-  renice -n 19 -p "$BASHPID" >/dev/null
-  CGO_ENABLED=0 go build -trimpath -o "$work/ccbridge" . && fuzz_build && fuzz_all
-) >"$work/prebuild.log" 2>&1 &
-prebuild_pid=$!
-set +m
-bg_pids+=("-$prebuild_pid")
-
-echo "== go test -vet=all (unit tests under -race; end to end against the real CLI, ccbridge under -race)"
-# Two go commands at once. ./e2e, the longest, starts first. Its test
-# binary is built as the static build is (CGO_ENABLED=0, -trimpath), so
-# that the two share their compiled packages, and the ccbridge it runs is
-# built with -race (CCBRIDGE_E2E_RACE=1): the race detector watches the
-# product in every end-to-end flow, while the harness (the fake model, the
-# browser's protocol client, the fake CLIs) runs at full speed. The rest:
-# vet and the unit tests under -race in one command (vet's type
-# information comes from the race-built packages the tests link).
-CGO_ENABLED=0 CCBRIDGE_E2E_RACE=1 go test -trimpath -vet=all -count=1 -timeout 15m ./e2e &
-e2e_pid=$!
-bg_pids+=("$e2e_pid")
-tests_ok=true
-go test -race -vet=all -count=1 -timeout 15m $units || tests_ok=false
-wait "$e2e_pid" || tests_ok=false
-step
-if [ "$tests_ok" != true ]; then echo "go test failed (FAIL above)"; exit 1; fi
-# What is left of the background's work runs on now, undisturbed: a
-# fuzzer stopped halfway could leave half a file in the corpus cache.
-# Whatever it did not finish (its build failed) is done again below.
-wait "$prebuild_pid" 2>/dev/null || true
-
-# -trimpath, as a release is built: e2e's TestRelease runs
-# scripts/release.sh for this system, and the two builds share their
-# compiled packages through the build cache.
-echo "== go build (static)"
-CGO_ENABLED=0 go build -trimpath -o bin/ccbridge .
-step
-
-echo "== darwin and windows (internal/crosscheck: type-checked from source)"
-cross_check
-step
-
-echo "== fuzz ($FUZZTIME each, $FUZZJOBS at a time; run in the background during the tests)"
-fuzz_build
-if ! fuzz_all; then echo "a fuzz target failed (FAIL above)"; exit 1; fi
+done 3<<<"$fuzz_pkgs"
+while [ "$running" -gt 0 ]; do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+if [ "$failed" = 1 ]; then echo "a fuzz target failed (FAIL above)"; exit 1; fi
 step
 echo "all tests passed in $SECONDS s"
