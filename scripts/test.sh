@@ -114,25 +114,14 @@ fuzz_pkgs=$(go list -f '{{.ImportPath}}{{"\t"}}{{.Dir}}{{range .TestGoFiles}}{{"
 # fuzzing instrumentation (go test -c -fuzz; go test -fuzz would build it
 # once per target), as $work/fuzzN.test.
 fuzz_build() {
-  local n=0 pkg dir running=0 failed=0
+  local n=0 pkg dir
   while IFS=$'\t' read -r pkg dir; do
     n=$((n + 1))
     # Built already (in the background, below): not linked again. Each
     # binary appears whole or not at all.
     [ -x "$work/fuzz$n.test" ] && continue
-    # Two at a time: most of each is the link, on one core.
-    if [ "$running" -ge 2 ]; then
-      wait -n || failed=1
-      running=$((running - 1))
-    fi
-    (go test -c -fuzz=. -o "$work/fuzz$n.tmp" "$pkg" && mv "$work/fuzz$n.tmp" "$work/fuzz$n.test") &
-    running=$((running + 1))
+    go test -c -fuzz=. -o "$work/fuzz$n.tmp" "$pkg" && mv "$work/fuzz$n.tmp" "$work/fuzz$n.test" || return 1
   done <<<"$fuzz_pkgs"
-  while [ "$running" -gt 0 ]; do
-    wait -n || failed=1
-    running=$((running - 1))
-  done
-  [ "$failed" = 0 ]
 }
 
 # cross_check type-checks every package with its tests for darwin and
