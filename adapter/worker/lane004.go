@@ -124,6 +124,15 @@ func (w *controlWorker) otherThread(id string) control.Receipt004 {
 	return w.conflict("thread " + id + " is not this worker's current thread")
 }
 
+// refuseTurn refuses a request for another thread than the worker's, or
+// one that needs the worker between turns.
+func (w *controlWorker) refuseTurn(threadID string) (control.Receipt004, bool) {
+	if threadID != w.threadID() {
+		return w.otherThread(threadID), true
+	}
+	return w.busy()
+}
+
 // busy refuses a request that needs the worker between turns.
 func (w *controlWorker) busy() (control.Receipt004, bool) {
 	switch {
@@ -240,11 +249,7 @@ func (w *controlWorker) threadResume(req *lane004.Request, done func(control.Rec
 
 // turnStart sends the input as one prompt; its uuid is the turn's id.
 func (w *controlWorker) turnStart(req *lane004.Request, done func(control.Receipt004)) {
-	if req.ThreadID != w.threadID() {
-		done(w.otherThread(req.ThreadID))
-		return
-	}
-	if r, ok := w.busy(); ok {
+	if r, ok := w.refuseTurn(req.ThreadID); ok {
 		done(r)
 		return
 	}
@@ -528,11 +533,7 @@ func (w *controlWorker) readThread(id, path string, include bool, then func(thre
 // changed; dryRun changes nothing. The receipt holds the thread as it
 // now is, with its turns, and what the rollback did ("rollback").
 func (w *controlWorker) threadRollback(req *lane004.Request, done func(control.Receipt004)) {
-	if req.ThreadID != w.threadID() {
-		done(w.otherThread(req.ThreadID))
-		return
-	}
-	if r, ok := w.busy(); ok {
+	if r, ok := w.refuseTurn(req.ThreadID); ok {
 		done(r)
 		return
 	}
