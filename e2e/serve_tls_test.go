@@ -189,7 +189,15 @@ func TestServeHTTPS(t *testing.T) {
 // plain HTTP/1.1 otherwise.
 func webWantTLS(w *webTab, want bool) {
 	w.t.Helper()
-	got := webEval[string](w, `location.protocol + ' ' + performance.getEntriesByType('navigation')[0].nextHopProtocol`)
+	// A cold run on a loaded machine read an empty nextHopProtocol once
+	// ("http: "): it is read again until it has a value, for up to 5 s.
+	var got string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		got = webEval[string](w, `location.protocol + ' ' + performance.getEntriesByType('navigation')[0].nextHopProtocol`)
+		if !strings.HasSuffix(got, " ") || time.Now().After(deadline) {
+			break
+		}
+	}
 	if got != map[bool]string{false: "http: http/1.1", true: "https: h2"}[want] {
 		w.t.Errorf("the page's protocol is %q (HTTPS %v)", got, want)
 	}
