@@ -39,10 +39,11 @@ func realCodex(t *testing.T) string {
 	return ""
 }
 
-// codexStart runs Codex under ccbridge --pty with ccbridge's own fake
-// model, in a fresh git repository (where Codex would ask to trust the
-// folder: ccbridge's config trusts it), and reads the capabilities.
-func codexStart(t *testing.T) *ptyCtl {
+// codexStart runs Codex (with codexArgs) under ccbridge --pty with
+// ccbridge's own fake model, in a fresh git repository (where Codex would
+// ask to trust the folder: ccbridge's config trusts it), and reads the
+// capabilities.
+func codexStart(t *testing.T, codexArgs ...string) *ptyCtl {
 	t.Helper()
 	codex := realCodex(t)
 	dir := mustReal(t, t.TempDir())
@@ -52,6 +53,7 @@ func codexStart(t *testing.T) *ptyCtl {
 	sid := uuid.NewString()
 	args := []string{"--ui", "control", "--pty", "--team", ctlTeam, "--agent-id", ctlAgent, "--allow-sender", ctlSender,
 		"--session-id", sid, "--stable-after", "1s", "--cwd", dir, "--fake-model", "default", "--", codex}
+	args = append(args, codexArgs...)
 	p := ptyBridge(t, sid, dir, args, "OPENAI_API_KEY=sk-must-not-be-used", "OPENAI_BASE_URL=http://127.0.0.1:1/v1")
 	// --session-id is the Claude CLI's: another program's worker names a
 	// session of its own, which the capabilities say.
@@ -62,6 +64,23 @@ func codexStart(t *testing.T) *ptyCtl {
 	p.sid = get(caps, "session_id").Str
 	p.o.sid = p.sid
 	return p
+}
+
+// approval waits for a control.worker.approval line of status after the
+// first `from` lines read, and returns it.
+func (p *ptyCtl) approval(from int, status string) []byte {
+	p.t.Helper()
+	var found []byte
+	p.waitFor("control.worker.approval "+status, func() bool {
+		for _, l := range p.stdio.got[from:] {
+			if typeOf(l) == "control.worker.approval" && get(l, "status").Str == status {
+				found = l
+				return true
+			}
+		}
+		return false
+	})
+	return found
 }
 
 // codexPrompts are the lines where Codex echoes a prompt holding tok
@@ -116,7 +135,9 @@ func (p *ptyCtl) codexPrompt(tag, content string) ctlMsg {
 // killed with SIGKILL leaves no process of Codex behind.
 func TestPTYCodex(t *testing.T) {
 	t.Parallel()
-	p := codexStart(t)
+	// Its read-only sandbox asks before every edit (in the workspace-write
+	// sandbox of a trusted folder an edit inside it is not asked about).
+	p := codexStart(t, "-s", "read-only", "-a", "on-request")
 	p.waitState(0, "idle")
 	if !p.shows("Ask Codex to do anything") {
 		t.Fatalf("idle, but Codex's prompt is not on the screen")
@@ -150,13 +171,60 @@ func TestPTYCodex(t *testing.T) {
 		t.Errorf("an interrupt of a working Codex: detail %q, want the screen stable after the keys", d)
 	}
 	p.waitState(at, "idle")
-	p.screenNow()
+	// The codex profile says it draws on the alternate screen.
+	if alt := get(p.screenNow(), "alt_screen"); !alt.Bool() {
+		t.Errorf("control.screen alt_screen %s, want true for Codex", alt.Raw)
+	}
 	if n := strings.Count(strings.Join(p.transcript(), " "), "counting"); n >= 50 {
 		t.Errorf("the screen shows the whole slow answer (%d times counting): it was not stopped", n)
 	}
 	tok2 := token("again")
 	p.codexPrompt("again", "hello "+tok2)
 	p.waitFor("the answer after the interrupt", func() bool { return p.codexAnswered(tok2) })
+
+	// WRITEFILE: Codex asks to apply its patch; the question reaches the
+	// controller as control.worker.approval, and its choice, sent as a
+	// prompt's content, is taken. Allowed, the file is written; asked
+	// again and denied, it is not.
+	written := filepath.Join(p.dir, "written.txt")
+	for _, c := range []struct{ answer, key string }{{"y", "y"}, {"No, and tell Codex what to do differently", "esc"}} {
+		os.Remove(written)
+		from := len(p.stdio.got)
+		p.waitFor("idle before WRITEFILE", func() bool { return p.state() == "idle" })
+		p.codexPrompt("write", "WRITEFILE "+token("w"))
+		open := p.approval(from, "open")
+		if get(open, "kind").Str != "edit" || get(open, "question").Str != "Would you like to make the following edits?" ||
+			!strings.HasSuffix(get(open, "file").Str, "written.txt") || get(open, "choices.#").Int() != 3 ||
+			get(open, "choices.0.key").Str != "y" || get(open, "choices.2.key").Str != "esc" {
+			t.Fatalf("the approval line: %s", open)
+		}
+		if _, err := os.Stat(written); err == nil {
+			t.Fatalf("written.txt is there before the controller answered")
+		}
+		// A prompt meanwhile is busy, naming the choices; nothing is typed.
+		m := p.stdinReq(ctlID("meanwhile"), "hello")
+		if d := ctlAck(t, p.stdio.request(m.String()), m, "busy", false); !strings.Contains(d, "Yes, proceed") {
+			t.Errorf("a prompt while the approval is open: detail %q", d)
+		}
+		a := p.stdinReq(ctlID("answer"), c.answer)
+		if d := ctlAck(t, p.stdio.request(a.String()), a, "ok", false); !strings.Contains(d, "choice") {
+			t.Errorf("the answer %q: detail %q", c.answer, d)
+		}
+		// Its retry is a duplicate and presses nothing.
+		ctlAck(t, p.stdio.request(a.with("meta", map[string]any{"retry_count": 1}, "sent_at", ctlNow()).String()), a, "ok", true)
+		closed := p.approval(from, "closed")
+		if get(closed, "approval_id").Str != get(open, "approval_id").Str || get(closed, "chosen.key").Str != c.key {
+			t.Errorf("the closed line %s for %s", closed, open)
+		}
+		if c.key == "y" {
+			p.waitFor("written.txt written", func() bool { _, err := os.Stat(written); return err == nil })
+			continue
+		}
+		p.waitFor("idle after the denial", func() bool { return p.state() == "idle" })
+		if _, err := os.Stat(written); err == nil {
+			t.Errorf("written.txt was written though denied")
+		}
+	}
 
 	// Codex's home: made by ccbridge for it, holding the fake's config
 	// with the folder trusted; killed with SIGKILL, ccbridge leaves it

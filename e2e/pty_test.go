@@ -293,6 +293,10 @@ func TestPTYInjectInterruptPaste(t *testing.T) {
 	if get(sc, "state").Str != "idle" || !p.shows("Interrupted") {
 		t.Errorf("after the interrupt: state %q, want idle, and the screen should say Interrupted", get(sc, "state").Str)
 	}
+	// The claude profile says the TUI draws on the alternate screen.
+	if alt := get(sc, "alt_screen"); alt.Type != gjson.True {
+		t.Errorf("control.screen alt_screen %s, want true for Claude Code's TUI", alt.Raw)
+	}
 	// The whole answer is 50 times "counting " (5 s): the TUI shows fewer.
 	if n := strings.Count(strings.Join(p.transcript(), " "), "counting"); n >= 50 {
 		t.Errorf("the screen shows the whole slow answer (%d times counting): it was not stopped", n)

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"time"
 
@@ -44,8 +45,17 @@ type PTYConfig struct {
 	// StableAfter is how long the screen must not change for the worker
 	// to be idle (--stable-after 2s).
 	StableAfter time.Duration
-	// InterruptKeys are written to interrupt (--interrupt-keys, ESC).
+	// InterruptKeys are written to interrupt (--interrupt-keys; nil: the
+	// profile's).
 	InterruptKeys []byte
+	// Agent names the profile (--agent; "": the command's name chooses,
+	// profile.go); Working replaces its working texts (--working-text).
+	Agent   string
+	Working []string
+	// Inline adds the profile's arguments that keep the program off the
+	// alternate screen, so that what scrolls away reaches
+	// control.worker.scrollback (--inline).
+	Inline bool
 }
 
 // The pace of a pty worker's screen model.
@@ -82,10 +92,34 @@ func (p *PTYConfig) defaults() {
 	}
 }
 
+// profile is the program's profile with the flags' overrides, and its
+// arguments added by --inline.
+func (p *PTYConfig) profile() (Profile, []string, error) {
+	prof, err := profileFor(p.Agent, p.Command)
+	if err != nil {
+		return Profile{}, nil, err
+	}
+	if len(p.InterruptKeys) == 0 {
+		p.InterruptKeys = prof.InterruptKeys
+	}
+	if len(p.Working) > 0 {
+		prof.Working, prof.WorkingRows = p.Working, 0 // anywhere on the screen
+	}
+	var inline []string
+	if p.Inline {
+		if !prof.AltScreen || len(prof.Inline) == 0 {
+			return Profile{}, nil, fmt.Errorf("--inline: the %s profile knows no arguments that keep the program off the alternate screen", prof.Name)
+		}
+		inline = prof.Inline
+	}
+	return prof, inline, nil
+}
+
 // ptyWorker is the handler of --ui control --pty, owned by the loop.
 type ptyWorker struct {
 	cfg    *ControlUI
 	pc     PTYConfig
+	prof   Profile
 	log    *slog.Logger
 	loop   *adapter.Loop
 	sup    *adapter.Supervisor
@@ -106,6 +140,12 @@ type ptyWorker struct {
 	// seen: the screen has changed since the child started (a first
 	// stable screen needs something drawn).
 	seen bool
+	// working: the screen shows one of the profile's working texts.
+	working bool
+	// appr is the approval prompt on the screen, nil when none; apprN
+	// counts the prompts seen (their ids).
+	appr  *approval
+	apprN int
 
 	// inj is the input being handed over; queue holds the next ones (a
 	// request with interrupt waits for the interrupt's idle).
@@ -152,6 +192,10 @@ type ptyInput struct {
 // runPTY serves --ui control --pty.
 func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer, signals <-chan os.Signal) (int, error) {
 	pc := c.PTY
+	prof, inline, err := pc.profile()
+	if err != nil {
+		return 2, err
+	}
 	pc.defaults()
 	child := c.Child
 	child.PTY = true
@@ -165,7 +209,7 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 		if err != nil {
 			return 127, fmt.Errorf("--pty: %w", err)
 		}
-		child.Path, base = path, pc.Command[1:]
+		child.Path, base = path, append(slices.Clip(pc.Command[1:]), inline...)
 		child.LeadArgs = nil
 		if child.ProgramEnv != nil {
 			child.Env = append(child.Env[:len(child.Env):len(child.Env)], child.ProgramEnv(pc.Command[0])...)
@@ -173,10 +217,12 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 		opts = session.Options{}
 	} else {
 		opts = opts.WithSessionID()
+		opts.Extra = append(slices.Clip(opts.Extra), inline...)
 	}
 	w := &ptyWorker{
 		cfg:   c,
 		pc:    pc,
+		prof:  prof,
 		log:   c.Logger,
 		loop:  adapter.NewLoop(adapter.LoopConfig{MaxLine: c.MaxLine, Clock: c.Clock, Logger: c.Logger}),
 		scr:   screen.New(pc.Cols, pc.Rows),
@@ -257,6 +303,8 @@ func (w *ptyWorker) sample(now time.Time) {
 	if w.state == control.WorkerIdle {
 		w.setState(control.WorkerRunning, "")
 	}
+	w.working = w.prof.working(rows)
+	w.approvals(rows, now)
 	if in := w.inj; in != nil && in.submitted && gen != in.crGen {
 		w.inj = nil
 		in.done(lane000.OK, "the screen changed after the input was submitted")
@@ -286,6 +334,11 @@ func (w *ptyWorker) Expire(now time.Time) {
 	if in := w.inj; in != nil && !in.crAt.IsZero() && !now.Before(in.crAt) {
 		w.submit(in, now)
 	}
+	if a := w.appr; a != nil && a.answer != nil && !now.Before(a.answer.giveUp) {
+		in := a.answer
+		a.answer, a.chosen = nil, nil
+		in.done(lane000.Timeout, "the approval prompt still shows after its choice's key")
+	}
 	for len(w.queue) > 0 && !now.Before(w.queue[0].giveUp) {
 		in := w.queue[0]
 		w.queue = w.queue[1:]
@@ -302,6 +355,9 @@ func (w *ptyWorker) NextDeadline() time.Time {
 	if len(w.queue) > 0 {
 		d = adapter.Earliest(d, w.queue[0].giveUp)
 	}
+	if a := w.appr; a != nil && a.answer != nil {
+		d = adapter.Earliest(d, a.answer.giveUp)
+	}
 	return d
 }
 
@@ -313,6 +369,9 @@ func (w *ptyWorker) stable() {
 	}
 	if w.inj != nil {
 		return // an input in hand: the worker is not idle before its ack
+	}
+	if w.working {
+		return // its status line says it works: running, however still
 	}
 	if w.state != control.WorkerIdle {
 		w.setState(control.WorkerIdle, "")
@@ -343,6 +402,9 @@ func (w *ptyWorker) ControlInject(text []byte, interrupt bool, done func(lane000
 	case w.state == control.WorkerStarting:
 		done(lane000.NotLive, "the program is starting: its screen has not been stable yet")
 		return
+	case w.appr != nil && !interrupt:
+		w.answer(text, done)
+		return
 	case w.state == control.WorkerRunning && !interrupt:
 		done(lane000.Busy, "the program is working (its screen changes); ask with interrupt to interrupt it first")
 		return
@@ -359,7 +421,7 @@ func (w *ptyWorker) ControlInject(text []byte, interrupt bool, done func(lane000
 // next starts the oldest queued input once the worker is idle and no
 // input is being handed over.
 func (w *ptyWorker) next() {
-	if w.inj != nil || len(w.queue) == 0 || w.state != control.WorkerIdle {
+	if w.inj != nil || len(w.queue) == 0 || w.state != control.WorkerIdle || w.appr != nil {
 		return
 	}
 	p := w.child()
@@ -493,7 +555,7 @@ func (w *ptyWorker) ScreenAnswer(requestID string) []byte {
 		all[i] = lane000.ScreenRow{N: i, Text: r}
 	}
 	col, row := w.scr.Cursor()
-	return w.worker.AppendScreenAnswer(nil, requestID, string(w.state), all, col, row, w.pc.Cols, w.pc.Rows, w.loop.Now())
+	return w.worker.AppendScreenAnswer(nil, requestID, string(w.state), w.scr.AltScreen(), all, col, row, w.pc.Cols, w.pc.Rows, w.loop.Now())
 }
 
 // take returns a UI line's lane work: lane 000's, the others refused.
@@ -551,6 +613,12 @@ func (w *ptyWorker) ChildExited(_ *adapter.Proc, exit session.Exit) {
 		done(lane000.OK, "the program exited")
 	}
 	w.interrupts = nil
+	if a := w.appr; a != nil && a.answer != nil {
+		in := a.answer
+		a.answer, a.chosen = nil, nil
+		in.done(lane000.NotLive, "the program exited before it took the choice: "+exit.String())
+	}
+	w.approvals(nil, now)
 	w.stableAt, w.sampleAt = time.Time{}, time.Time{}
 	w.setState(control.WorkerExited, exit.String())
 }

@@ -72,6 +72,21 @@ func (c *ControlUI) Flags(fs *flag.FlagSet) {
 		c.PTY.InterruptKeys = []byte(k)
 		return nil
 	})
+	fs.Func("agent", "--pty: the agent profile ("+strings.Join(ProfileNames(), ", ")+"; default: the command's name chooses)", func(v string) error {
+		if _, ok := profiles[v]; !ok {
+			return fmt.Errorf("no such profile %q (one of %s)", v, strings.Join(ProfileNames(), ", "))
+		}
+		c.PTY.Agent = v
+		return nil
+	})
+	fs.Func("working-text", "--pty: a text the agent shows only while it works (replaces its profile's; repeatable)", func(v string) error {
+		if v == "" {
+			return fmt.Errorf("empty")
+		}
+		c.PTY.Working = append(c.PTY.Working, v)
+		return nil
+	})
+	fs.BoolVar(&c.PTY.Inline, "inline", false, "--pty: keep the agent off the alternate screen (its profile's arguments, codex --no-alt-screen), so that its history reaches control.worker.scrollback")
 }
 
 // controlWorker is the control dialect's handler, owned by the loop.

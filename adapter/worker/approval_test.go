@@ -1,0 +1,335 @@
+package worker
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/adapter/control"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
+	"github.com/ccbridge/ccbridge/screen"
+	"github.com/ccbridge/ccbridge/session"
+)
+
+// codexEdit is Codex's approval prompt for an edit as its screen shows it
+// (CLI 0.171.0, -s read-only -a on-request; captured rows, frame kept).
+var codexEdit = []string{
+	"• I'll create the file now.",
+	"",
+	"  Would you like to make the following edits?",
+	"",
+	"  Description: Apply proposed file edits",
+	"  Destination: /tmp/w/written.txt",
+	"",
+	"› 1. Yes, proceed (y)",
+	"  2. Yes, and don't ask again for these files (a)",
+	"  3. No, and tell Codex what to do differently (esc)",
+	"",
+	"  Press enter to confirm or esc to cancel",
+}
+
+func TestFindApprovalCodexEdit(t *testing.T) {
+	a := findApproval(profiles["codex"].Approvals, codexEdit)
+	if a == nil {
+		t.Fatal("Codex's edit prompt not found")
+	}
+	if a.form.Kind != "edit" || a.question != "Would you like to make the following edits?" || a.file != "/tmp/w/written.txt" || a.command != "" {
+		t.Errorf("kind %q question %q file %q command %q", a.form.Kind, a.question, a.file, a.command)
+	}
+	want := []lane000.ApprovalChoice{
+		{N: 1, Label: "Yes, proceed", Key: "y"},
+		{N: 2, Label: "Yes, and don't ask again for these files", Key: "a"},
+		{N: 3, Label: "No, and tell Codex what to do differently", Key: "esc"},
+	}
+	if len(a.choices) != len(want) {
+		t.Fatalf("choices %+v, want %+v", a.choices, want)
+	}
+	for i := range want {
+		if a.choices[i] != want[i] {
+			t.Errorf("choice %d: %+v, want %+v", i+1, a.choices[i], want[i])
+		}
+	}
+	if strings.Join(a.text, "|") != "Description: Apply proposed file edits|Destination: /tmp/w/written.txt" {
+		t.Errorf("text %q", a.text)
+	}
+}
+
+func TestFindApprovalNone(t *testing.T) {
+	forms := profiles["codex"].Approvals
+	for name, rows := range map[string][]string{
+		"no question":        {"› 1. Yes", "  2. No"},
+		"question, 1 choice": {"Would you like to run the following command?", "$ ls", "1. Yes (y)"},
+		"not from 1":         {"Would you like to run the following command?", "2. Yes (y)", "3. No (esc)"},
+		"question quoted":    {"> tell me: Would you like to make the following edits?", "a reply"},
+		"empty screen":       nil,
+	} {
+		if a := findApproval(forms, rows); a != nil {
+			t.Errorf("%s: found %+v", name, a)
+		}
+	}
+	if a := findApproval(profiles["none"].Approvals, codexEdit); a != nil {
+		t.Errorf("a profile with no forms found %+v", a)
+	}
+}
+
+func TestFindApprovalCommand(t *testing.T) {
+	a := findApproval(profiles["codex"].Approvals, []string{
+		"│ Would you like to run the following command? │",
+		"│ $ echo hi > out.txt                          │",
+		"│ 1. Yes, proceed (y)                          │",
+		"│ 2. No (esc)                                  │",
+	})
+	if a == nil || a.form.Kind != "command" || a.command != "echo hi > out.txt" || len(a.choices) != 2 || a.choices[1].Key != "esc" {
+		t.Fatalf("%+v", a)
+	}
+}
+
+func TestParseChoice(t *testing.T) {
+	for line, want := range map[string]lane000.ApprovalChoice{
+		"1. Yes, proceed (y)":             {N: 1, Label: "Yes, proceed", Key: "y"},
+		"2. Allow always":                 {N: 2, Label: "Allow always", Key: "2"},
+		"3. No (esc)":                     {N: 3, Label: "No", Key: "esc"},
+		"4. Run it (with care)":           {N: 4, Label: "Run it (with care)", Key: "4"},
+		"12. Twelve":                      {N: 12, Label: "Twelve", Key: "12"},
+		"1. Yes, allow edits (shift+tab)": {N: 1, Label: "Yes, allow edits (shift+tab)", Key: "1"},
+	} {
+		got, ok := parseChoice(line)
+		if !ok || got != want {
+			t.Errorf("%q: %+v %v, want %+v", line, got, ok, want)
+		}
+	}
+	for _, line := range []string{"", "1.", "1.x", "a. b", "0. zero", "123. far", "1.  ", "v1.2 released"} {
+		if c, ok := parseChoice(line); ok {
+			t.Errorf("%q read as a choice: %+v", line, c)
+		}
+	}
+}
+
+func TestProfileFor(t *testing.T) {
+	for _, c := range []struct {
+		agent   string
+		command []string
+		want    string
+	}{
+		{"", nil, "claude"},
+		{"", []string{"/usr/local/bin/codex", "-s", "read-only"}, "codex"},
+		{"", []string{"gemini"}, "none"}, // until its profile is in
+		{"", []string{"claude.exe"}, "claude"},
+		{"", []string{"./my-agent"}, "none"},
+		{"codex", []string{"./my-agent"}, "codex"},
+		{"none", []string{"codex"}, "none"},
+	} {
+		p, err := profileFor(c.agent, c.command)
+		if err != nil || p.Name != c.want {
+			t.Errorf("agent %q command %q: %q %v, want %q", c.agent, c.command, p.Name, err, c.want)
+		}
+	}
+	if _, err := profileFor("vim", nil); err == nil || !strings.Contains(err.Error(), "codex") {
+		t.Errorf("an unknown profile: %v", err)
+	}
+}
+
+func TestPTYConfigProfile(t *testing.T) {
+	pc := PTYConfig{Command: []string{"codex"}, Inline: true}
+	prof, inline, err := pc.profile()
+	if err != nil || prof.Name != "codex" || strings.Join(inline, " ") != "--no-alt-screen" || string(pc.InterruptKeys) != "\x1b" {
+		t.Fatalf("%q %q %v keys %q", prof.Name, inline, err, pc.InterruptKeys)
+	}
+	// The flags win over the profile.
+	pc = PTYConfig{Command: []string{"codex"}, InterruptKeys: []byte{3}, Working: []string{"thinking"}}
+	prof, inline, err = pc.profile()
+	if err != nil || inline != nil || string(pc.InterruptKeys) != "\x03" || len(prof.Working) != 1 || prof.Working[0] != "thinking" || prof.WorkingRows != 0 {
+		t.Fatalf("%+v %q %v keys %q", prof, inline, err, pc.InterruptKeys)
+	}
+	// --inline where the profile knows no such arguments is an error, not
+	// ignored.
+	for _, cmd := range []string{"claude", "./my-agent"} {
+		pc = PTYConfig{Command: []string{cmd}, Inline: true}
+		if _, _, err := pc.profile(); err == nil {
+			t.Errorf("--inline for %s: no error", cmd)
+		}
+	}
+}
+
+// A working text in the status line keeps the worker running while the
+// screen is still; once it is gone the worker is idle after
+// --stable-after; the same text higher up (the transcript) does not.
+func TestPTYWorkingText(t *testing.T) {
+	h := newPTYHarness(t)
+	h.w.prof = profiles["codex"]
+	h.idle()
+	h.draw("\x1b[6;1H• Working (0s • esc to interrupt)")
+	h.at(ptySample)
+	h.state(control.WorkerRunning)
+	for range 3 {
+		h.at(h.w.pc.StableAfter)
+		h.state(control.WorkerRunning)
+	}
+	var r result
+	h.w.ControlInject([]byte("hi"), false, r.done)
+	if r.res != lane000.Busy {
+		t.Fatalf("input while the status line says working: %s %q", r.res, r.detail)
+	}
+	h.draw("\x1b[6;1H\x1b[2K")
+	h.at(ptySample)
+	h.at(h.w.pc.StableAfter)
+	h.state(control.WorkerIdle)
+
+	// Far from the bottom the text is the transcript's: idle.
+	h.w.prof.WorkingRows = 2
+	h.draw("\x1b[1;1Hyou said: esc to interrupt")
+	h.at(ptySample)
+	h.at(h.w.pc.StableAfter)
+	h.state(control.WorkerIdle)
+}
+
+// approvalLines are the control.worker.approval lines the worker wrote.
+func approvalLines(h *ptyHarness) []gjson.Result {
+	h.w.emit()
+	var out []gjson.Result
+	for _, l := range bytes.Split(*h.w.loop.Out(), []byte{'\n'}) {
+		if gjson.GetBytes(l, "type").Str == lane000.TypeWorkerApproval {
+			out = append(out, gjson.ParseBytes(l))
+		}
+	}
+	return out
+}
+
+// drawCodexEdit draws Codex's edit prompt at the top of a 40×16 screen.
+func drawCodexEdit(h *ptyHarness) {
+	var b strings.Builder
+	b.WriteString("\x1b[2J")
+	for i, r := range codexEdit {
+		b.WriteString("\x1b[" + strconv.Itoa(i+1) + ";1H" + r)
+	}
+	h.draw(b.String())
+}
+
+func newApprovalHarness(t *testing.T) *ptyHarness {
+	h := newPTYHarness(t)
+	h.w.pc.Cols, h.w.pc.Rows = 80, 16
+	h.w.scr = screen.New(80, 16)
+	h.w.prof = profiles["codex"]
+	h.idle()
+	return h
+}
+
+// An approval prompt goes out once as open, with its choices; an input
+// that is not a choice is busy and types nothing; a choice presses its
+// key, and is acked ok only once the prompt has left the screen, when the
+// closed line names the choice.
+func TestPTYApprovalAnswered(t *testing.T) {
+	h := newApprovalHarness(t)
+	drawCodexEdit(h)
+	h.at(ptySample)
+	h.at(h.w.pc.StableAfter)
+	h.state(control.WorkerIdle)
+	lines := approvalLines(h)
+	if len(lines) != 1 {
+		t.Fatalf("%d approval lines, want 1 open", len(lines))
+	}
+	open := lines[0]
+	if open.Get("status").Str != "open" || open.Get("kind").Str != "edit" || open.Get("file").Str != "/tmp/w/written.txt" ||
+		open.Get("choices.#").Int() != 3 || open.Get("choices.2.key").Str != "esc" || open.Get("approval_id").Str == "" || open.Get("chosen").Exists() {
+		t.Fatalf("the open line: %s", open.Raw)
+	}
+	// Redrawn the same: no second line.
+	h.draw("\x1b[1;1H• I'll create the file now.")
+	h.draw("\x1b[20;1H") // the cursor moves, nothing else
+	h.at(ptySample)
+	if n := len(approvalLines(h)); n != 1 {
+		t.Fatalf("%d approval lines after a redraw, want 1", n)
+	}
+
+	var r result
+	h.w.ControlInject([]byte("hello"), false, r.done)
+	if r.res != lane000.Busy || !strings.Contains(r.detail, "1 (y) Yes, proceed") || h.in.Len() != 0 {
+		t.Fatalf("a prompt while an approval is open: %s %q, typed %q", r.res, r.detail, h.in.String())
+	}
+	r = result{}
+	h.w.ControlInject([]byte(" Y "), false, r.done)
+	if r.n != 0 || h.in.String() != "y" {
+		t.Fatalf("choice y: answered %d times (%s), typed %q", r.n, r.res, h.in.String())
+	}
+	// A second answer while the first is being taken: busy.
+	var r2 result
+	h.w.ControlInject([]byte("3"), false, r2.done)
+	if r2.res != lane000.Busy || h.in.String() != "y" {
+		t.Fatalf("a second answer: %s, typed %q", r2.res, h.in.String())
+	}
+	h.draw("\x1b[2J\x1b[1;1H• Edited written.txt")
+	h.at(ptySample)
+	if r.res != lane000.OK || r.n != 1 || !strings.Contains(r.detail, "choice 1 (Yes, proceed)") {
+		t.Fatalf("ack after the prompt left: %s %q (%d)", r.res, r.detail, r.n)
+	}
+	lines = approvalLines(h)
+	if len(lines) != 2 || lines[1].Get("status").Str != "closed" || lines[1].Get("approval_id").Str != open.Get("approval_id").Str ||
+		lines[1].Get("chosen.key").Str != "y" {
+		t.Fatalf("the closed line: %v", lines)
+	}
+	if h.w.appr != nil {
+		t.Fatal("an approval still open")
+	}
+}
+
+// A choice whose key the agent ignores is acked timeout after
+// --control-timeout, and the prompt can be answered again; a prompt that
+// leaves the screen otherwise (answered at the terminal) is closed with
+// chosen null; the next prompt is a new approval with a new id.
+func TestPTYApprovalTimeoutAndClosedElsewhere(t *testing.T) {
+	h := newApprovalHarness(t)
+	drawCodexEdit(h)
+	h.at(ptySample)
+	var r result
+	h.w.ControlInject([]byte("No, and tell Codex what to do differently"), false, r.done)
+	if h.in.String() != "\x1b" {
+		t.Fatalf("choice 3 typed %q, want ESC", h.in.String())
+	}
+	h.at(h.w.cfg.ControlTimeout - time.Millisecond)
+	if r.n != 0 {
+		t.Fatalf("answered before the timeout: %s", r.res)
+	}
+	h.at(time.Millisecond)
+	if r.res != lane000.Timeout {
+		t.Fatalf("%s %q, want timeout", r.res, r.detail)
+	}
+	r = result{}
+	h.w.ControlInject([]byte("2"), false, r.done)
+	if h.in.String() != "\x1ba" {
+		t.Fatalf("typed %q", h.in.String())
+	}
+	h.draw("\x1b[2J")
+	h.at(ptySample)
+	if r.res != lane000.OK {
+		t.Fatalf("%s %q", r.res, r.detail)
+	}
+	drawCodexEdit(h)
+	h.at(ptySample)
+	h.draw("\x1b[2J") // answered at the terminal
+	h.at(ptySample)
+	lines := approvalLines(h)
+	if len(lines) != 4 || lines[2].Get("approval_id").Str == lines[0].Get("approval_id").Str ||
+		lines[3].Get("status").Str != "closed" || lines[3].Get("chosen").Type != gjson.Null {
+		t.Fatalf("%v", lines)
+	}
+}
+
+// The program exits with an approval open: closed, and an answer in
+// flight is not_live.
+func TestPTYApprovalExited(t *testing.T) {
+	h := newApprovalHarness(t)
+	drawCodexEdit(h)
+	h.at(ptySample)
+	var r result
+	h.w.ControlInject([]byte("y"), false, r.done)
+	h.live = false
+	h.w.ChildExited(nil, session.Exit{Code: 0})
+	lines := approvalLines(h)
+	if r.n != 1 || r.res == lane000.OK || len(lines) != 2 || lines[1].Get("status").Str != "closed" {
+		t.Fatalf("%s %q %v", r.res, r.detail, lines)
+	}
+}

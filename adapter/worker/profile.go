@@ -1,0 +1,136 @@
+package worker
+
+// Agent profiles: what a pty worker knows of the program it drives
+// beyond a terminal's bytes. The profile is chosen by the command's name
+// (claude, codex, gemini; --agent names one, or none) and says which
+// keys interrupt it, what on its screen means "working" (a status line
+// shown only while it works: with it on the screen the worker is running
+// even when nothing moves), and how its approval prompts look, so that
+// they reach the controller as control.worker.approval lines and are
+// answered through lane 000 (approval.go). docs/protocol/control.md,
+// "Agent profiles".
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Profile is one agent's profile.
+type Profile struct {
+	// Name is the profile's name: "claude", "codex", "gemini", or "none".
+	Name string
+	// InterruptKeys interrupt a turn (--interrupt-keys overrides them).
+	InterruptKeys []byte
+	// Working are texts the agent shows only while it works; one of them
+	// in the bottom WorkingRows rows of the screen (0: anywhere) keeps
+	// the worker running (--working-text replaces them).
+	Working []string
+	// WorkingRows is how many rows at the bottom of the screen hold the
+	// agent's status line (where Working is looked for): the transcript
+	// above it may quote anything.
+	WorkingRows int
+	// AltScreen: the agent draws on the terminal's alternate screen, where
+	// nothing scrolls away (control.worker.scrollback stays empty);
+	// Inline are the arguments that keep it on the main screen, added
+	// by --inline.
+	AltScreen bool
+	Inline    []string
+	// Approvals are the forms of its approval prompts.
+	Approvals []ApprovalForm
+}
+
+// ApprovalForm is how one kind of approval prompt looks on the screen: a
+// row that begins with Question, then rows of details, then the numbered
+// choices ("› 1. Yes, proceed (y)": a number, a label and, in
+// parentheses, the key that picks it; without one the number does).
+type ApprovalForm struct {
+	// Kind is what is asked: "command" (to run one) or "edit" (to change
+	// files).
+	Kind string
+	// Question begins the prompt's first row (after spaces and frame
+	// characters).
+	Question string
+	// Command and File begin the detail row that names the command or
+	// the file asked about ("$ ", "Destination: "); the rest of the row
+	// is it.
+	Command, File string
+}
+
+// profiles are the built-in profiles, by name. What each shows was read
+// off the real programs (docs/protocol/control.md, "Agent profiles").
+var profiles = map[string]Profile{
+	"claude": {
+		Name:          "claude",
+		InterruptKeys: []byte{0x1b},
+		Working:       []string{"esc to interrupt"},
+		WorkingRows:   8,
+		AltScreen:     true, // and no argument known to keep it off
+	},
+	"codex": {
+		Name:          "codex",
+		InterruptKeys: []byte{0x1b},
+		Working:       []string{"esc to interrupt"},
+		WorkingRows:   8,
+		AltScreen:     true,
+		Inline:        []string{"--no-alt-screen"},
+		Approvals: []ApprovalForm{
+			{Kind: "edit", Question: "Would you like to make the following edits?", File: "Destination: "},
+			{Kind: "command", Question: "Would you like to run the following command?", Command: "$ "},
+		},
+	},
+	"none": {Name: "none", InterruptKeys: []byte{0x1b}},
+}
+
+// ProfileNames are the names --agent takes.
+func ProfileNames() []string {
+	names := make([]string, 0, len(profiles))
+	for n := range profiles {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// profileFor is the profile --agent names, else the one of the command's
+// name (its base name, without an extension: claude.exe is claude), else
+// "none"; no command is the CLI's TUI.
+func profileFor(agent string, command []string) (Profile, error) {
+	if agent != "" {
+		p, ok := profiles[agent]
+		if !ok {
+			return Profile{}, fmt.Errorf("--agent %q: no such profile (one of %s)", agent, strings.Join(ProfileNames(), ", "))
+		}
+		return p, nil
+	}
+	if len(command) == 0 {
+		return profiles["claude"], nil
+	}
+	base := filepath.Base(command[0])
+	base = strings.TrimSuffix(base, filepath.Ext(base))
+	if p, ok := profiles[base]; ok {
+		return p, nil
+	}
+	return profiles["none"], nil
+}
+
+// working reports whether the screen shows one of the profile's working
+// texts in its bottom rows.
+func (p *Profile) working(rows []string) bool {
+	if len(p.Working) == 0 {
+		return false
+	}
+	from := 0
+	if p.WorkingRows > 0 {
+		from = max(0, len(rows)-p.WorkingRows)
+	}
+	for _, r := range rows[from:] {
+		for _, w := range p.Working {
+			if strings.Contains(r, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
