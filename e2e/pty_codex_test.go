@@ -41,8 +41,8 @@ func realCodex(t *testing.T) string {
 
 // codexStart runs Codex (with codexArgs) under ccbridge --pty with
 // ccbridge's own fake model, in a fresh git repository (where Codex would
-// ask to trust the folder: ccbridge's config trusts it), and reads the
-// capabilities.
+// ask to trust the folder: ccbridge's config trusts it), with a control
+// socket beside stdio, and reads the capabilities.
 func codexStart(t *testing.T, codexArgs ...string) *ptyCtl {
 	t.Helper()
 	codex := realCodex(t)
@@ -50,9 +50,9 @@ func codexStart(t *testing.T, codexArgs ...string) *ptyCtl {
 	if err := os.Mkdir(dir+"/.git", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sid := uuid.NewString()
+	sid, sock := uuid.NewString(), ctlSocketPath(t)
 	args := []string{"--ui", "control", "--pty", "--team", ctlTeam, "--agent-id", ctlAgent, "--allow-sender", ctlSender,
-		"--session-id", sid, "--stable-after", "1s", "--cwd", dir, "--fake-model", "default", "--", codex}
+		"--session-id", sid, "--stable-after", "1s", "--cwd", dir, "--control", sock, "--fake-model", "default", "--", codex}
 	args = append(args, codexArgs...)
 	p := ptyBridge(t, sid, dir, args, "OPENAI_API_KEY=sk-must-not-be-used", "OPENAI_BASE_URL=http://127.0.0.1:1/v1")
 	// --session-id is the Claude CLI's: another program's worker names a
@@ -63,6 +63,8 @@ func codexStart(t *testing.T, codexArgs ...string) *ptyCtl {
 	}
 	p.sid = get(caps, "session_id").Str
 	p.o.sid = p.sid
+	p.sock = sock
+	p.waitSocket()
 	return p
 }
 
@@ -184,8 +186,9 @@ func TestPTYCodex(t *testing.T) {
 
 	// WRITEFILE: Codex asks to apply its patch; the question reaches the
 	// controller as control.worker.approval, and its choice, sent as a
-	// prompt's content, is taken. Allowed, the file is written; asked
-	// again and denied, it is not.
+	// prompt's content, is taken (the first answer on the control socket,
+	// its retry on stdio). Allowed, the file is written; asked again and
+	// denied, it is not.
 	written := filepath.Join(p.dir, "written.txt")
 	for _, c := range []struct{ answer, key string }{{"y", "y"}, {"No, and tell Codex what to do differently", "esc"}} {
 		os.Remove(written)
@@ -206,8 +209,14 @@ func TestPTYCodex(t *testing.T) {
 		if d := ctlAck(t, p.stdio.request(m.String()), m, "busy", false); !strings.Contains(d, "Yes, proceed") {
 			t.Errorf("a prompt while the approval is open: detail %q", d)
 		}
-		a := p.stdinReq(ctlID("answer"), c.answer)
-		if d := ctlAck(t, p.stdio.request(a.String()), a, "ok", false); !strings.Contains(d, "choice") {
+		a, lane := p.stdinReq(ctlID("answer"), c.answer), p.stdio
+		if c.key == "y" {
+			lane = ctlDial(t, p.sock)
+			if caps := lane.nextAnswer(); typeOf(caps) != "control.capabilities" || get(caps, "session_id").Str != p.sid {
+				t.Fatalf("the socket's first line: %.300s", caps)
+			}
+		}
+		if d := ctlAck(t, lane.request(a.String()), a, "ok", false); !strings.Contains(d, "choice") {
 			t.Errorf("the answer %q: detail %q", c.answer, d)
 		}
 		// Its retry is a duplicate and presses nothing.
