@@ -45,9 +45,10 @@ type ptyCtl struct {
 	states []string // control.worker.state states, in order
 }
 
-// ptyStart runs the TUI under ccbridge with --stable-after 1s in a fresh
-// working directory and HOME prepared for it, and reads the capabilities.
-func ptyStart(t *testing.T) *ptyCtl {
+// ptyStart runs the TUI under ccbridge with --stable-after 1s (and
+// extra, the CLI's flags) in a fresh working directory and HOME prepared
+// for it, and reads the capabilities.
+func ptyStart(t *testing.T, extra ...string) *ptyCtl {
 	t.Helper()
 	home, dir := t.TempDir(), mustReal(t, t.TempDir())
 	cfg, err := json.Marshal(map[string]any{
@@ -65,7 +66,7 @@ func ptyStart(t *testing.T) *ptyCtl {
 	sid := uuid.NewString()
 	args := []string{"--ui", "control", "--pty", "--team", ctlTeam, "--agent-id", ctlAgent, "--allow-sender", ctlSender,
 		"--session-id", sid, "--stable-after", "1s", "--cwd", dir}
-	p := ptyBridge(t, sid, dir, args, "HOME="+home)
+	p := ptyBridge(t, sid, dir, append(args, extra...), "HOME="+home)
 	if caps := p.stdio.nextAnswer(); typeOf(caps) != "control.capabilities" || get(caps, "session_id").Str != sid {
 		t.Fatalf("the first line is not the capabilities of session %s: %.500s", sid, caps)
 	}
@@ -367,8 +368,42 @@ func TestPTYInjectInterruptPaste(t *testing.T) {
 // with its input.
 func TestPTYKillTUI(t *testing.T) {
 	t.Parallel()
-	p := ptyStart(t)
+	// In the permission mode that asks, the TUI's prompts are approvals
+	// (the claude profile): a command allowed by its number, then an edit
+	// denied by its label.
+	p := ptyStart(t, "--permission-mode", "default")
 	p.ready()
+	for _, c := range []struct{ prompt, kind, answer, file string }{
+		{"BASH", "command", "1", "bash_touched.txt"},
+		{"WRITEFILE", "edit", "No", "written.txt"},
+	} {
+		from := len(p.stdio.got)
+		m := p.stdinReq(ctlID("ask"), c.prompt+" "+token("ask"))
+		ctlAck(t, p.stdio.request(m.String()), m, "ok", false)
+		open := p.approval(from, "open")
+		if get(open, "kind").Str != c.kind || get(open, "choices.0.label").Str != "Yes" || get(open, "choices.0.key").Str != "1" {
+			t.Fatalf("the approval line: %s", open)
+		}
+		if c.kind == "command" && !strings.Contains(get(open, "command").Str, "bash_touched.txt") ||
+			c.kind == "edit" && get(open, "file").Str != "written.txt" {
+			t.Errorf("what is asked about: %s", open)
+		}
+		a := p.stdinReq(ctlID("answer"), c.answer)
+		ctlAck(t, p.stdio.request(a.String()), a, "ok", false)
+		closed := p.approval(from, "closed")
+		path := filepath.Join(p.dir, c.file)
+		if c.answer == "1" {
+			p.waitFor(c.file+" written", func() bool { _, err := os.Stat(path); return err == nil })
+			continue
+		}
+		if get(closed, "chosen.label").Str != "No" {
+			t.Errorf("the closed line: %s", closed)
+		}
+		p.waitFor("idle after the denial", func() bool { return p.state() == "idle" })
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("%s was written though denied", c.file)
+		}
+	}
 	cli := p.cliPID()
 	execed(t, cli)
 	at := p.mark()

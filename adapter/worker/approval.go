@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+
 	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
@@ -30,10 +31,22 @@ type approval struct {
 	file     string
 	choices  []lane000.ApprovalChoice
 	// answer is the lane's input that picked a choice, waiting for the
-	// prompt to leave the screen; chosen is that choice.
+	// prompt to leave the screen; chosen is that choice. seenAt is when
+	// the prompt appeared; keyAt when its key is (next) pressed, zero
+	// once pressed ptyCRTries times; keys counts the presses.
 	answer *ptyInput
 	chosen *lane000.ApprovalChoice
+	seenAt time.Time
+	keyAt  time.Time
+	keys   int
 }
+
+// approvalSettle is how long a prompt must have shown before its key is
+// pressed: a TUI that has just drawn its prompt may not read keys for it
+// yet (Claude Code's drops a key sent at once). A key the prompt did not
+// take (still on the screen ptyCRRetry later) is pressed again, as a lost
+// carriage return is sent again.
+const approvalSettle = 300 * time.Millisecond
 
 // same reports whether a is the prompt b shows (one prompt stays one
 // approval while the screen redraws around it).
@@ -58,6 +71,12 @@ func findApproval(forms []ApprovalForm, rows []string) *approval {
 				continue
 			}
 			a := &approval{form: f, question: q}
+			if f.Above && !a.above(rows[:at]) {
+				continue
+			}
+			if f.FileInQuestion {
+				a.file = strings.TrimSuffix(strings.TrimPrefix(q, f.Question), "?")
+			}
 			for _, d := range rows[at+1:] {
 				line := strings.Trim(d, frame)
 				if c, ok := parseChoice(line); ok && (len(a.choices) == 0 || c.N == a.choices[len(a.choices)-1].N+1) {
@@ -67,7 +86,7 @@ func findApproval(forms []ApprovalForm, rows []string) *approval {
 				if len(a.choices) > 0 {
 					break // the choices are over
 				}
-				if line == "" {
+				if line == "" || f.Above {
 					continue
 				}
 				a.text = append(a.text, line)
@@ -84,6 +103,55 @@ func findApproval(forms []ApprovalForm, rows []string) *approval {
 		}
 	}
 	return nil
+}
+
+// above takes the prompt's details from the rows above its question, back
+// to the rule that opens it: false when there is none, or the first
+// detail is not the form's header.
+func (a *approval) above(rows []string) bool {
+	f := a.form
+	from := -1
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rule(rows[i], '─') {
+			from = i + 1
+			break
+		}
+	}
+	if from < 0 {
+		return false
+	}
+	dashed := 0
+	for _, r := range rows[from:] {
+		if rule(r, '╌') {
+			dashed++
+			continue
+		}
+		line := strings.Trim(r, frame)
+		if line == "" {
+			continue
+		}
+		a.text = append(a.text, line)
+		if f.Boxed && dashed == 1 && a.command == "" {
+			a.command = line
+		}
+	}
+	return f.Header == "" || (len(a.text) > 0 && a.text[0] == f.Header)
+}
+
+// rule reports whether row is a rule of c: that character alone (and
+// spaces), at least three of it.
+func rule(row string, c rune) bool {
+	n := 0
+	for _, r := range row {
+		switch r {
+		case c:
+			n++
+		case ' ':
+		default:
+			return false
+		}
+	}
+	return n >= 3
 }
 
 // parseChoice reads a choice's row: "1. Yes, proceed (y)" is choice 1,
@@ -185,6 +253,7 @@ func (w *ptyWorker) approvals(rows []string, now time.Time) {
 	if found != nil {
 		w.apprN++
 		found.id = "approval-" + strconv.Itoa(w.apprN)
+		found.seenAt = now
 		w.appr = found
 		w.sendApproval(found, lane000.ApprovalOpen, now)
 	}
@@ -214,7 +283,29 @@ func (w *ptyWorker) answer(text []byte, done func(lane000.Result, string)) {
 		done(lane000.NotLive, "the program is not running")
 		return
 	}
-	a.chosen = c
-	a.answer = &ptyInput{done: done, giveUp: w.loop.Now().Add(w.cfg.ControlTimeout)}
-	p.Write(keyBytes(c.Key))
+	now := w.loop.Now()
+	a.chosen, a.keys = c, 0
+	a.answer = &ptyInput{done: done, giveUp: now.Add(w.cfg.ControlTimeout)}
+	a.keyAt = a.seenAt.Add(approvalSettle)
+	if !now.Before(a.keyAt) {
+		w.press(a, now)
+	}
+}
+
+// press presses the chosen key, and sets when to press it again.
+func (w *ptyWorker) press(a *approval, now time.Time) {
+	p := w.child()
+	if p == nil || a.answer == nil {
+		return
+	}
+	if a.keys >= ptyCRTries {
+		a.keyAt = time.Time{} // the lane's timeout decides
+		return
+	}
+	if a.keys > 0 {
+		w.log.Info("pty worker: the approval prompt did not take its key; pressing it again", "try", a.keys+1)
+	}
+	a.keys++
+	p.Write(keyBytes(a.chosen.Key))
+	a.keyAt = now.Add(ptyCRRetry)
 }

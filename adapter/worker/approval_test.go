@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -276,30 +275,42 @@ func TestPTYApprovalAnswered(t *testing.T) {
 	}
 }
 
-// A choice whose key the agent ignores is acked timeout after
-// --control-timeout, and the prompt can be answered again; a prompt that
-// leaves the screen otherwise (answered at the terminal) is closed with
-// chosen null; the next prompt is a new approval with a new id.
+// A prompt just drawn gets its key approvalSettle after it appeared; a
+// key the agent ignores is pressed again every ptyCRRetry, ptyCRTries
+// times in all, and the answer is acked timeout at --control-timeout (the
+// prompt can be answered again); a prompt that leaves the screen
+// otherwise (answered at the terminal) is closed with chosen null; the
+// next prompt is a new approval with a new id.
 func TestPTYApprovalTimeoutAndClosedElsewhere(t *testing.T) {
 	h := newApprovalHarness(t)
 	drawCodexEdit(h)
 	h.at(ptySample)
 	var r result
 	h.w.ControlInject([]byte("No, and tell Codex what to do differently"), false, r.done)
+	if h.in.Len() != 0 {
+		t.Fatalf("a key pressed at once on a prompt just drawn: %q", h.in.String())
+	}
+	h.at(approvalSettle)
 	if h.in.String() != "\x1b" {
 		t.Fatalf("choice 3 typed %q, want ESC", h.in.String())
 	}
-	h.at(h.w.cfg.ControlTimeout - time.Millisecond)
+	for range ptyCRTries + 2 {
+		h.at(ptyCRRetry)
+	}
+	if h.in.String() != strings.Repeat("\x1b", ptyCRTries) {
+		t.Fatalf("typed %q, want ESC %d times", h.in.String(), ptyCRTries)
+	}
 	if r.n != 0 {
 		t.Fatalf("answered before the timeout: %s", r.res)
 	}
-	h.at(time.Millisecond)
+	h.at(h.w.cfg.ControlTimeout)
 	if r.res != lane000.Timeout {
 		t.Fatalf("%s %q, want timeout", r.res, r.detail)
 	}
+	h.in.Reset()
 	r = result{}
 	h.w.ControlInject([]byte("2"), false, r.done)
-	if h.in.String() != "\x1ba" {
+	if h.in.String() != "a" {
 		t.Fatalf("typed %q", h.in.String())
 	}
 	h.draw("\x1b[2J")
@@ -331,5 +342,69 @@ func TestPTYApprovalExited(t *testing.T) {
 	lines := approvalLines(h)
 	if r.n != 1 || r.res == lane000.OK || len(lines) != 2 || lines[1].Get("status").Str != "closed" {
 		t.Fatalf("%s %q %v", r.res, r.detail, lines)
+	}
+}
+
+// claudeBash and claudeWrite are Claude Code's TUI prompts (2.1.330,
+// --permission-mode default) as its screen shows them (captured rows).
+var claudeBash = []string{
+	"● Touching a file and say hi",
+	"  ⎿  $ touch /tmp/tuiw/bash_touched.txt && echo hi from bash",
+	"",
+	"────────────────────────────────────────────────────────────",
+	" Bash command",
+	" Tip: auto mode handles these prompts for you — choose \"switch to auto mode\" below",
+	" Touch a file and say hi",
+	"╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌",
+	" touch /tmp/tuiw/bash_touched.txt && echo hi from bash",
+	"╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌",
+	" Do you want to proceed?",
+	" ❯ 1. Yes",
+	"   2. Yes, and always allow access to /tmp/tuiw from this project",
+	"   3. Yes, and switch to auto mode · auto mode handles these prompts for you",
+	"   4. No",
+	"",
+	" Esc to cancel · Tab to amend",
+}
+
+var claudeWrite = []string{
+	"● Write(written.txt)",
+	"",
+	"────────────────────────────────────────────────────────────",
+	" Create file",
+	" written.txt",
+	"╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌",
+	"  1 hello world",
+	"╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌╌",
+	" Do you want to create written.txt?",
+	" ❯ 1. Yes",
+	"   2. Yes, and switch to accept edits (auto-approve file edits and common file commands) for this session (shift+tab)",
+	"   3. No",
+	"",
+	" Esc to cancel · Tab to amend",
+}
+
+func TestFindApprovalClaude(t *testing.T) {
+	forms := profiles["claude"].Approvals
+	a := findApproval(forms, claudeBash)
+	if a == nil || a.form.Kind != "command" || a.command != "touch /tmp/tuiw/bash_touched.txt && echo hi from bash" ||
+		a.question != "Do you want to proceed?" || len(a.choices) != 4 || a.choices[3] != (lane000.ApprovalChoice{N: 4, Label: "No", Key: "4"}) ||
+		len(a.text) != 4 || a.text[0] != "Bash command" {
+		t.Fatalf("Bash: %+v", a)
+	}
+	a = findApproval(forms, claudeWrite)
+	if a == nil || a.form.Kind != "edit" || a.file != "written.txt" || a.command != "" || len(a.choices) != 3 ||
+		a.choices[1].Key != "2" || !strings.HasSuffix(a.choices[1].Label, "(shift+tab)") ||
+		strings.Join(a.text, "|") != "Create file|written.txt|1 hello world" {
+		t.Fatalf("Write: %+v", a)
+	}
+	// Another tool's prompt: kind tool, its header the first detail.
+	other := append([]string{"────────", " Fetch", " https://example.com"}, claudeBash[10:]...)
+	if a := findApproval(forms, other); a == nil || a.form.Kind != "tool" || a.command != "" || a.text[0] != "Fetch" {
+		t.Fatalf("another tool: %+v", a)
+	}
+	// No rule above the question: not a prompt (a transcript quoting it).
+	if a := findApproval(forms, claudeBash[10:]); a != nil {
+		t.Fatalf("no rule above: %+v", a)
 	}
 }

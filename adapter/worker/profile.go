@@ -42,20 +42,30 @@ type Profile struct {
 }
 
 // ApprovalForm is how one kind of approval prompt looks on the screen: a
-// row that begins with Question, then rows of details, then the numbered
-// choices ("› 1. Yes, proceed (y)": a number, a label and, in
-// parentheses, the key that picks it; without one the number does).
+// row that begins with Question, with rows of details below it (or above
+// it, back to a rule of ─), then the numbered choices ("› 1. Yes, proceed
+// (y)": a number, a label and, in parentheses, the key that picks it;
+// without one the number does).
 type ApprovalForm struct {
-	// Kind is what is asked: "command" (to run one) or "edit" (to change
-	// files).
+	// Kind is what is asked: "command" (to run one), "edit" (to change
+	// files) or "tool" (another tool's use).
 	Kind string
-	// Question begins the prompt's first row (after spaces and frame
+	// Question begins the prompt's question row (after spaces and frame
 	// characters).
 	Question string
+	// Above: the details are the rows above the question, from the rule
+	// (a row of ─ alone) that opens the prompt; Header, when set, must be
+	// the first of them.
+	Above  bool
+	Header string
 	// Command and File begin the detail row that names the command or
 	// the file asked about ("$ ", "Destination: "); the rest of the row
-	// is it.
-	Command, File string
+	// is it. FileInQuestion: the file is the question's rest ("Do you
+	// want to create a.txt?"); Boxed: the command is the detail between
+	// two dashed rules (╌).
+	Command, File  string
+	FileInQuestion bool
+	Boxed          bool
 }
 
 // profiles are the built-in profiles, by name. What each shows was read
@@ -67,6 +77,14 @@ var profiles = map[string]Profile{
 		Working:       []string{"esc to interrupt"},
 		WorkingRows:   8,
 		AltScreen:     true, // and no argument known to keep it off
+		// Its prompts in the permission modes that ask (default, plan):
+		// the details above the question, the choices picked by number.
+		Approvals: []ApprovalForm{
+			{Kind: "command", Question: "Do you want to proceed?", Above: true, Header: "Bash command", Boxed: true},
+			{Kind: "edit", Question: "Do you want to create ", Above: true, FileInQuestion: true},
+			{Kind: "edit", Question: "Do you want to make this edit to ", Above: true, FileInQuestion: true},
+			{Kind: "tool", Question: "Do you want to proceed?", Above: true},
+		},
 	},
 	"codex": {
 		Name:          "codex",

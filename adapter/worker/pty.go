@@ -334,6 +334,9 @@ func (w *ptyWorker) Expire(now time.Time) {
 	if in := w.inj; in != nil && !in.crAt.IsZero() && !now.Before(in.crAt) {
 		w.submit(in, now)
 	}
+	if a := w.appr; a != nil && a.answer != nil && !a.keyAt.IsZero() && !now.Before(a.keyAt) {
+		w.press(a, now)
+	}
 	if a := w.appr; a != nil && a.answer != nil && !now.Before(a.answer.giveUp) {
 		in := a.answer
 		a.answer, a.chosen = nil, nil
@@ -356,7 +359,7 @@ func (w *ptyWorker) NextDeadline() time.Time {
 		d = adapter.Earliest(d, w.queue[0].giveUp)
 	}
 	if a := w.appr; a != nil && a.answer != nil {
-		d = adapter.Earliest(d, a.answer.giveUp)
+		d = adapter.Earliest(adapter.Earliest(d, a.answer.giveUp), a.keyAt)
 	}
 	return d
 }
