@@ -456,13 +456,15 @@ func (s *Server) GeminiEnv(home string) []string {
 // for a CLI that GeminiEnv points here: the API key's authentication
 // chosen (no auth dialog), the model fixed (GeminiModel), and none of
 // what would open a dialog, nudge or call elsewhere at the start: no
-// update check, no usage statistics, no IDE nudge. One attempt per call
-// (no retries), so that a scripted error reaches the screen at once.
+// update check, no usage statistics, no IDE nudge. Its retries are left
+// as they are: with general.maxAttempts 1, Gemini CLI 0.61.0 answered a
+// 5xx by calling again at once, for ever (its fallback to another model
+// starts the attempts over).
 func (s *Server) GeminiSettings() []byte {
 	return fmt.Appendf(nil, `{
   "security": {"auth": {"selectedType": "gemini-api-key"}},
   "model": {"name": %s, "disableLoopDetection": true},
-  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false, "maxAttempts": 1},
+  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
   "privacy": {"usageStatisticsEnabled": false},
   "ide": {"enabled": false, "hasSeenNudge": true}
 }

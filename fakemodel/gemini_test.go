@@ -346,7 +346,6 @@ func TestGeminiSettings(t *testing.T) {
 		"model.name":                           GeminiModel,
 		"general.enableAutoUpdate":             "false",
 		"general.enableAutoUpdateNotification": "false",
-		"general.maxAttempts":                  "1",
 		"privacy.usageStatisticsEnabled":       "false",
 		"ide.hasSeenNudge":                     "true",
 	} {
