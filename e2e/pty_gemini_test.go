@@ -107,15 +107,9 @@ func (p *ptyCtl) geminiAnswered(tok string) bool {
 
 // geminiPrompt sends content (holding tok) as a new request, acked ok, as
 // a controller would: a busy answer is sent again under a new request id
-// once ccbridge has been quiet for a second. Gemini CLI 0.61.0 takes a
-// return that it reads within 40 ms of a paste for a new line in its
-// input box (with no kitty keyboard protocol, which ccbridge's terminal
-// does not offer); while it is busy with its start, it can read ccbridge's
-// paste and return (100 ms apart) together. The prompt then waits in the
-// box, and the controller presses return again: a request of one space.
+// once ccbridge has been quiet for a second. Then geminiSubmit.
 func (p *ptyCtl) geminiPrompt(tag, content, tok string) ctlMsg {
 	p.t.Helper()
-	var first ctlMsg
 	for try := 1; ; try++ {
 		m := p.stdinReq(ctlID(tag), content)
 		ans := p.stdio.request(m.String())
@@ -125,23 +119,38 @@ func (p *ptyCtl) geminiPrompt(tag, content, tok string) ctlMsg {
 			continue
 		}
 		ctlAck(p.t, ans, m, "ok", false)
-		if first == nil {
-			first = m
-		}
+		p.geminiSubmit(tok)
+		return m
+	}
+}
+
+// geminiSubmit waits until Gemini takes the prompt holding tok, pressing
+// return again when it is left in the input box, and says how many times
+// it did. Gemini CLI 0.61.0 takes a return that it reads within 30 to 40
+// ms of a paste for a new line in its input box (with no kitty keyboard
+// protocol, which ccbridge's terminal does not offer); when it is slow to
+// read (busy with its start, or on a loaded machine) it can read
+// ccbridge's paste and return, 100 ms apart, together. The prompt then
+// waits in the box, and the controller presses return again: a request
+// of one space.
+func (p *ptyCtl) geminiSubmit(tok string) int {
+	p.t.Helper()
+	for again := 0; ; again++ {
 		stuck := false
 		p.waitFor("Gemini at work on the prompt with "+tok+", or that prompt left in its input box", func() bool {
 			in := strings.Contains(p.geminiInput(), tok)
 			stuck = in && p.state() == "idle"
 			return stuck || !in && len(p.geminiPrompts(tok)) > 0
 		})
-		if !stuck || try >= 3 {
-			if stuck {
-				p.t.Fatalf("the prompt with %s is still in Gemini's input box after %d returns", tok, try)
-			}
-			return first
+		if !stuck {
+			return again
+		}
+		if again == 2 {
+			p.t.Fatalf("the prompt with %s is still in Gemini's input box after three returns", tok)
 		}
 		p.t.Logf("the return after the prompt with %s became a new line in Gemini's input box; return again", tok)
-		content = " "
+		m := p.stdinReq(ctlID("return"), " ")
+		ctlAck(p.t, p.stdio.request(m.String()), m, "ok", false)
 	}
 }
 
