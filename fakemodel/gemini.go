@@ -315,19 +315,20 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, body []byte, ent
 		s.log.Debug("fakemodel: bad gemini request", "method", method, "status", status, "body_bytes", len(body))
 		writeJSON(w, status, googleError(status, "fake model: "+msg))
 	}
+	switch method {
+	case "countTokens", "generateContent", "streamGenerateContent":
+	default:
+		fail(http.StatusNotFound, "no such method: "+method)
+		return
+	}
 	if !gjson.ValidBytes(body) || !gjson.GetBytes(body, "contents").IsArray() {
 		fail(http.StatusBadRequest, "the body must be a JSON object with a contents array")
 		return
 	}
-	switch method {
-	case "countTokens":
+	if method == "countTokens" {
 		s.record(entry)
 		writeJSON(w, http.StatusOK, fmt.Appendf(nil, `{"totalTokens":%d}`, max(1, len(body)/4)))
 		s.update(func() { entry.Status = http.StatusOK })
-		return
-	case "generateContent", "streamGenerateContent":
-	default:
-		fail(http.StatusNotFound, "no such method: "+method)
 		return
 	}
 	stream := method == "streamGenerateContent"
