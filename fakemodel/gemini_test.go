@@ -320,7 +320,7 @@ func TestGeminiErrors(t *testing.T) {
 	for path, b := range map[string]string{
 		"/v1beta/models/m:generateContent":       "{not json",
 		"/v1beta/models/m:streamGenerateContent": `{"contents":"a string"}`,
-		"/v1beta/models/m:embedContent":          `{"contents":[]}`,
+		"/v1beta/models/m:embedContent":          `{"content":{"parts":[]}}`,
 	} {
 		resp := post(t, srv, path, []byte(b))
 		all, _ := io.ReadAll(resp.Body)
