@@ -170,6 +170,7 @@ func launcher(claude, fakeModel string, needCLI bool, base session.Config, geten
 	}
 	log.Info("fake model serving", "url", srv.URL(), "scenario", fakeModel)
 	codex := &codexHome{srv: srv}
+	gemini := &geminiHome{srv: srv}
 	child = func(dir string) session.Config {
 		c := base
 		c.Dir = dir
@@ -177,20 +178,33 @@ func launcher(claude, fakeModel string, needCLI bool, base session.Config, geten
 		c.DropEnv = fakemodel.Redirects
 		c.Env = append(slices.Clip(c.Env), srv.Env()...)
 		c.LeadArgs = []string{"--settings", srv.Settings(fakemodel.SettingsFiles(os.Getenv, cmp.Or(dir, "."))...)}
-		// A pty worker's Codex (--pty -- codex) reaches it too.
-		c.ProgramEnv = func(string) []string {
-			home, err := codex.trust(dir)
-			if err != nil {
-				log.Warn("--fake-model: preparing a CODEX_HOME", "err", err)
-				return nil
+		// A pty worker's Codex or Gemini CLI (--pty -- codex, --pty --
+		// gemini) reaches it too, each through a home of ccbridge's own.
+		c.ProgramEnv = func(program string) []string {
+			switch filepath.Base(program) {
+			case "codex":
+				home, err := codex.trust(dir)
+				if err != nil {
+					log.Warn("--fake-model: preparing a CODEX_HOME", "err", err)
+					return nil
+				}
+				return []string{"CODEX_HOME=" + home}
+			case "gemini":
+				home, err := gemini.path()
+				if err != nil {
+					log.Warn("--fake-model: preparing a GEMINI_CLI_HOME", "err", err)
+					return nil
+				}
+				return srv.GeminiEnv(home)
 			}
-			return []string{"CODEX_HOME=" + home}
+			return nil
 		}
 		return c
 	}
 	stop = func() {
 		srv.Close()
 		codex.remove()
+		gemini.remove()
 	}
 	return child, stop, 0, nil
 }
@@ -241,6 +255,53 @@ func (h *codexHome) trust(dir string) (string, error) {
 
 // remove removes the home, if there is one.
 func (h *codexHome) remove() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dir != "" {
+		os.RemoveAll(h.dir) // Best effort.
+	}
+}
+
+// geminiHome is the GEMINI_CLI_HOME of the Gemini CLIs that a pty worker
+// under --fake-model runs: its .gemini/settings.json
+// (fakemodel.Server.GeminiSettings) chooses the API key's login and
+// leaves out every dialog of a first start; the fake's GeminiEnv points
+// the CLI at the fake and trusts its working directory. It is a temporary
+// folder, made for the first Gemini CLI and removed when ccbridge stops;
+// its name holds ccbridge's pid (killed with SIGKILL, ccbridge leaves it
+// behind).
+type geminiHome struct {
+	srv *fakemodel.Server
+
+	mu  sync.Mutex
+	dir string // "" until the first Gemini CLI
+}
+
+// path makes the home when there is none and returns its path.
+func (h *geminiHome) path() (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dir != "" {
+		return h.dir, nil
+	}
+	dir, err := os.MkdirTemp("", fmt.Sprintf("ccbridge-gemini-%d-", os.Getpid()))
+	if err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".gemini"), 0o700); err != nil {
+		os.RemoveAll(dir) // Best effort.
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".gemini", "settings.json"), h.srv.GeminiSettings(), 0o600); err != nil {
+		os.RemoveAll(dir) // Best effort.
+		return "", err
+	}
+	h.dir = dir
+	return dir, nil
+}
+
+// remove removes the home, if there is one.
+func (h *geminiHome) remove() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.dir != "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -255,5 +256,51 @@ func TestLogin(t *testing.T) {
 	if code := run([]string{"login"}, strings.NewReader(""), &stdout, &stderr,
 		env("CCBRIDGE_CLAUDE", "/nonexistent/claude", "PATH", "/nonexistent")); code != 127 {
 		t.Errorf("login without a CLI: code %d", code)
+	}
+}
+
+// TestFakeModelProgramEnv: under --fake-model a pty worker's program gets
+// the home of its kind by its base name: Codex a CODEX_HOME whose config
+// trusts the folder, Gemini CLI a GEMINI_CLI_HOME with its settings and
+// the fake's address; any other program nothing. stop removes both.
+func TestFakeModelProgramEnv(t *testing.T) {
+	child, stop, code, err := launcher("", "default", false, session.Config{}, env(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("launcher: %d %v", code, err)
+	}
+	dir := t.TempDir()
+	c := child(dir)
+	if got := c.ProgramEnv("/usr/bin/bash"); got != nil {
+		t.Errorf("bash: %q, want nothing", got)
+	}
+	var codexHome, geminiHome string
+	for _, kv := range c.ProgramEnv("/opt/agents/codex") {
+		codexHome, _ = strings.CutPrefix(kv, "CODEX_HOME=")
+	}
+	gem := c.ProgramEnv("gemini")
+	for _, kv := range gem {
+		if h, ok := strings.CutPrefix(kv, "GEMINI_CLI_HOME="); ok {
+			geminiHome = h
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(codexHome, "config.toml")); codexHome == "" || err != nil || !strings.Contains(string(b), dir) {
+		t.Errorf("codex: home %q (%v), config:\n%s", codexHome, err, b)
+	}
+	b, err := os.ReadFile(filepath.Join(geminiHome, ".gemini", "settings.json"))
+	if geminiHome == "" || err != nil || gjson.GetBytes(b, "security.auth.selectedType").Str != "gemini-api-key" ||
+		!slices.ContainsFunc(gem, func(kv string) bool { return strings.HasPrefix(kv, "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:") }) {
+		t.Errorf("gemini: %q, settings (%v):\n%s", gem, err, b)
+	}
+	if again := c.ProgramEnv("gemini"); !slices.Equal(again, gem) {
+		t.Errorf("a second Gemini CLI: %q, want the same home %q", again, gem)
+	}
+	if !c.DropEnv("GEMINI_API_KEY") || !c.DropEnv("GOOGLE_GEMINI_BASE_URL") {
+		t.Errorf("Gemini CLI's address and key are not dropped from the environment")
+	}
+	stop()
+	for _, h := range []string{codexHome, geminiHome} {
+		if _, err := os.Stat(h); h == "" || !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("home %q after stop: %v", h, err)
+		}
 	}
 }

@@ -20,10 +20,13 @@ package e2e
 //
 // It reports and fails nothing unless a run errors. With
 // CCBRIDGE_PERF_PTY_AGENT=codex the worker is Codex's TUI instead, under
-// ccbridge's --fake-model (codexStart of pty_codex_test.go).
+// ccbridge's --fake-model (codexStart of pty_codex_test.go); with
+// CCBRIDGE_PERF_PTY_AGENT=gemini, Gemini CLI's (geminiStart of
+// pty_gemini_test.go).
 //
 //	CCBRIDGE_PERF=1 go test -run TestPerfPTY -v -count=1 -timeout 10m ./e2e
 //	CCBRIDGE_PERF=1 CCBRIDGE_PERF_PTY_AGENT=codex go test -run TestPerfPTY -v -count=1 -timeout 10m ./e2e
+//	CCBRIDGE_PERF=1 CCBRIDGE_PERF_PTY_AGENT=gemini go test -run TestPerfPTY -v -count=1 -timeout 10m ./e2e
 
 import (
 	"bytes"
@@ -163,17 +166,25 @@ func TestPerfPTY(t *testing.T) {
 
 	// CCBRIDGE_PERF_PTY_AGENT=codex measures Codex's TUI instead, under
 	// --fake-model (codexStart of pty_codex_test.go); "the TUI" is then
-	// Codex's native program, below its Node launcher.
+	// Codex's native program, below its Node launcher. With gemini,
+	// Gemini CLI's (geminiStart of pty_gemini_test.go); "the TUI" is the
+	// Node process its launcher starts again with a larger heap.
 	var p *ptyCtl
 	var cli string
 	answered := func(tok string) bool { return p.answered(tok) }
-	codex := os.Getenv("CCBRIDGE_PERF_PTY_AGENT") == "codex"
-	if codex {
+	agent := os.Getenv("CCBRIDGE_PERF_PTY_AGENT")
+	switch agent {
+	case "codex":
 		cli = realCodex(t)
 		p = codexStart(t)
 		p.waitState(0, "idle")
 		answered = p.codexAnswered
-	} else {
+	case "gemini":
+		cli = realGemini(t)
+		p = geminiStart(t)
+		p.waitState(0, "idle")
+		answered = p.geminiAnswered
+	default:
 		cli = realCLI(t)
 		p = ptyStart(t)
 		p.ready()
@@ -181,8 +192,12 @@ func TestPerfPTY(t *testing.T) {
 	pid := p.b.cmd.Process.Pid
 	tui := p.cliPID()
 	execed(t, tui)
-	for kids := children(tui); codex && len(kids) == 1; kids = children(tui) {
+	for kids := children(tui); agent == "codex" && len(kids) == 1; kids = children(tui) {
 		tui = kids[0] // the launcher's one child: Codex itself
+	}
+	if agent == "gemini" {
+		p.waitFor("Gemini CLI's launcher's one child", func() bool { return len(children(tui)) == 1 })
+		tui = children(tui)[0]
 	}
 	sc := p.screenNow()
 	cols, rows := get(sc, "cols").Int(), get(sc, "rows").Int()
@@ -232,6 +247,7 @@ func TestPerfPTY(t *testing.T) {
 	// 2. Ack latency, perfPTYPrompts prompts, each after idle.
 	var lat []time.Duration
 	var details []string
+	returns := 0 // Gemini CLI: returns pressed again (geminiSubmit)
 	for i := range perfPTYPrompts {
 		tok := token("perf" + strconv.Itoa(i))
 		m := p.stdinReq(ctlID("perf"), "hello "+tok)
@@ -242,6 +258,9 @@ func TestPerfPTY(t *testing.T) {
 		ans := p.stdio.nextAnswer()
 		lat = append(lat, time.Since(t0))
 		details = append(details, ctlAck(t, ans, m, "ok", false))
+		if agent == "gemini" {
+			returns += p.geminiSubmit(tok)
+		}
 		p.waitFor("the answer to prompt "+strconv.Itoa(i+1)+" and idle", func() bool {
 			return answered(tok) && slices.Contains(p.states[at:], "idle") && p.state() == "idle"
 		})
@@ -260,8 +279,11 @@ func TestPerfPTY(t *testing.T) {
 	pr := func(format string, a ...any) { fmt.Fprintf(&r, format+"\n", a...) }
 	pr("")
 	model := "the harness's fake model"
-	if codex {
+	switch agent {
+	case "codex":
 		model = "ccbridge's --fake-model (its Responses API)"
+	case "gemini":
+		model = "ccbridge's --fake-model (its Gemini API)"
 	}
 	pr("pty worker: ccbridge --ui control --pty, the real TUI (%s) %d×%d, --stable-after 1s, %s; MB = 10^6 bytes",
 		filepath.Base(cli), cols, rows, model)
@@ -313,6 +335,9 @@ func TestPerfPTY(t *testing.T) {
 	pr("Each, in order: %s ms.", formatValues("%.0f", vals))
 	slices.Sort(details)
 	pr("Ack details: %q.", slices.Compact(details))
+	if agent == "gemini" {
+		pr("Prompts left in Gemini's input box, a return pressed again (a request of one space, not counted above): %d.", returns)
+	}
 	pr("")
 	pr("3. Memory of the ccbridge process (the TUI's VmRSS for context):")
 	pr("")

@@ -22,7 +22,11 @@ import "strings"
 //     AZURE_*, GOOGLE_*, GCLOUD_*, GCP_*, CLOUDSDK_*, VERTEX_REGION_*,
 //     CLOUD_ML_REGION, and OpenTelemetry's OTEL_*; for the Codex CLI,
 //     OPENAI_* (OPENAI_API_KEY, OPENAI_BASE_URL) and CODEX_* (CODEX_HOME,
-//     its config and logins: Env sets the one the fake needs);
+//     its config and logins: Env sets the one the fake needs); for
+//     Gemini CLI, GEMINI_* (GEMINI_API_KEY, GEMINI_CLI_HOME, GEMINI_MODEL,
+//     GEMINI_CLI_SYSTEM_SETTINGS_PATH, …: GeminiEnv sets the ones the
+//     fake needs) beside GOOGLE_* (GOOGLE_GEMINI_BASE_URL,
+//     GOOGLE_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_CLOUD_PROJECT, …);
 //   - the CLI's switches to another backend or login: CLAUDE_CODE_USE_*,
 //     CLAUDE_CODE_SKIP_*, CLAUDE_CODE_HOST_*, CLAUDE_CODE_REMOTE*,
 //     CLAUDE_BRIDGE_*, CLAUDE_LOCAL_OAUTH_*, CCR_*,
@@ -63,7 +67,7 @@ func Redirects(name string) bool {
 
 var redirectPrefixes = []string{
 	"ANTHROPIC_", "AWS_", "AZURE_", "GOOGLE_", "GCLOUD_", "GCP_", "CLOUDSDK_", "VERTEX_REGION_", "OTEL_",
-	"OPENAI_", "CODEX_",
+	"OPENAI_", "CODEX_", "GEMINI_",
 	"CLAUDE_CODE_USE_", "CLAUDE_CODE_SKIP_", "CLAUDE_CODE_HOST_", "CLAUDE_CODE_REMOTE",
 	"CLAUDE_BRIDGE_", "CLAUDE_LOCAL_OAUTH_", "CCR_",
 }

@@ -286,6 +286,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.responses(w, r, body, entry)
 		return
 	}
+	if m := geminiPath.FindStringSubmatch(path); m != nil && r.Method == http.MethodPost {
+		s.gemini(w, r, body, entry, m[2], m[3])
+		return
+	}
 	s.record(entry)
 	status := http.StatusOK
 	switch {

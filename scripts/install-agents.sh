@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs the other coding agents the tests run against into .tools/agents/
 # (ignored by git), pinned: the Codex CLI (a real client of the fake
-# model's Responses API). Apart from scripts/install-tools.sh, so that the
-# demo does not download them. Safe to run again: it does nothing when the
-# pinned versions are already there. Prints Codex's path last.
+# model's Responses API) and Gemini CLI (of its Gemini API). Apart from
+# scripts/install-tools.sh, so that the demo does not download them. Safe
+# to run again: it does nothing when the pinned versions are already
+# there. Prints one line per agent on stdout, its name and its path:
+# codex=PATH, then gemini=PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CODEX_VERSION=0.171.0
+GEMINI_VERSION=0.61.0
 tools=.tools/agents
 mkdir -p "$tools"
 
@@ -16,6 +19,7 @@ cat > "$tools/package.json" <<JSON
   "name": "ccbridge-test-agents",
   "private": true,
   "dependencies": {
+    "@google/gemini-cli": "$GEMINI_VERSION",
     "@openai/codex": "$CODEX_VERSION"
   }
 }
@@ -26,11 +30,15 @@ installed() {
   [ -f "$file" ] && grep -q "\"version\": \"$version\"" "$file"
 }
 
-if ! installed @openai/codex "$CODEX_VERSION"; then
-  echo "installing the Codex CLI into $tools/ ..." >&2
+if ! installed @openai/codex "$CODEX_VERSION" || ! installed @google/gemini-cli "$GEMINI_VERSION"; then
+  echo "installing the Codex CLI and Gemini CLI into $tools/ ..." >&2
   (cd "$tools" && npm install --no-audit --no-fund --loglevel=error >&2)
 fi
 
 codex="$PWD/$tools/node_modules/.bin/codex"
 "$codex" --version >/dev/null 2>&1 || { echo "the Codex CLI did not install: $codex" >&2; exit 1; }
-echo "$codex"
+gemini="$PWD/$tools/node_modules/.bin/gemini"
+[ -x "$gemini" ] && [ -f "$tools/node_modules/@google/gemini-cli/package.json" ] ||
+  { echo "Gemini CLI did not install: $gemini" >&2; exit 1; }
+echo "codex=$codex"
+echo "gemini=$gemini"

@@ -2,12 +2,12 @@
 # Runs every test: the format check, go vet (every analyzer), the unit
 # tests under the race detector and the end-to-end tests (./e2e, with
 # ccbridge built under the race detector) against the real Claude Code
-# CLI (installed into .tools/ when missing), the fake model against the
-# real Codex CLI (scripts/install-agents.sh) and, for the web UI, headless
-# Chromium (installed by scripts/install-browser.sh), then the static
-# build, a type-check of every package for darwin and windows (the
-# release's other systems: internal/crosscheck), and each fuzz target for
-# FUZZTIME (default 1s, two targets at a time; FUZZTIME=5m
+# CLI (installed into .tools/ when missing), the real Codex CLI and
+# Gemini CLI against the fake model (scripts/install-agents.sh) and, for
+# the web UI, headless Chromium (installed by scripts/install-browser.sh),
+# then the static build, a type-check of every package for darwin and
+# windows (the release's other systems: internal/crosscheck), and each
+# fuzz target for FUZZTIME (default 1s, two targets at a time; FUZZTIME=5m
 # ./scripts/test.sh fuzzes longer). CI runs exactly this (.ci/run). It
 # must stay within 6 minutes on a 2-core machine with an empty build
 # cache (docs/testing.md, "Measured").
@@ -80,9 +80,12 @@ export CCBRIDGE_TEST_CLAUDE
 echo "   $CCBRIDGE_TEST_CLAUDE"
 if ! wait "$agents_pid"; then cat "$work/agents.log" "$work/agents.out"; echo "scripts/install-agents.sh failed"; exit 1; fi
 cat "$work/agents.log"
-CCBRIDGE_TEST_CODEX=$(tail -n 1 "$work/agents.out")
-export CCBRIDGE_TEST_CODEX
+# One line per agent, name=path.
+CCBRIDGE_TEST_CODEX=$(sed -n 's/^codex=//p' "$work/agents.out")
+CCBRIDGE_TEST_GEMINI=$(sed -n 's/^gemini=//p' "$work/agents.out")
+export CCBRIDGE_TEST_CODEX CCBRIDGE_TEST_GEMINI
 echo "   $CCBRIDGE_TEST_CODEX"
+echo "   $CCBRIDGE_TEST_GEMINI"
 step
 
 echo "== browser (scripts/install-browser.sh, started in the background)"

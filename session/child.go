@@ -97,11 +97,13 @@ type Config struct {
 	// for a CLI that must believe it talks to a terminal. Stderr stays a
 	// pipe, drained as usual. The child leads a new session (Setsid) with
 	// the pty as its controlling terminal; the session is also its process
-	// group. The terminal starts in raw mode: no echo, no line editing, no
-	// length limit on input lines, no "\n" to "\r\n" translation and no
-	// signal characters. A pty has no half-close, so CloseStdin switches the
-	// terminal to canonical mode and writes a newline (a blank line, which
-	// the CLI ignores) and the end-of-file character.
+	// group. The terminal's input starts in raw mode: no echo, no line
+	// editing, no length limit on input lines and no signal characters.
+	// Its output is processed as a terminal emulator's is: "\n" reaches
+	// the reader as "\r\n" (a program that makes its terminal raw turns
+	// that off itself). A pty has no half-close, so CloseStdin switches
+	// the terminal to canonical mode and writes a newline (a blank line,
+	// which the CLI ignores) and the end-of-file character.
 	// Linux only; elsewhere Start fails with errors.ErrUnsupported.
 	PTY bool
 	// PTYRows and PTYCols set the pty's window size.

@@ -29,8 +29,9 @@
 // ccbridge's end of a pipe closes (Kill, or ccbridge gone, kill -9
 // included), it SIGKILLs everything below it, escapees included.
 //
-// With [Config.PTY] (Linux only) stdin and stdout are a pseudo-terminal in
-// raw mode instead, the child leads a session of its own, and the
+// With [Config.PTY] (Linux only) stdin and stdout are a pseudo-terminal
+// instead, raw for input and translating "\n" to "\r\n" on output as a
+// terminal emulator's does, the child leads a session of its own, and the
 // terminal's EIO at the end is reported as io.EOF; stderr stays a pipe.
 //
 // # Respawning

@@ -214,11 +214,11 @@ func TestGuardianPTY(t *testing.T) {
 	cfg.PTY = true
 	c := start(t, cfg)
 	out := readLines(c.Stdout())
-	out.expect(t, fmt.Sprintf("tty 0=true 1=true 2=false size=24x80 pgid=%d sid=%d", c.Pid(), c.Pid()))
+	out.expect(t, fmt.Sprintf("tty 0=true 1=true 2=false size=24x80 pgid=%d sid=%d\r", c.Pid(), c.Pid()))
 	if _, err := io.WriteString(c.Stdin(), "hello\n"); err != nil {
 		t.Fatal(err)
 	}
-	out.expect(t, "hello")
+	out.expect(t, "hello\r")
 	c.CloseStdin()
 	if ex := waitDone(t, c, 10*time.Second); ex.Code != 0 || ex.Stderr != "bye\n" {
 		t.Errorf("Exit = %+v, want code 0, stderr bye", ex)

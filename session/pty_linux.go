@@ -88,7 +88,12 @@ func pollable(master *os.File) (*os.File, error) {
 	return os.NewFile(fd, master.Name()), nil
 }
 
-// makeRaw is cfmakeraw(3) on the terminal t.
+// makeRaw is cfmakeraw(3) on the terminal t, but for its output, which
+// the terminal still processes ("\n" reaches the screen as "\r\n"), as
+// the terminal of an emulator starts: a program that draws with bare line
+// feeds and leaves the output flags alone, as Node's raw mode does (Gemini
+// CLI), relies on it. A program that makes the terminal raw itself (Codex)
+// turns it off.
 func makeRaw(t *os.File) error {
 	var tio syscall.Termios
 	if err := termIoctl(t, syscall.TCGETS, unsafe.Pointer(&tio)); err != nil {
@@ -96,7 +101,7 @@ func makeRaw(t *os.File) error {
 	}
 	tio.Iflag &^= syscall.IGNBRK | syscall.BRKINT | syscall.PARMRK | syscall.ISTRIP |
 		syscall.INLCR | syscall.IGNCR | syscall.ICRNL | syscall.IXON
-	tio.Oflag &^= syscall.OPOST
+	tio.Oflag |= syscall.OPOST | syscall.ONLCR
 	tio.Lflag &^= syscall.ECHO | syscall.ECHONL | syscall.ICANON | syscall.ISIG | syscall.IEXTEN
 	tio.Cflag &^= syscall.CSIZE | syscall.PARENB
 	tio.Cflag |= syscall.CS8

@@ -50,15 +50,17 @@ func TestPTY(t *testing.T) {
 	c := start(t, cfg)
 	out := readLines(c.Stdout())
 	want := fmt.Sprintf("tty 0=true 1=true 2=false size=45x123 pgid=%d sid=%d", c.Pid(), c.Pid())
-	out.expect(t, want) // also proves there is no "\r\n" translation
+	// The output is translated as a terminal emulator's is: each "\n"
+	// comes out as "\r\n".
+	out.expect(t, want+"\r")
 
-	// Raw mode: no echo (each line comes back once), no length limit,
+	// Raw input: no echo (each line comes back once), no length limit,
 	// control characters pass through.
 	for _, s := range []string{"hello", strings.Repeat("p", 100<<10), "a\rb\x03c\x04d", `{"type":"user"}`} {
 		if _, err := io.WriteString(c.Stdin(), s+"\n"); err != nil {
 			t.Fatal(err)
 		}
-		if got := out.next(t); got != s {
+		if got := out.next(t); got != s+"\r" {
 			t.Fatalf("echo = %.60q (%d bytes), want %.60q (%d bytes)", got, len(got), s, len(s))
 		}
 	}
@@ -88,7 +90,7 @@ func TestPTYKill(t *testing.T) {
 	cfg.PTY = true
 	c := start(t, cfg)
 	out := readLines(c.Stdout())
-	out.expect(t, "ready")
+	out.expect(t, "ready\r")
 	if err := c.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestPTYShutdownFullTerminal(t *testing.T) {
 	cfg.Grace, cfg.TermGrace = 200*time.Millisecond, 5*time.Second
 	c := start(t, cfg)
 	out := readLines(c.Stdout())
-	out.expect(t, "ready")
+	out.expect(t, "ready\r")
 	fillNow(t, c)
 	done := make(chan error, 1)
 	t0 := time.Now()
