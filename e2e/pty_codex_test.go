@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 )
@@ -109,26 +108,6 @@ func (p *ptyCtl) codexAnswered(tok string) bool {
 	return slices.ContainsFunc(lines[at[len(at)-1]+1:], func(s string) bool { return strings.Contains(s, codexAnswer) })
 }
 
-// codexPrompt sends content as a new request and returns it, acked ok,
-// as a controller would: a busy answer (Codex redraws on its own after a
-// turn, naming the thread in its status line, later on a loaded machine)
-// is sent again under a new request id once ccbridge has been quiet for a
-// second, five tries in all.
-func (p *ptyCtl) codexPrompt(tag, content string) ctlMsg {
-	p.t.Helper()
-	for try := 1; ; try++ {
-		m := p.stdinReq(ctlID(tag), content)
-		ans := p.stdio.request(m.String())
-		if get(ans, "result").Str == "busy" && try < 5 {
-			p.t.Logf("try %d: busy (%s); again once quiet", try, get(ans, "detail").Str)
-			p.quietFor(time.Second)
-			continue
-		}
-		ctlAck(p.t, ans, m, "ok", false)
-		return m
-	}
-}
-
 // TestPTYCodex: Codex's TUI reaches idle with no dialog left open (no
 // trust, login, update or model prompt); a prompt is acked ok and the
 // fake model's answer appears on the screen; 20 retries of its request id
@@ -151,7 +130,7 @@ func TestPTYCodex(t *testing.T) {
 	}
 
 	tok := token("hello")
-	h := p.codexPrompt("hello", "hello "+tok)
+	h := p.promptOK("hello", "hello "+tok)
 	p.waitFor("the answer to the prompt with "+tok+", and idle", func() bool { return p.codexAnswered(tok) && p.state() == "idle" })
 	for n := 1; n <= 20; n++ {
 		ctlAck(t, p.stdio.request(h.with("meta", map[string]any{"retry_count": n}, "sent_at", ctlNow()).String()), h, "ok", true)
@@ -165,7 +144,7 @@ func TestPTYCodex(t *testing.T) {
 	// once the screen is stable again, the worker idle, the answer cut
 	// short; the next prompt is answered.
 	slowTok := token("slow")
-	p.codexPrompt("slow", "SLOW "+slowTok)
+	p.promptOK("slow", "SLOW "+slowTok)
 	p.waitFor("the slow answer on the screen", func() bool { return p.shows("counting") })
 	at := p.mark()
 	m := p.interruptReq(ctlID("int"))
@@ -181,7 +160,7 @@ func TestPTYCodex(t *testing.T) {
 		t.Errorf("the screen shows the whole slow answer (%d times counting): it was not stopped", n)
 	}
 	tok2 := token("again")
-	p.codexPrompt("again", "hello "+tok2)
+	p.promptOK("again", "hello "+tok2)
 	p.waitFor("the answer after the interrupt", func() bool { return p.codexAnswered(tok2) })
 
 	// WRITEFILE: Codex asks to apply its patch; the question reaches the
@@ -194,7 +173,7 @@ func TestPTYCodex(t *testing.T) {
 		os.Remove(written)
 		from := len(p.stdio.got)
 		p.waitFor("idle before WRITEFILE", func() bool { return p.state() == "idle" })
-		p.codexPrompt("write", "WRITEFILE "+token("w"))
+		p.promptOK("write", "WRITEFILE "+token("w"))
 		open := p.approval(from, "open")
 		if get(open, "kind").Str != "edit" || get(open, "question").Str != "Would you like to make the following edits?" ||
 			!strings.HasSuffix(get(open, "file").Str, "written.txt") || get(open, "choices.#").Int() != 3 ||

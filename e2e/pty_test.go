@@ -378,8 +378,7 @@ func TestPTYKillTUI(t *testing.T) {
 		{"WRITEFILE", "edit", "No", "written.txt"},
 	} {
 		from := len(p.stdio.got)
-		m := p.stdinReq(ctlID("ask"), c.prompt+" "+token("ask"))
-		ctlAck(t, p.stdio.request(m.String()), m, "ok", false)
+		p.promptOK("ask", c.prompt+" "+token("ask"))
 		open := p.approval(from, "open")
 		if get(open, "kind").Str != c.kind || get(open, "choices.0.label").Str != "Yes" || get(open, "choices.0.key").Str != "1" {
 			t.Fatalf("the approval line: %s", open)
@@ -476,5 +475,25 @@ func TestPTYKillBridge(t *testing.T) {
 	groupGone(t, pgid)
 	if left := ptyInSession(sid); len(left) > 0 {
 		t.Errorf("processes left in the TUI's session %d: %v", sid, left)
+	}
+}
+
+// promptOK sends content as a new request and returns it, acked ok,
+// as a controller would: a busy answer (an agent redraws on its own after
+// a turn or its start: Codex names the thread in its status line, later
+// on a loaded machine) is sent again under a new request id once ccbridge has been quiet for a
+// second, five tries in all.
+func (p *ptyCtl) promptOK(tag, content string) ctlMsg {
+	p.t.Helper()
+	for try := 1; ; try++ {
+		m := p.stdinReq(ctlID(tag), content)
+		ans := p.stdio.request(m.String())
+		if get(ans, "result").Str == "busy" && try < 5 {
+			p.t.Logf("try %d: busy (%s); again once quiet", try, get(ans, "detail").Str)
+			p.quietFor(time.Second)
+			continue
+		}
+		ctlAck(p.t, ans, m, "ok", false)
+		return m
 	}
 }

@@ -90,12 +90,7 @@ func findApproval(forms []ApprovalForm, rows []string) *approval {
 					continue
 				}
 				a.text = append(a.text, line)
-				if f.Command != "" && a.command == "" && strings.HasPrefix(line, f.Command) {
-					a.command = strings.TrimSpace(strings.TrimPrefix(line, f.Command))
-				}
-				if f.File != "" && a.file == "" && strings.HasPrefix(line, f.File) {
-					a.file = strings.TrimSpace(strings.TrimPrefix(line, f.File))
-				}
+				a.named(line)
 			}
 			if len(a.choices) >= 2 && a.choices[0].N == 1 {
 				return a
@@ -112,8 +107,12 @@ func (a *approval) above(rows []string) bool {
 	f := a.form
 	from := -1
 	for i := len(rows) - 1; i >= 0; i-- {
-		if rule(rows[i], '─') {
+		if f.Top == "" && rule(rows[i], '─') {
 			from = i + 1
+			break
+		}
+		if f.Top != "" && strings.HasPrefix(strings.Trim(rows[i], frame), f.Top) {
+			from = i
 			break
 		}
 	}
@@ -134,8 +133,24 @@ func (a *approval) above(rows []string) bool {
 		if f.Boxed && dashed == 1 && a.command == "" {
 			a.command = line
 		}
+		a.named(line)
 	}
-	return f.Header == "" || (len(a.text) > 0 && a.text[0] == f.Header)
+	return f.Header == "" || (len(a.text) > 0 && strings.HasPrefix(a.text[0], f.Header))
+}
+
+// named takes the command or the file from a detail row that names it.
+func (a *approval) named(line string) {
+	f := a.form
+	if f.Command != "" && a.command == "" && strings.HasPrefix(line, f.Command) {
+		a.command = strings.TrimSpace(strings.TrimPrefix(line, f.Command))
+	}
+	if f.File != "" && a.file == "" && strings.HasPrefix(line, f.File) {
+		file := strings.TrimPrefix(line, f.File)
+		if f.FileEnd != "" {
+			file, _, _ = strings.Cut(file, f.FileEnd)
+		}
+		a.file = strings.TrimSpace(file)
+	}
 }
 
 // rule reports whether row is a rule of c: that character alone (and

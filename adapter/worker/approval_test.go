@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,7 +117,7 @@ func TestProfileFor(t *testing.T) {
 	}{
 		{"", nil, "claude"},
 		{"", []string{"/usr/local/bin/codex", "-s", "read-only"}, "codex"},
-		{"", []string{"gemini"}, "none"}, // until its profile is in
+		{"", []string{"gemini"}, "gemini"},
 		{"", []string{"claude.exe"}, "claude"},
 		{"", []string{"./my-agent"}, "none"},
 		{"codex", []string{"./my-agent"}, "codex"},
@@ -406,5 +407,122 @@ func TestFindApprovalClaude(t *testing.T) {
 	// No rule above the question: not a prompt (a transcript quoting it).
 	if a := findApproval(forms, claudeBash[10:]); a != nil {
 		t.Fatalf("no rule above: %+v", a)
+	}
+}
+
+// geminiWrite is Gemini CLI 0.61.0's prompt for write_file as its screen
+// shows it (captured rows, shortened to 60 columns).
+var geminiWrite = []string{
+	" > WRITEFILE write1x",
+	"╭──────────────────────────────────────────────────────────╮",
+	"│ ? WriteFile  Writing to written.txt                      │",
+	"│ ╭──────────────────────────────────────────────────────╮ │",
+	"│ │ 1 hello world                                        │ │",
+	"│ ╰──────────────────────────────────────────────────────╯ │",
+	"│ Apply this change?                                       │",
+	"│                                                          │",
+	"│ ● 1. Allow once                                          │",
+	"│   2. Allow for this session                              │",
+	"│   3. Modify with external editor                         │",
+	"│   4. No, suggest changes (esc)                           │",
+	"╰──────────────────────────────────────────────────────────╯",
+	"",
+	"  Action Required (work)",
+}
+
+func TestFindApprovalGemini(t *testing.T) {
+	forms := profiles["gemini"].Approvals
+	a := findApproval(forms, geminiWrite)
+	if a == nil || a.form.Kind != "edit" || a.file != "written.txt" || len(a.choices) != 4 ||
+		a.choices[0] != (lane000.ApprovalChoice{N: 1, Label: "Allow once", Key: "1"}) ||
+		a.choices[3] != (lane000.ApprovalChoice{N: 4, Label: "No, suggest changes", Key: "esc"}) ||
+		strings.Join(a.text, "|") != "? WriteFile  Writing to written.txt|1 hello world" {
+		t.Fatalf("write_file: %+v", a)
+	}
+	edit := slices.Clone(geminiWrite)
+	edit[2] = "│ ? Edit  edit_target.txt: line two => line 2 (edited)      │"
+	if a := findApproval(forms, edit); a == nil || a.form.Kind != "edit" || a.file != "edit_target.txt" {
+		t.Fatalf("replace: %+v", a)
+	}
+	shell := []string{
+		"╭──────────────────────────────────────────╮",
+		"│ ? Shell  touch /w/bash_touched.txt        │",
+		"│ ╭──────────────────────────────────────╮ │",
+		"│ │ touch /w/bash_touched.txt            │ │",
+		"│ ╰──────────────────────────────────────╯ │",
+		"│ Allow execution of [Shell]?               │",
+		"│ ● 1. Allow once                           │",
+		"│   2. Allow for this session               │",
+		"│   3. No, suggest changes (esc)            │",
+		"╰──────────────────────────────────────────╯",
+	}
+	if a := findApproval(forms, shell); a == nil || a.form.Kind != "command" || a.command != "touch /w/bash_touched.txt" || len(a.choices) != 3 {
+		t.Fatalf("run_shell_command: %+v", a)
+	}
+	// An MCP tool's prompt: kind tool.
+	shell[1] = "│ ? fetch (web MCP Server)                  │"
+	if a := findApproval(forms, shell); a == nil || a.form.Kind != "tool" || a.command != "" {
+		t.Fatalf("another tool: %+v", a)
+	}
+}
+
+// With ready texts in the profile, a changed screen after the return is
+// not enough: while the input box shows neither its placeholder nor a
+// working text (the return became a new line in the box) the return is
+// sent again, and the input is acked once the box is empty.
+func TestPTYReadyText(t *testing.T) {
+	h := newPTYHarness(t)
+	h.w.prof = profiles["gemini"]
+	h.draw("\x1b[2J\x1b[1;1H >   Type your message or @path/to/file")
+	h.at(ptySample)
+	h.at(h.w.pc.StableAfter)
+	h.state(control.WorkerIdle)
+	var r result
+	h.w.ControlInject([]byte("hello"), false, r.done)
+	h.at(ptySettle)
+	if !strings.HasSuffix(h.in.String(), "\x1b[201~\r") {
+		t.Fatalf("typed %q, want the paste and a return", h.in.String())
+	}
+	// The return became a new line in the box: the screen changed.
+	h.draw("\x1b[1;1H\x1b[2K > hello\r\n   ")
+	h.at(ptySample)
+	if r.n != 0 {
+		t.Fatalf("acked %s with the input still in the box", r.res)
+	}
+	h.at(ptyCRRetry - ptySample)
+	if n := strings.Count(h.in.String(), "\r"); n != 2 {
+		t.Fatalf("%d returns, want a second one: %q", n, h.in.String())
+	}
+	h.draw("\x1b[2J\x1b[1;1H > hello\r\n ⠋ Thinking... (esc to cancel, 0s)")
+	h.at(ptySample)
+	if r.res != lane000.OK || r.n != 1 {
+		t.Fatalf("%s (%d), want ok once Gemini works", r.res, r.n)
+	}
+}
+
+// An interrupt while an approval prompt waits on a still screen (the
+// worker idle) sends the keys, and is acked once the screen is stable
+// again; with no prompt it is ok at once, with no keys.
+func TestPTYInterruptApproval(t *testing.T) {
+	h := newApprovalHarness(t)
+	var r result
+	h.w.ControlInterrupt(r.done)
+	if r.res != lane000.OK || h.in.Len() != 0 {
+		t.Fatalf("idle, no prompt: %s, typed %q", r.res, h.in.String())
+	}
+	drawCodexEdit(h)
+	h.at(ptySample)
+	h.at(h.w.pc.StableAfter)
+	h.state(control.WorkerIdle)
+	r = result{}
+	h.w.ControlInterrupt(r.done)
+	if r.n != 0 || h.in.String() != "\x1b" {
+		t.Fatalf("a prompt open: answered %d (%s), typed %q", r.n, r.res, h.in.String())
+	}
+	h.draw("\x1b[2J\x1b[1;1H■ Conversation interrupted")
+	h.at(ptySample)
+	h.at(h.w.pc.StableAfter)
+	if r.res != lane000.OK || h.w.appr != nil {
+		t.Fatalf("%s, approval %v", r.res, h.w.appr)
 	}
 }

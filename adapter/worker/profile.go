@@ -37,6 +37,13 @@ type Profile struct {
 	// by --inline.
 	AltScreen bool
 	Inline    []string
+	// Ready are texts the agent shows only when its input box is empty
+	// and waiting (a placeholder): with some, an input counts as taken
+	// once the screen shows one of them or a working text after its
+	// return, not merely a changed screen (a return taken for a new line
+	// in the box changes it too), and the return is sent again while
+	// neither shows.
+	Ready []string
 	// Approvals are the forms of its approval prompts.
 	Approvals []ApprovalForm
 }
@@ -53,17 +60,20 @@ type ApprovalForm struct {
 	// Question begins the prompt's question row (after spaces and frame
 	// characters).
 	Question string
-	// Above: the details are the rows above the question, from the rule
-	// (a row of ─ alone) that opens the prompt; Header, when set, must be
-	// the first of them.
+	// Above: the details are the rows above the question, from the row
+	// that opens the prompt: a rule (a row of ─ alone), or with Top the
+	// nearest row that begins with Top. Header, when set, must begin the
+	// first of them.
 	Above  bool
+	Top    string
 	Header string
 	// Command and File begin the detail row that names the command or
 	// the file asked about ("$ ", "Destination: "); the rest of the row
-	// is it. FileInQuestion: the file is the question's rest ("Do you
-	// want to create a.txt?"); Boxed: the command is the detail between
-	// two dashed rules (╌).
+	// is it, up to FileEnd when set. FileInQuestion: the file is the
+	// question's rest ("Do you want to create a.txt?"); Boxed: the
+	// command is the detail between two dashed rules (╌).
 	Command, File  string
+	FileEnd        string
 	FileInQuestion bool
 	Boxed          bool
 }
@@ -96,6 +106,23 @@ var profiles = map[string]Profile{
 		Approvals: []ApprovalForm{
 			{Kind: "edit", Question: "Would you like to make the following edits?", File: "Destination: "},
 			{Kind: "command", Question: "Would you like to run the following command?", Command: "$ "},
+		},
+	},
+	"gemini": {
+		Name:          "gemini",
+		InterruptKeys: []byte{0x1b},
+		Working:       []string{"(esc to cancel, "},
+		WorkingRows:   12,
+		Ready:         []string{"Type your message or @path/to/file"},
+		// Its prompts replace the input box: "? Tool  what", the
+		// details, the question, the choices (a digit picks one, esc the
+		// last).
+		Approvals: []ApprovalForm{
+			{Kind: "edit", Question: "Apply this change?", Above: true, Top: "? ", Header: "? WriteFile", File: "? WriteFile  Writing to "},
+			{Kind: "edit", Question: "Apply this change?", Above: true, Top: "? ", Header: "? Edit", File: "? Edit  ", FileEnd: ": "},
+			{Kind: "command", Question: "Allow execution of", Above: true, Top: "? ", Header: "? Shell", Command: "? Shell  "},
+			{Kind: "tool", Question: "Allow execution of", Above: true, Top: "? "},
+			{Kind: "tool", Question: "Apply this change?", Above: true, Top: "? "},
 		},
 	},
 	"none": {Name: "none", InterruptKeys: []byte{0x1b}},
@@ -131,6 +158,22 @@ func profileFor(agent string, command []string) (Profile, error) {
 		return p, nil
 	}
 	return profiles["none"], nil
+}
+
+// ready reports whether the screen shows one of the profile's ready
+// texts (true when it has none).
+func (p *Profile) ready(rows []string) bool {
+	if len(p.Ready) == 0 {
+		return true
+	}
+	for _, r := range rows {
+		for _, t := range p.Ready {
+			if strings.Contains(r, t) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // working reports whether the screen shows one of the profile's working

@@ -305,7 +305,7 @@ func (w *ptyWorker) sample(now time.Time) {
 	}
 	w.working = w.prof.working(rows)
 	w.approvals(rows, now)
-	if in := w.inj; in != nil && in.submitted && gen != in.crGen {
+	if in := w.inj; in != nil && in.submitted && gen != in.crGen && (w.working || w.prof.ready(rows)) {
 		w.inj = nil
 		in.done(lane000.OK, "the screen changed after the input was submitted")
 		w.next()
@@ -509,13 +509,15 @@ func pasteSafe(text []byte) []byte {
 }
 
 // ControlInterrupt writes the interrupt keys; ok once the screen is
-// stable again (idle).
+// stable again (idle). An approval prompt waiting on a still screen gets
+// the keys too (they answer it as the agent reads them: Codex's and
+// Gemini's "No").
 func (w *ptyWorker) ControlInterrupt(done func(lane000.Result, string)) {
 	defer w.emit()
 	switch {
 	case w.child() == nil || w.state == control.WorkerExited:
 		done(lane000.NotLive, "the program is not running")
-	case w.state == control.WorkerIdle:
+	case w.state == control.WorkerIdle && w.appr == nil:
 		done(lane000.OK, "no turn running: the screen is stable")
 	default:
 		w.keys()
