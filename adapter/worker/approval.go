@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/ccbridge/ccbridge/mapping/lane000"
 )
 
