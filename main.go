@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
@@ -171,6 +172,7 @@ func launcher(claude, fakeModel string, needCLI bool, base session.Config, geten
 	log.Info("fake model serving", "url", srv.URL(), "scenario", fakeModel)
 	codex := &codexHome{srv: srv}
 	gemini := &geminiHome{srv: srv}
+	tui := &tuiHome{srv: srv, cli: base.Path}
 	child = func(dir string) session.Config {
 		c := base
 		c.Dir = dir
@@ -181,6 +183,14 @@ func launcher(claude, fakeModel string, needCLI bool, base session.Config, geten
 		// A pty worker's Codex or Gemini CLI (--pty -- codex, --pty --
 		// gemini) reaches it too, each through a home of ccbridge's own.
 		c.ProgramEnv = func(program string) []string {
+			if program == "" { // the CLI's own TUI (--pty with no command)
+				env, err := tui.trust(dir)
+				if err != nil {
+					log.Warn("--fake-model: preparing a HOME for the TUI", "err", err)
+					return nil
+				}
+				return env
+			}
 			switch filepath.Base(program) {
 			case "codex":
 				home, err := codex.trust(dir)
@@ -205,6 +215,7 @@ func launcher(claude, fakeModel string, needCLI bool, base session.Config, geten
 		srv.Close()
 		codex.remove()
 		gemini.remove()
+		tui.remove()
 	}
 	return child, stop, 0, nil
 }
@@ -307,6 +318,86 @@ func (h *geminiHome) remove() {
 	if h.dir != "" {
 		os.RemoveAll(h.dir) // Best effort.
 	}
+}
+
+// tuiHome is the HOME of the CLI's TUIs that a pty worker under
+// --fake-model runs (--pty with no command): its .claude.json
+// (fakemodel.Server.TUIConfig) leaves out every dialog of a first start
+// and trusts every working directory a TUI was started in, so that it
+// reaches the fake model and its prompt box. The user's own ~/.claude.json
+// is never written. CLAUDE_CONFIG_DIR points into it too (with the same
+// .claude.json), so that a CLAUDE_CONFIG_DIR of the user's does not lead
+// the TUI back to the user's configuration. A temporary folder, made for
+// the first TUI and removed when ccbridge stops (with the sessions the
+// TUIs kept in it); its name holds ccbridge's pid.
+type tuiHome struct {
+	srv *fakemodel.Server
+	cli string // the CLI, asked once for its version
+
+	mu      sync.Mutex
+	dir     string // "" until the first TUI
+	version string
+	trusted []string
+}
+
+// trust makes the home when there is none, adds dir ("" is ccbridge's
+// own) and its real path to the trusted folders, and returns the TUI's
+// environment.
+func (h *tuiHome) trust(dir string) ([]string, error) {
+	abs, err := filepath.Abs(cmp.Or(dir, "."))
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dir == "" {
+		if h.dir, err = os.MkdirTemp("", fmt.Sprintf("ccbridge-tui-%d-", os.Getpid())); err != nil {
+			return nil, err
+		}
+		if err := os.Mkdir(filepath.Join(h.dir, ".claude"), 0o700); err != nil {
+			return nil, err
+		}
+		h.version = cliVersion(h.cli)
+	}
+	for _, d := range []string{abs, realPath(abs)} {
+		if !slices.Contains(h.trusted, d) {
+			h.trusted = append(h.trusted, d)
+		}
+	}
+	cfg := h.srv.TUIConfig(h.version, h.trusted...)
+	for _, f := range []string{filepath.Join(h.dir, ".claude.json"), filepath.Join(h.dir, ".claude", ".claude.json")} {
+		// Replaced at once: a TUI starting meanwhile reads the old file or
+		// the new one, never half of one.
+		if err := os.WriteFile(f+".new", cfg, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(f+".new", f); err != nil {
+			return nil, err
+		}
+	}
+	return []string{"HOME=" + h.dir, "CLAUDE_CONFIG_DIR=" + filepath.Join(h.dir, ".claude")}, nil
+}
+
+// remove removes the home, if there is one.
+func (h *tuiHome) remove() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dir != "" {
+		os.RemoveAll(h.dir) // Best effort.
+	}
+}
+
+// cliVersion is the version the CLI at path prints first ("2.1.330"), or
+// "" when it prints none within 5 s.
+func cliVersion(path string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	if err != nil {
+		return ""
+	}
+	v, _, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	return v
 }
 
 // realPath is path with its symbolic links resolved, or path itself.

@@ -73,6 +73,21 @@ func ptyStart(t *testing.T, extra ...string) *ptyCtl {
 	return p
 }
 
+// ptyStartFakeModel runs the TUI under ccbridge --fake-model default
+// (with --stable-after 1s and extra) in a fresh working directory, with
+// the harness's empty HOME: ccbridge prepares the TUI's home itself.
+func ptyStartFakeModel(t *testing.T, extra ...string) *ptyCtl {
+	t.Helper()
+	dir, sid := mustReal(t, t.TempDir()), uuid.NewString()
+	args := []string{"--ui", "control", "--pty", "--team", ctlTeam, "--agent-id", ctlAgent, "--allow-sender", ctlSender,
+		"--session-id", sid, "--stable-after", "1s", "--cwd", dir, "--fake-model", "default"}
+	p := ptyBridge(t, sid, dir, append(args, extra...))
+	if caps := p.stdio.nextAnswer(); typeOf(caps) != "control.capabilities" || get(caps, "session_id").Str != sid {
+		t.Fatalf("the first line is not the capabilities of session %s: %.500s", sid, caps)
+	}
+	return p
+}
+
 // ptyBridge starts ccbridge with args (a pty worker in dir, session sid)
 // and env, its stdio as the controller; on failure the screen is logged.
 func ptyBridge(t *testing.T, sid, dir string, args []string, env ...string) *ptyCtl {
@@ -368,11 +383,16 @@ func TestPTYInjectInterruptPaste(t *testing.T) {
 // with its input.
 func TestPTYKillTUI(t *testing.T) {
 	t.Parallel()
-	// In the permission mode that asks, the TUI's prompts are approvals
-	// (the claude profile): a command allowed by its number, then an edit
-	// denied by its label.
-	p := ptyStart(t, "--permission-mode", "default")
+	// Under --fake-model with a HOME of nothing, ccbridge prepares the
+	// TUI's own (no dialog stays open). In the permission mode that asks,
+	// the TUI's prompts are approvals (the claude profile): a command
+	// allowed by its number, then an edit denied by its label.
+	p := ptyStartFakeModel(t, "--permission-mode", "default")
 	p.ready()
+	homes, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("ccbridge-tui-%d-*", p.b.cmd.Process.Pid)))
+	if len(homes) != 1 {
+		t.Errorf("TUI homes of this ccbridge: %v, want one", homes)
+	}
 	for _, c := range []struct{ prompt, kind, answer, file string }{
 		{"BASH", "command", "1", "bash_touched.txt"},
 		{"WRITEFILE", "edit", "No", "written.txt"},
@@ -424,7 +444,20 @@ func TestPTYKillTUI(t *testing.T) {
 	for p.stdio.read() {
 	}
 	t.Logf("ccbridge exited %d", p.b.wait())
+	// The TUI's requests went to ccbridge's own fake, not the harness's.
 	ctlPromptCount(t, tok, 0)
+	if n := len(ctlPrompts(t, "BASH ask")); n != 0 {
+		t.Errorf("the harness's fake model got %d of the TUI's prompts", n)
+	}
+	// The home ccbridge made is gone with it; the user's was not written.
+	for _, h := range homes {
+		if _, err := os.Stat(h); err == nil {
+			t.Errorf("the TUI's home %s is still there after ccbridge exited", h)
+		}
+	}
+	if entries, _ := os.ReadDir(p.b.home); len(entries) > 0 {
+		t.Errorf("the user's HOME was written: %v", entries)
+	}
 }
 
 // ptyDescendants returns pid's descendants.

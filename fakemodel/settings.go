@@ -70,3 +70,29 @@ func SettingsFiles(getenv func(string) string, cwd string) []string {
 		filepath.Join(cwd, ".claude", "settings.local.json"),
 	}
 }
+
+// TUIConfig returns a ~/.claude.json for the CLI's interactive TUI (a pty
+// worker of --fake-model) that leaves out every dialog of a first start:
+// onboarding done (at version, the CLI's own; "" leaves it out), the key
+// Env hands it (APIKey) approved, and each of the trusted folders
+// trusted and onboarded. Without it the TUI stops at a connectivity
+// check to the real API, then asks whether to use the custom key (its
+// default answer, No, leaves every prompt "Not logged in"), then whether
+// to trust the folder.
+func (s *Server) TUIConfig(version string, trusted ...string) []byte {
+	projects := make(map[string]any, len(trusted))
+	for _, d := range trusted {
+		projects[d] = map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}
+	}
+	cfg := map[string]any{
+		"hasCompletedOnboarding": true,
+		"theme":                  "dark",
+		"customApiKeyResponses":  map[string]any{"approved": []string{APIKey}, "rejected": []string{}},
+		"projects":               projects,
+	}
+	if version != "" {
+		cfg["lastOnboardingVersion"] = version
+	}
+	b, _ := json.Marshal(cfg) // strings, bools and maps of them: cannot fail
+	return b
+}

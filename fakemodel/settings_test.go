@@ -46,3 +46,23 @@ func mustDefault(t *testing.T) *Scenario {
 	}
 	return sc
 }
+
+func TestTUIConfig(t *testing.T) {
+	var s Server
+	b := s.TUIConfig("2.1.330", "/w", "/real/w")
+	for path, want := range map[string]any{
+		"hasCompletedOnboarding":                         true,
+		"lastOnboardingVersion":                          "2.1.330",
+		"customApiKeyResponses.approved.0":               APIKey,
+		`projects./w.hasTrustDialogAccepted`:             true,
+		`projects./real/w.hasCompletedProjectOnboarding`: true,
+	} {
+		got := gjson.GetBytes(b, path)
+		if got.Value() != want {
+			t.Errorf("%s: %v, want %v in %s", path, got.Value(), want, b)
+		}
+	}
+	if gjson.GetBytes(s.TUIConfig(""), "lastOnboardingVersion").Exists() {
+		t.Error("a version with none known")
+	}
+}

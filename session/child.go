@@ -59,9 +59,11 @@ type Config struct {
 	// under --fake-model drops what could lead the CLI to a real API).
 	// Entries of Env are never dropped.
 	DropEnv func(name string) bool
-	// ProgramEnv, when set, gives what to add to Env when the child is
-	// another program than the CLI (a pty worker's command; path as
-	// given): ccbridge under --fake-model points Codex at the fake with it.
+	// ProgramEnv, when set, gives what to add to Env when the child runs
+	// under a pty worker: another program than the CLI (its path as
+	// given), or "" for the CLI's own TUI. ccbridge under --fake-model
+	// points Codex and Gemini CLI at the fake with it, and gives the TUI a
+	// prepared HOME.
 	ProgramEnv func(path string) []string
 
 	// Grace is how long Shutdown waits for the child to exit after closing

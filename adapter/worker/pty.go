@@ -218,6 +218,9 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 	} else {
 		opts = opts.WithSessionID()
 		opts.Extra = append(slices.Clip(opts.Extra), inline...)
+		if child.ProgramEnv != nil {
+			child.Env = append(child.Env[:len(child.Env):len(child.Env)], child.ProgramEnv("")...)
+		}
 	}
 	w := &ptyWorker{
 		cfg:   c,
