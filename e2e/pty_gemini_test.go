@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/fakemodel"
 )
@@ -179,7 +180,10 @@ func TestPTYGemini(t *testing.T) {
 		t.Errorf("an interrupt of a working Gemini: detail %q, want the screen stable after the keys", d)
 	}
 	p.waitState(at, "idle")
-	p.screenNow()
+	// The gemini profile says it draws inline, not on the alternate screen.
+	if alt := get(p.screenNow(), "alt_screen"); alt.Type != gjson.False {
+		t.Errorf("control.screen alt_screen %s, want false for Gemini CLI", alt.Raw)
+	}
 	if !p.shows("Request cancelled.") || p.shows("esc to cancel") {
 		t.Errorf("after the interrupt the screen does not say the request was cancelled, or Gemini still works")
 	}
