@@ -40,7 +40,8 @@ func realGemini(t *testing.T) string {
 // geminiStart runs Gemini CLI under ccbridge --pty with ccbridge's own
 // fake model, in a fresh git repository, with variables in the
 // environment that would send it to another API, model or home if
-// ccbridge passed them on; it reads the capabilities.
+// ccbridge passed them on, with a control socket beside stdio; it reads
+// the capabilities.
 func geminiStart(t *testing.T) *ptyCtl {
 	t.Helper()
 	gemini := realGemini(t)
@@ -48,9 +49,9 @@ func geminiStart(t *testing.T) *ptyCtl {
 	if err := os.Mkdir(dir+"/.git", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sid := uuid.NewString()
+	sid, sock := uuid.NewString(), ctlSocketPath(t)
 	args := []string{"--ui", "control", "--pty", "--team", ctlTeam, "--agent-id", ctlAgent, "--allow-sender", ctlSender,
-		"--session-id", sid, "--stable-after", "1s", "--cwd", dir, "--fake-model", "default", "--", gemini}
+		"--session-id", sid, "--stable-after", "1s", "--cwd", dir, "--control", sock, "--fake-model", "default", "--", gemini}
 	p := ptyBridge(t, sid, dir, args, "GEMINI_API_KEY=must-not-be-used", "GOOGLE_API_KEY=must-not-be-used",
 		"GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:1", "GOOGLE_GENAI_USE_VERTEXAI=true", "GEMINI_MODEL=gemini-must-not-be-used",
 		"GEMINI_CLI_HOME="+t.TempDir())
@@ -60,6 +61,8 @@ func geminiStart(t *testing.T) *ptyCtl {
 	}
 	p.sid = get(caps, "session_id").Str
 	p.o.sid = p.sid
+	p.sock = sock
+	p.waitSocket()
 	return p
 }
 
@@ -217,8 +220,15 @@ func TestPTYGemini(t *testing.T) {
 		if d := ctlAck(t, p.stdio.request(m.String()), m, "busy", false); !strings.Contains(d, "Allow once") {
 			t.Errorf("a prompt while the approval is open: detail %q", d)
 		}
-		a := p.stdinReq(ctlID("answer"), c.answer)
-		ctlAck(t, p.stdio.request(a.String()), a, "ok", false)
+		// The first answer on the control socket, its retry on stdio.
+		a, lane := p.stdinReq(ctlID("answer"), c.answer), p.stdio
+		if c.key == "1" {
+			lane = ctlDial(t, p.sock)
+			if caps := lane.nextAnswer(); typeOf(caps) != "control.capabilities" || get(caps, "session_id").Str != p.sid {
+				t.Fatalf("the socket's first line: %.300s", caps)
+			}
+		}
+		ctlAck(t, lane.request(a.String()), a, "ok", false)
 		ctlAck(t, p.stdio.request(a.with("meta", map[string]any{"retry_count": 1}, "sent_at", ctlNow()).String()), a, "ok", true)
 		if closed := p.approval(from, "closed"); get(closed, "chosen.key").Str != c.key {
 			t.Errorf("the closed line: %s", closed)
