@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,26 +86,11 @@ func (p *ptyCtl) approval(from int, status string) []byte {
 // codexPrompts are the lines where Codex echoes a prompt holding tok
 // ("› hello …"; its status line names the thread after the first prompt
 // too, which is not one of them).
-func (p *ptyCtl) codexPrompts(tok string) []int {
-	var at []int
-	for i, l := range p.transcript() {
-		if strings.HasPrefix(l, "› ") && strings.Contains(l, tok) {
-			at = append(at, i)
-		}
-	}
-	return at
-}
+func (p *ptyCtl) codexPrompts(tok string) []int { return p.echoes("› ", tok) }
 
 // codexAnswered reports whether Codex drew the fake model's answer below
 // its echo of the prompt holding tok.
-func (p *ptyCtl) codexAnswered(tok string) bool {
-	at := p.codexPrompts(tok)
-	if len(at) == 0 {
-		return false
-	}
-	lines := p.transcript()
-	return slices.ContainsFunc(lines[at[len(at)-1]+1:], func(s string) bool { return strings.Contains(s, codexAnswer) })
-}
+func (p *ptyCtl) codexAnswered(tok string) bool { return p.answeredBelow("› ", tok, codexAnswer) }
 
 // TestPTYCodex: Codex's TUI reaches idle with no dialog left open (no
 // trust, login, update or model prompt); a prompt is acked ok and the
@@ -168,51 +152,13 @@ func TestPTYCodex(t *testing.T) {
 	// prompt's content, is taken (the first answer on the control socket,
 	// its retry on stdio). Allowed, the file is written; asked again and
 	// denied, it is not.
-	written := filepath.Join(p.dir, "written.txt")
-	for _, c := range []struct{ answer, key string }{{"y", "y"}, {"No, and tell Codex what to do differently", "esc"}} {
-		os.Remove(written)
-		from := len(p.stdio.got)
-		p.waitFor("idle before WRITEFILE", func() bool { return p.state() == "idle" })
-		p.promptOK("write", "WRITEFILE "+token("w"))
-		open := p.approval(from, "open")
-		if get(open, "kind").Str != "edit" || get(open, "question").Str != "Would you like to make the following edits?" ||
-			!strings.HasSuffix(get(open, "file").Str, "written.txt") || get(open, "choices.#").Int() != 3 ||
-			get(open, "choices.0.key").Str != "y" || get(open, "choices.2.key").Str != "esc" {
-			t.Fatalf("the approval line: %s", open)
-		}
-		if _, err := os.Stat(written); err == nil {
-			t.Fatalf("written.txt is there before the controller answered")
-		}
-		// A prompt meanwhile is busy, naming the choices; nothing is typed.
-		m := p.stdinReq(ctlID("meanwhile"), "hello")
-		if d := ctlAck(t, p.stdio.request(m.String()), m, "busy", false); !strings.Contains(d, "Yes, proceed") {
-			t.Errorf("a prompt while the approval is open: detail %q", d)
-		}
-		a, lane := p.stdinReq(ctlID("answer"), c.answer), p.stdio
-		if c.key == "y" {
-			lane = ctlDial(t, p.sock)
-			if caps := lane.nextAnswer(); typeOf(caps) != "control.capabilities" || get(caps, "session_id").Str != p.sid {
-				t.Fatalf("the socket's first line: %.300s", caps)
-			}
-		}
-		if d := ctlAck(t, lane.request(a.String()), a, "ok", false); !strings.Contains(d, "choice") {
-			t.Errorf("the answer %q: detail %q", c.answer, d)
-		}
-		// Its retry is a duplicate and presses nothing.
-		ctlAck(t, p.stdio.request(a.with("meta", map[string]any{"retry_count": 1}, "sent_at", ctlNow()).String()), a, "ok", true)
-		closed := p.approval(from, "closed")
-		if get(closed, "approval_id").Str != get(open, "approval_id").Str || get(closed, "chosen.key").Str != c.key {
-			t.Errorf("the closed line %s for %s", closed, open)
-		}
-		if c.key == "y" {
-			p.waitFor("written.txt written", func() bool { _, err := os.Stat(written); return err == nil })
-			continue
-		}
-		p.waitFor("idle after the denial", func() bool { return p.state() == "idle" })
-		if _, err := os.Stat(written); err == nil {
-			t.Errorf("written.txt was written though denied")
-		}
-	}
+	p.writeFileApprovals(func(prompt string) { p.promptOK("write", prompt) },
+		func(open []byte) bool {
+			return get(open, "kind").Str == "edit" && get(open, "question").Str == "Would you like to make the following edits?" &&
+				strings.HasSuffix(get(open, "file").Str, "written.txt") && get(open, "choices.#").Int() == 3 &&
+				get(open, "choices.0.key").Str == "y" && get(open, "choices.2.key").Str == "esc"
+		}, "Yes, proceed", func() bool { return p.state() == "idle" },
+		approvalCase{"y", "y"}, approvalCase{"No, and tell Codex what to do differently", "esc"})
 
 	// Codex's home: made by ccbridge for it, holding the fake's config
 	// with the folder trusted; killed with SIGKILL, ccbridge leaves it

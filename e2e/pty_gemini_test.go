@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,25 +86,12 @@ func (p *ptyCtl) geminiInput() string {
 
 // geminiPrompts are the lines where Gemini echoes a prompt holding tok
 // (" > hello …"), its input box included.
-func (p *ptyCtl) geminiPrompts(tok string) []int {
-	var at []int
-	for i, l := range p.transcript() {
-		if strings.HasPrefix(l, " > ") && strings.Contains(l, tok) {
-			at = append(at, i)
-		}
-	}
-	return at
-}
+func (p *ptyCtl) geminiPrompts(tok string) []int { return p.echoes(" > ", tok) }
 
 // geminiAnswered reports whether Gemini drew the fake model's answer
 // below its echo of the prompt holding tok.
 func (p *ptyCtl) geminiAnswered(tok string) bool {
-	at := p.geminiPrompts(tok)
-	if len(at) == 0 {
-		return false
-	}
-	lines := p.transcript()
-	return slices.ContainsFunc(lines[at[len(at)-1]+1:], func(s string) bool { return strings.Contains(s, "✦ "+ptyAnswer) })
+	return p.answeredBelow(" > ", tok, "✦ "+ptyAnswer)
 }
 
 // geminiPrompt sends content (holding tok) as a new request, acked ok, as
@@ -202,47 +188,12 @@ func TestPTYGemini(t *testing.T) {
 	// controller as control.worker.approval, and its choice, sent as a
 	// prompt's content, is taken. Allowed ("1"), the file is written;
 	// asked again and denied (the label of its esc choice), it is not.
-	written := filepath.Join(p.dir, "written.txt")
-	for _, c := range []struct{ answer, key string }{{"1", "1"}, {"No, suggest changes", "esc"}} {
-		os.Remove(written)
-		from := len(p.stdio.got)
-		wTok := token("write")
-		p.geminiPrompt("write", "WRITEFILE "+wTok, wTok)
-		open := p.approval(from, "open")
-		if get(open, "kind").Str != "edit" || get(open, "question").Str != "Apply this change?" || get(open, "file").Str != "written.txt" ||
-			get(open, "choices.#").Int() != 4 || get(open, "choices.0.label").Str != "Allow once" || get(open, "choices.3.key").Str != "esc" {
-			t.Fatalf("the approval line: %s", open)
-		}
-		if _, err := os.Stat(written); err == nil {
-			t.Fatalf("written.txt is there before the controller answered")
-		}
-		m := p.stdinReq(ctlID("meanwhile"), "hello")
-		if d := ctlAck(t, p.stdio.request(m.String()), m, "busy", false); !strings.Contains(d, "Allow once") {
-			t.Errorf("a prompt while the approval is open: detail %q", d)
-		}
-		// The first answer on the control socket, its retry on stdio.
-		a, lane := p.stdinReq(ctlID("answer"), c.answer), p.stdio
-		if c.key == "1" {
-			lane = ctlDial(t, p.sock)
-			if caps := lane.nextAnswer(); typeOf(caps) != "control.capabilities" || get(caps, "session_id").Str != p.sid {
-				t.Fatalf("the socket's first line: %.300s", caps)
-			}
-		}
-		ctlAck(t, lane.request(a.String()), a, "ok", false)
-		ctlAck(t, p.stdio.request(a.with("meta", map[string]any{"retry_count": 1}, "sent_at", ctlNow()).String()), a, "ok", true)
-		if closed := p.approval(from, "closed"); get(closed, "chosen.key").Str != c.key {
-			t.Errorf("the closed line: %s", closed)
-		}
-		if c.key == "1" {
-			p.waitFor("written.txt written", func() bool { _, err := os.Stat(written); return err == nil })
-			p.waitFor("idle after the write", func() bool { return p.state() == "idle" && p.shows("Type your message") })
-			continue
-		}
-		p.waitFor("idle after the denial", func() bool { return p.state() == "idle" && p.shows("Type your message") })
-		if _, err := os.Stat(written); err == nil {
-			t.Errorf("written.txt was written though denied")
-		}
-	}
+	p.writeFileApprovals(func(prompt string) { p.geminiPrompt("write", prompt, strings.TrimPrefix(prompt, "WRITEFILE ")) },
+		func(open []byte) bool {
+			return get(open, "kind").Str == "edit" && get(open, "question").Str == "Apply this change?" && get(open, "file").Str == "written.txt" &&
+				get(open, "choices.#").Int() == 4 && get(open, "choices.0.label").Str == "Allow once" && get(open, "choices.3.key").Str == "esc"
+		}, "Allow once", func() bool { return p.state() == "idle" && p.shows("Type your message") },
+		approvalCase{"1", "1"}, approvalCase{"No, suggest changes", "esc"})
 
 	// Gemini's home: made by ccbridge for it, holding the fake's
 	// settings; killed with SIGKILL, ccbridge leaves it behind

@@ -530,3 +530,87 @@ func (p *ptyCtl) promptOK(tag, content string) ctlMsg {
 		return m
 	}
 }
+
+// approvalCase is one WRITEFILE of an agent's approval test: the answer
+// sent as a prompt's content, and the key its choice presses.
+type approvalCase struct{ answer, key string }
+
+// writeFileApprovals runs the fake model's WRITEFILE once per case
+// (send sends a prompt as the agent needs it): the agent's question must
+// arrive as an open control.worker.approval line that check accepts,
+// before written.txt is there; a prompt meanwhile is busy, its detail
+// naming the choices (busyHint); the first case's answer goes on the
+// control socket, and its retry on stdio is a duplicate that presses
+// nothing; the closed line names the key. Allowed (the first case) the
+// file is written; denied (the next) it is not; idle says when the agent
+// is idle again.
+func (p *ptyCtl) writeFileApprovals(send func(prompt string), check func(open []byte) bool, busyHint string, idle func() bool, cases ...approvalCase) {
+	t := p.t
+	t.Helper()
+	written := filepath.Join(p.dir, "written.txt")
+	for i, c := range cases {
+		os.Remove(written)
+		from := len(p.stdio.got)
+		send("WRITEFILE " + token("write"))
+		open := p.approval(from, "open")
+		if !check(open) {
+			t.Fatalf("the approval line: %s", open)
+		}
+		if _, err := os.Stat(written); err == nil {
+			t.Fatalf("written.txt is there before the controller answered")
+		}
+		// A prompt meanwhile is busy, naming the choices; nothing is typed.
+		m := p.stdinReq(ctlID("meanwhile"), "hello")
+		if d := ctlAck(t, p.stdio.request(m.String()), m, "busy", false); !strings.Contains(d, busyHint) {
+			t.Errorf("a prompt while the approval is open: detail %q", d)
+		}
+		a, lane := p.stdinReq(ctlID("answer"), c.answer), p.stdio
+		if i == 0 {
+			lane = ctlDial(t, p.sock)
+			if caps := lane.nextAnswer(); typeOf(caps) != "control.capabilities" || get(caps, "session_id").Str != p.sid {
+				t.Fatalf("the socket's first line: %.300s", caps)
+			}
+		}
+		if d := ctlAck(t, lane.request(a.String()), a, "ok", false); !strings.Contains(d, "choice") {
+			t.Errorf("the answer %q: detail %q", c.answer, d)
+		}
+		ctlAck(t, p.stdio.request(a.with("meta", map[string]any{"retry_count": 1}, "sent_at", ctlNow()).String()), a, "ok", true)
+		closed := p.approval(from, "closed")
+		if get(closed, "approval_id").Str != get(open, "approval_id").Str || get(closed, "chosen.key").Str != c.key {
+			t.Errorf("the closed line %s for %s", closed, open)
+		}
+		if i == 0 {
+			p.waitFor("written.txt written", func() bool { _, err := os.Stat(written); return err == nil })
+			p.waitFor("idle after the write", idle)
+			continue
+		}
+		p.waitFor("idle after the denial", idle)
+		if _, err := os.Stat(written); err == nil {
+			t.Errorf("written.txt was written though denied")
+		}
+	}
+}
+
+// echoes are the lines of the transcript that begin with prefix (an
+// agent's echo of a prompt: "› " for Codex, " > " for Gemini CLI) and
+// hold tok.
+func (p *ptyCtl) echoes(prefix, tok string) []int {
+	var at []int
+	for i, l := range p.transcript() {
+		if strings.HasPrefix(l, prefix) && strings.Contains(l, tok) {
+			at = append(at, i)
+		}
+	}
+	return at
+}
+
+// answeredBelow reports whether answer shows below the last echo of the
+// prompt holding tok.
+func (p *ptyCtl) answeredBelow(prefix, tok, answer string) bool {
+	at := p.echoes(prefix, tok)
+	if len(at) == 0 {
+		return false
+	}
+	lines := p.transcript()
+	return slices.ContainsFunc(lines[at[len(at)-1]+1:], func(s string) bool { return strings.Contains(s, answer) })
+}
