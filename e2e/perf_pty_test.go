@@ -175,12 +175,12 @@ func TestPerfPTY(t *testing.T) {
 	agent := os.Getenv("CCBRIDGE_PERF_PTY_AGENT")
 	switch agent {
 	case "codex":
-		cli = realCodex(t)
+		cli = realAgent(t, "codex", "CCBRIDGE_TEST_CODEX")
 		p = codexStart(t)
 		p.waitState(0, "idle")
 		answered = p.codexAnswered
 	case "gemini":
-		cli = realGemini(t)
+		cli = realAgent(t, "gemini", "CCBRIDGE_TEST_GEMINI")
 		p = geminiStart(t)
 		p.waitState(0, "idle")
 		answered = p.geminiAnswered
