@@ -20,9 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/ccbridge/ccbridge/adapter"
 	"github.com/ccbridge/ccbridge/adapter/control"
@@ -170,9 +168,7 @@ func launcher(claude, fakeModel string, needCLI bool, base session.Config, geten
 		return nil, nil, 1, fmt.Errorf("--fake-model: %w", err)
 	}
 	log.Info("fake model serving", "url", srv.URL(), "scenario", fakeModel)
-	codex := &codexHome{srv: srv}
-	gemini := &geminiHome{srv: srv}
-	tui := &tuiHome{srv: srv, cli: base.Path}
+	homes := newAgentHomes(srv, base.Path)
 	child = func(dir string) session.Config {
 		c := base
 		c.Dir = dir
@@ -180,224 +176,27 @@ func launcher(claude, fakeModel string, needCLI bool, base session.Config, geten
 		c.DropEnv = fakemodel.Redirects
 		c.Env = append(slices.Clip(c.Env), srv.Env()...)
 		c.LeadArgs = []string{"--settings", srv.Settings(fakemodel.SettingsFiles(os.Getenv, cmp.Or(dir, "."))...)}
-		// A pty worker's Codex or Gemini CLI (--pty -- codex, --pty --
-		// gemini) reaches it too, each through a home of ccbridge's own.
+		// A pty worker's program (the CLI's TUI, Codex, Gemini CLI)
+		// reaches it too, each through a home of ccbridge's own.
 		c.ProgramEnv = func(program string) []string {
-			if program == "" { // the CLI's own TUI (--pty with no command)
-				env, err := tui.trust(dir)
-				if err != nil {
-					log.Warn("--fake-model: preparing a HOME for the TUI", "err", err)
-					return nil
-				}
-				return env
+			h := homes.of(program)
+			if h == nil {
+				return nil
 			}
-			switch filepath.Base(program) {
-			case "codex":
-				home, err := codex.trust(dir)
-				if err != nil {
-					log.Warn("--fake-model: preparing a CODEX_HOME", "err", err)
-					return nil
-				}
-				return []string{"CODEX_HOME=" + home}
-			case "gemini":
-				home, err := gemini.path()
-				if err != nil {
-					log.Warn("--fake-model: preparing a GEMINI_CLI_HOME", "err", err)
-					return nil
-				}
-				return srv.GeminiEnv(home)
+			env, err := h.trust(dir)
+			if err != nil {
+				log.Warn("--fake-model: preparing a home for "+h.name, "err", err)
+				return nil
 			}
-			return nil
+			return env
 		}
 		return c
 	}
 	stop = func() {
 		srv.Close()
-		codex.remove()
-		gemini.remove()
-		tui.remove()
+		homes.remove()
 	}
 	return child, stop, 0, nil
-}
-
-// codexHome is the CODEX_HOME of the Codex CLIs that a pty worker under
-// --fake-model runs: its config.toml points Codex at the fake model's
-// Responses API (fakemodel.Server.CodexConfig) and trusts every working
-// directory Codex was started in, so that its TUI starts with no dialog.
-// It is a temporary folder, made for the first Codex and removed when
-// ccbridge stops; its name holds ccbridge's pid (killed with SIGKILL,
-// ccbridge leaves it behind).
-type codexHome struct {
-	srv *fakemodel.Server
-
-	mu      sync.Mutex
-	dir     string // "" until the first Codex
-	trusted []string
-}
-
-// trust makes the home when there is none, adds dir ("" is ccbridge's
-// own) and the real path it names to the trusted folders, and returns the
-// home's path.
-func (h *codexHome) trust(dir string) (string, error) {
-	abs, err := filepath.Abs(cmp.Or(dir, "."))
-	if err != nil {
-		return "", err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.dir == "" {
-		if h.dir, err = os.MkdirTemp("", fmt.Sprintf("ccbridge-codex-%d-", os.Getpid())); err != nil {
-			return "", err
-		}
-	}
-	for _, d := range []string{abs, realPath(abs)} {
-		if !slices.Contains(h.trusted, d) {
-			h.trusted = append(h.trusted, d)
-		}
-	}
-	// Replaced at once: a Codex starting meanwhile reads the old config
-	// or the new one, never half of one.
-	tmp := filepath.Join(h.dir, "config.toml.new")
-	if err := os.WriteFile(tmp, h.srv.CodexConfig(h.trusted...), 0o600); err != nil {
-		return "", err
-	}
-	return h.dir, os.Rename(tmp, filepath.Join(h.dir, "config.toml"))
-}
-
-// remove removes the home, if there is one.
-func (h *codexHome) remove() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.dir != "" {
-		os.RemoveAll(h.dir) // Best effort.
-	}
-}
-
-// geminiHome is the GEMINI_CLI_HOME of the Gemini CLIs that a pty worker
-// under --fake-model runs: its .gemini/settings.json
-// (fakemodel.Server.GeminiSettings) chooses the API key's login and
-// leaves out every dialog of a first start; the fake's GeminiEnv points
-// the CLI at the fake and trusts its working directory. It is a temporary
-// folder, made for the first Gemini CLI and removed when ccbridge stops;
-// its name holds ccbridge's pid (killed with SIGKILL, ccbridge leaves it
-// behind).
-type geminiHome struct {
-	srv *fakemodel.Server
-
-	mu  sync.Mutex
-	dir string // "" until the first Gemini CLI
-}
-
-// path makes the home when there is none and returns its path.
-func (h *geminiHome) path() (string, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.dir != "" {
-		return h.dir, nil
-	}
-	dir, err := os.MkdirTemp("", fmt.Sprintf("ccbridge-gemini-%d-", os.Getpid()))
-	if err != nil {
-		return "", err
-	}
-	if err := os.Mkdir(filepath.Join(dir, ".gemini"), 0o700); err != nil {
-		os.RemoveAll(dir) // Best effort.
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, ".gemini", "settings.json"), h.srv.GeminiSettings(), 0o600); err != nil {
-		os.RemoveAll(dir) // Best effort.
-		return "", err
-	}
-	h.dir = dir
-	return dir, nil
-}
-
-// remove removes the home, if there is one.
-func (h *geminiHome) remove() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.dir != "" {
-		os.RemoveAll(h.dir) // Best effort.
-	}
-}
-
-// tuiHome is the HOME of the CLI's TUIs that a pty worker under
-// --fake-model runs (--pty with no command): its .claude.json
-// (fakemodel.Server.TUIConfig) leaves out every dialog of a first start
-// and trusts every working directory a TUI was started in, so that it
-// reaches the fake model and its prompt box. The user's own ~/.claude.json
-// is never written. CLAUDE_CONFIG_DIR points into it too (with the same
-// .claude.json), so that a CLAUDE_CONFIG_DIR of the user's does not lead
-// the TUI back to the user's configuration. A temporary folder, made for
-// the first TUI and removed when ccbridge stops (with the sessions the
-// TUIs kept in it); its name holds ccbridge's pid.
-type tuiHome struct {
-	srv *fakemodel.Server
-	cli string // the CLI, asked once for its version
-
-	mu      sync.Mutex
-	dir     string // "" until the first TUI
-	version string
-	trusted []string
-}
-
-// trust makes the home when there is none, adds dir ("" is ccbridge's
-// own) and its real path to the trusted folders, and returns the TUI's
-// environment.
-func (h *tuiHome) trust(dir string) ([]string, error) {
-	abs, err := filepath.Abs(cmp.Or(dir, "."))
-	if err != nil {
-		return nil, err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.dir == "" {
-		if h.dir, err = os.MkdirTemp("", fmt.Sprintf("ccbridge-tui-%d-", os.Getpid())); err != nil {
-			return nil, err
-		}
-		if err := os.Mkdir(filepath.Join(h.dir, ".claude"), 0o700); err != nil {
-			return nil, err
-		}
-		h.version = cliVersion(h.cli)
-	}
-	for _, d := range []string{abs, realPath(abs)} {
-		if !slices.Contains(h.trusted, d) {
-			h.trusted = append(h.trusted, d)
-		}
-	}
-	cfg := h.srv.TUIConfig(h.version, h.trusted...)
-	for _, f := range []string{filepath.Join(h.dir, ".claude.json"), filepath.Join(h.dir, ".claude", ".claude.json")} {
-		// Replaced at once: a TUI starting meanwhile reads the old file or
-		// the new one, never half of one.
-		if err := os.WriteFile(f+".new", cfg, 0o600); err != nil {
-			return nil, err
-		}
-		if err := os.Rename(f+".new", f); err != nil {
-			return nil, err
-		}
-	}
-	return []string{"HOME=" + h.dir, "CLAUDE_CONFIG_DIR=" + filepath.Join(h.dir, ".claude")}, nil
-}
-
-// remove removes the home, if there is one.
-func (h *tuiHome) remove() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.dir != "" {
-		os.RemoveAll(h.dir) // Best effort.
-	}
-}
-
-// cliVersion is the version the CLI at path prints first ("2.1.330"), or
-// "" when it prints none within 5 s.
-func cliVersion(path string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "--version").Output()
-	if err != nil {
-		return ""
-	}
-	v, _, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
-	return v
 }
 
 // realPath is path with its symbolic links resolved, or path itself.

@@ -262,7 +262,8 @@ func TestLogin(t *testing.T) {
 // TestFakeModelProgramEnv: under --fake-model a pty worker's program gets
 // the home of its kind by its base name: Codex a CODEX_HOME whose config
 // trusts the folder, Gemini CLI a GEMINI_CLI_HOME with its settings and
-// the fake's address; any other program nothing. stop removes both.
+// the fake's address, the CLI's own TUI ("") a HOME whose .claude.json
+// trusts the folder; any other program nothing. stop removes them all.
 func TestFakeModelProgramEnv(t *testing.T) {
 	child, stop, code, err := launcher("", "default", false, session.Config{}, env(), slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -291,6 +292,20 @@ func TestFakeModelProgramEnv(t *testing.T) {
 		!slices.ContainsFunc(gem, func(kv string) bool { return strings.HasPrefix(kv, "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:") }) {
 		t.Errorf("gemini: %q, settings (%v):\n%s", gem, err, b)
 	}
+	var tuiHome string
+	tui := c.ProgramEnv("")
+	for _, kv := range tui {
+		if h, ok := strings.CutPrefix(kv, "HOME="); ok {
+			tuiHome = h
+		}
+	}
+	for _, f := range []string{".claude.json", ".claude/.claude.json"} {
+		b, err := os.ReadFile(filepath.Join(tuiHome, f))
+		if tuiHome == "" || err != nil || !gjson.GetBytes(b, "projects").Get(gjson.Escape(dir)+".hasTrustDialogAccepted").Bool() ||
+			!slices.Contains(tui, "CLAUDE_CONFIG_DIR="+filepath.Join(tuiHome, ".claude")) {
+			t.Errorf("the TUI: %q, %s (%v):\n%s", tui, f, err, b)
+		}
+	}
 	if again := c.ProgramEnv("gemini"); !slices.Equal(again, gem) {
 		t.Errorf("a second Gemini CLI: %q, want the same home %q", again, gem)
 	}
@@ -298,7 +313,7 @@ func TestFakeModelProgramEnv(t *testing.T) {
 		t.Errorf("Gemini CLI's address and key are not dropped from the environment")
 	}
 	stop()
-	for _, h := range []string{codexHome, geminiHome} {
+	for _, h := range []string{codexHome, geminiHome, tuiHome} {
 		if _, err := os.Stat(h); h == "" || !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("home %q after stop: %v", h, err)
 		}
