@@ -193,14 +193,20 @@ func parseChoice(line string) (lane000.ApprovalChoice, bool) {
 	return c, true
 }
 
-// choice is the choice content names: its number, its key or its label
-// (letter case and surrounding spaces aside).
+// choice is the choice content names: its number, else its key, else its
+// label (letter case and surrounding spaces aside), the first that fits
+// in that order ("2" is choice 2 even when another's key is 2).
 func (a *approval) choice(content []byte) (*lane000.ApprovalChoice, bool) {
 	s := strings.TrimSpace(string(content))
-	for i := range a.choices {
-		c := &a.choices[i]
-		if s == strconv.Itoa(c.N) || strings.EqualFold(s, c.Key) || strings.EqualFold(s, c.Label) {
-			return c, true
+	for _, fits := range []func(c *lane000.ApprovalChoice) bool{
+		func(c *lane000.ApprovalChoice) bool { return s == strconv.Itoa(c.N) },
+		func(c *lane000.ApprovalChoice) bool { return strings.EqualFold(s, c.Key) },
+		func(c *lane000.ApprovalChoice) bool { return strings.EqualFold(s, c.Label) },
+	} {
+		for i := range a.choices {
+			if fits(&a.choices[i]) {
+				return &a.choices[i], true
+			}
 		}
 	}
 	return nil, false

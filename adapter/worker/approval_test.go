@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,6 +86,19 @@ func TestFindApprovalCommand(t *testing.T) {
 	})
 	if a == nil || a.form.Kind != "command" || a.command != "echo hi > out.txt" || len(a.choices) != 2 || a.choices[1].Key != "esc" {
 		t.Fatalf("%+v", a)
+	}
+}
+
+// A number names its choice before any key does.
+func TestApprovalChoiceOrder(t *testing.T) {
+	a := &approval{choices: []lane000.ApprovalChoice{{N: 1, Label: "Yes", Key: "2"}, {N: 2, Label: "No", Key: "esc"}}}
+	for content, want := range map[string]int{"2": 2, "1": 1, "ESC": 2, " yes ": 1, "no": 2} {
+		if c, ok := a.choice([]byte(content)); !ok || c.N != want {
+			t.Errorf("%q: %+v, want choice %d", content, c, want)
+		}
+	}
+	if c, ok := a.choice([]byte("maybe")); ok {
+		t.Errorf("maybe: %+v", c)
 	}
 }
 
@@ -524,5 +538,50 @@ func TestPTYInterruptApproval(t *testing.T) {
 	h.at(h.w.pc.StableAfter)
 	if r.res != lane000.OK || h.w.appr != nil {
 		t.Fatalf("%s, approval %v", r.res, h.w.appr)
+	}
+}
+
+// The screen is the program's to draw: findApproval takes any rows, of
+// any profile's forms, without a panic, and what it finds holds its
+// rules (choices numbered from 1 on, at least two, each with a label and
+// a key, each found again by its number, key and label). Random screens
+// built of the pieces prompts are made of, with a fixed seed.
+func TestFindApprovalAnyScreen(t *testing.T) {
+	var forms []ApprovalForm
+	for _, p := range profiles {
+		forms = append(forms, p.Approvals...)
+	}
+	pieces := []string{"", "  ", "────────", "╌╌╌╌╌╌", "╭────╮", "╰────╯", "│ │", "● ", "❯ ", "› ",
+		"Do you want to proceed?", "Do you want to create a.txt?", "Would you like to run the following command?",
+		"Would you like to make the following edits?", "Apply this change?", "Allow execution of [Shell]?",
+		"Bash command", "? Shell  ls", "? WriteFile  Writing to a.txt", "? Edit  a.txt: x => y", "$ ls -l",
+		"Destination: /a.txt", "1. Yes", "2. No (esc)", "3. Maybe (m)", "1. ", "2.", "0. zero", "4. (", "5. x ()",
+		"(y)", "é", "\x00", "12. far", "1.  two spaces", "Esc to cancel"}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		rows := make([]string, rnd.IntN(16))
+		for i := range rows {
+			for range rnd.IntN(3) + 1 {
+				rows[i] += pieces[rnd.IntN(len(pieces))]
+			}
+		}
+		a := findApproval(forms, rows)
+		if a == nil {
+			continue
+		}
+		if len(a.choices) < 2 || a.question == "" {
+			t.Fatalf("%q: %+v", rows, a)
+		}
+		for i, c := range a.choices {
+			if c.N != i+1 || c.Label == "" || c.Key == "" {
+				t.Fatalf("choice %d of %q: %+v", i, rows, c)
+			}
+			if got, ok := a.choice([]byte(strconv.Itoa(c.N))); !ok || got.N != c.N {
+				t.Fatalf("%d does not name choice %d of %q (%+v)", c.N, c.N, rows, got)
+			}
+			if got, ok := a.choice([]byte(c.Label)); !ok || got.N > c.N {
+				t.Fatalf("%q does not name choice %d of %q (%+v)", c.Label, c.N, rows, got)
+			}
+		}
 	}
 }
