@@ -254,6 +254,7 @@ type bridge struct {
 	stderr *lockedBuffer
 	dir    string // its working directory
 	home   string // its HOME, unless env gave another
+	api    *fakemodel.Server
 	exited chan struct{}
 	code   int
 }
@@ -270,7 +271,7 @@ func startBridge(t *testing.T, args []string, env ...string) *bridge {
 	t.Helper()
 	cli := realCLI(t)
 	api := fakeAPI(t)
-	b := &bridge{t: t, lines: make(chan []byte, 1024), stderr: &lockedBuffer{}, dir: t.TempDir(), home: t.TempDir(), exited: make(chan struct{})}
+	b := &bridge{t: t, lines: make(chan []byte, 1024), stderr: &lockedBuffer{}, dir: t.TempDir(), home: t.TempDir(), api: api, exited: make(chan struct{})}
 	b.cmd = exec.Command(ccbridgeBin, args...)
 	b.cmd.Dir = b.dir
 	b.cmd.Env = append(os.Environ(), "HOME="+b.home, "CCBRIDGE_CLAUDE="+cli, "CCBRIDGE_LOG_LEVEL=debug")
@@ -572,7 +573,14 @@ func token(tag string) string {
 // test t got whose prompt contains tok (not the session-title call).
 func modelRequest(t *testing.T, tok string) fakemodel.Request {
 	t.Helper()
-	reqs := fakeAPI(t).Requests()
+	return modelRequestIn(t, fakeAPI(t), tok)
+}
+
+// modelRequestIn is modelRequest of the fake model api (a subtest's
+// bridge.api, which its parent test started).
+func modelRequestIn(t *testing.T, api *fakemodel.Server, tok string) fakemodel.Request {
+	t.Helper()
+	reqs := api.Requests()
 	for i := len(reqs) - 1; i >= 0; i-- {
 		r := reqs[i]
 		if r.Path == "/v1/messages" && r.Rule != "session-title" && strings.Contains(r.Prompt, tok) {
@@ -587,11 +595,47 @@ func modelRequest(t *testing.T, tok string) fakemodel.Request {
 // holding tok also holds the word want (earlier history).
 func seenByModel(t *testing.T, tok, want string) bool {
 	t.Helper()
-	r := modelRequest(t, tok)
+	return seenByModelIn(t, fakeAPI(t), tok, want)
+}
+
+// seenByModelIn is seenByModel of the fake model api.
+func seenByModelIn(t *testing.T, api *fakemodel.Server, tok, want string) bool {
+	t.Helper()
+	r := modelRequestIn(t, api, tok)
 	if r.Body == nil {
 		t.Fatalf("the fake model kept no body for the request with %q", tok)
 	}
 	return bytes.Contains(r.Body, []byte(want))
+}
+
+// scenario is one rule that a test checks in a session it shares with
+// other rules: run drives the session from idle to idle.
+type scenario[S any] struct {
+	name string // the name of the test the rule had alone
+	run  func(t *testing.T, s S)
+}
+
+// inOneSession runs scenarios as subtests of t, one after the other, in
+// one session that open starts (one ccbridge, one CLI, started once
+// rather than once a rule: a CLI start costs about half a CPU-second).
+// Each scenario leaves the session idle for the next; bind points the
+// session's helpers at the subtest running, so that their failures are
+// its own. After a scenario fails, the next ones get a new session:
+// a failed rule leaves a state no other should inherit.
+func inOneSession[S any](t *testing.T, open func(t *testing.T) S, bind func(s S, t *testing.T), scenarios ...scenario[S]) {
+	t.Helper()
+	var s S
+	fresh := true
+	for _, sc := range scenarios {
+		if fresh {
+			s = open(t)
+		}
+		fresh = !t.Run(sc.name, func(st *testing.T) {
+			bind(s, st)
+			defer bind(s, t)
+			sc.run(st, s)
+		})
+	}
 }
 
 func jsonStr(s string) string {
