@@ -192,10 +192,8 @@ func TestACPInvalidUTF8IsParseError(t *testing.T) {
 
 // TestIPCInvalidUTF8IsParseError: the same for ipc, whose parse error is
 // invalid_json.
-func TestIPCInvalidUTF8IsParseError(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	sid := expectSessionInit(t, b)
+func ipcInvalidUTF8IsParseError(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
 	b.send("{\"type\":\"user_message\",\"text\":\"caf\xe9\"}")
 	e := expectError(t, b, "invalid_json", "")
 	lines := turn(t, b, "hello "+token("utf8"))
@@ -224,10 +222,8 @@ func TestRPCModelSetRefusesBadNames(t *testing.T) {
 // invalid_value; resume of a well-formed id with no session is
 // session_not_found; each before the CLI is touched, and the next turn
 // runs in the same session.
-func TestIPCModelChangeAndResumeRefuseBadValues(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	sid := expectSessionInit(t, b)
+func ipcModelChangeAndResumeRefuseBadValues(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
 	complete(t, turn(t, b, "hello "+token("first")))
 	pid := b.childPID()
 	b.send(`{"type":"model_change","model":"claude-\u0001x"}`)

@@ -7,7 +7,9 @@ package e2e
 // mid-turn, or ccbridge is told to shut down.
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,6 +28,16 @@ import (
 func ipcBusy(t *testing.T, b *bridge, queued ...string) (string, [][]byte) {
 	t.Helper()
 	sid := expectSessionInit(t, b)
+	return sid, ipcBusyIn(t, b, sid, queued...)
+}
+
+// ipcBusyIn is ipcBusy in session sid, already announced and idle,
+// maybe after other turns.
+func ipcBusyIn(t *testing.T, b *bridge, sid string, queued ...string) [][]byte {
+	t.Helper()
+	file := sessionFile(t, b.home, b.dir, sid)
+	data, _ := os.ReadFile(file)
+	before := count(bytes.Split(data, []byte("\n")), isEnqueue)
 	b.send(userMessage("SLOW " + token("first")))
 	lines := ipcUntil(t, b, "streaming text", func(l []byte) bool {
 		if isTerminal(l) {
@@ -36,8 +48,8 @@ func ipcBusy(t *testing.T, b *bridge, queued ...string) (string, [][]byte) {
 	for _, q := range queued {
 		b.send(userMessage(q))
 	}
-	waitSessionFile(t, sessionFile(t, b.home, b.dir, sid), "the queued prompts", 1+len(queued), isEnqueue)
-	return sid, lines
+	waitSessionFile(t, file, "the queued prompts", before+1+len(queued), isEnqueue)
+	return lines
 }
 
 // terminals lists the terminal messages among lines, as type/code-or-reason.
@@ -87,10 +99,9 @@ func ipcTerminals(t *testing.T, b *bridge, n int) [][]byte {
 // result. Each prompt gets exactly one terminal message: the merged one a
 // turn_complete marked merged. The count does not drift: the next prompt
 // gets exactly one.
-func TestFaultTurnsIPCMerged(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	ipcBusy(t, b, "hello two", "hello three")
+func ipcFaultTurnsMerged(t *testing.T, s *ipcSession) {
+	b := s.b
+	ipcBusyIn(t, b, s.sid, "hello two", "hello three")
 	lines := ipcTerminals(t, b, 3)
 	ts := terminals(lines)
 	if strings.Join(ts, " ") != "turn_complete/success turn_complete/success turn_complete/success/merged" {
@@ -102,10 +113,9 @@ func TestFaultTurnsIPCMerged(t *testing.T) {
 // TestFaultTurnsIPCCancelQueued: an interrupt with cancel_queued while two
 // prompts are queued: the running turn ends turn_cancelled, and each
 // queued prompt gets turn_cancelled (reason cancel_queued), in order.
-func TestFaultTurnsIPCCancelQueued(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	ipcBusy(t, b, "hello two", "hello three")
+func ipcFaultTurnsCancelQueued(t *testing.T, s *ipcSession) {
+	b := s.b
+	ipcBusyIn(t, b, s.sid, "hello two", "hello three")
 	b.send(`{"type":"interrupt","cancel_queued":true}`)
 	ts := terminals(ipcTerminals(t, b, 3))
 	if strings.Join(ts, " ") != "turn_cancelled/aborted_streaming turn_cancelled/cancel_queued turn_cancelled/cancel_queued" {

@@ -29,7 +29,7 @@ type ipcSession struct {
 // TestIPCOneSession: the ipc scenarios that leave the session as they
 // found it (idle, in the same CLI), each a subtest named for the test it
 // was alone, in one ccbridge and one CLI session, turn after turn (see
-// inOneSession): one CLI start for nineteen rules. The first is the
+// inOneSession): one CLI start for twenty-four rules. The first is the
 // session's first turn; the order keeps what one leaves in the working
 // directory out of the next one's way (PermissionMode removes its
 // written.txt and leaves no Write allowed, Write denied wants no
@@ -64,6 +64,11 @@ func TestIPCOneSession(t *testing.T) {
 		scenario[*ipcSession]{"TestIPCQueuedAndIdle", ipcQueuedAndIdle},
 		scenario[*ipcSession]{"TestIPCBadInput", ipcBadInput},
 		scenario[*ipcSession]{"TestIPCAlignResumeRefusedBeforeAnyChild", ipcAlignResumeRefusedBeforeAnyChild},
+		scenario[*ipcSession]{"TestIPCInvalidUTF8IsParseError", ipcInvalidUTF8IsParseError},
+		scenario[*ipcSession]{"TestIPCModelChangeAndResumeRefuseBadValues", ipcModelChangeAndResumeRefuseBadValues},
+		scenario[*ipcSession]{"TestFaultTurnsIPCMerged", ipcFaultTurnsMerged},
+		scenario[*ipcSession]{"TestFaultTurnsIPCCancelQueued", ipcFaultTurnsCancelQueued},
+		scenario[*ipcSession]{"TestSteerIPC", ipcSteer},
 		scenario[*ipcSession]{"TestIPCModelChange", ipcModelChange},
 	)
 }

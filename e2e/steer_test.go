@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/fakemodel"
 )
 
 // steerCheckModel checks that the fake model got the steering text in
@@ -22,11 +24,17 @@ import (
 // (step 2) holds it, in the CLI's mid-turn system message.
 func steerCheckModel(t *testing.T, tok, steer string) {
 	t.Helper()
-	r := modelRequest(t, tok)
+	steerCheckModelIn(t, fakeAPI(t), tok, steer)
+}
+
+// steerCheckModelIn is steerCheckModel of the fake model api.
+func steerCheckModelIn(t *testing.T, api *fakemodel.Server, tok, steer string) {
+	t.Helper()
+	r := modelRequestIn(t, api, tok)
 	if r.Rule != "STEER" || r.Step != 2 {
 		t.Errorf("the latest request for the prompt is rule %q step %d, want STEER step 2 (one turn)", r.Rule, r.Step)
 	}
-	if !seenByModel(t, tok, "The user sent a new message while you were working:\\n"+steer) {
+	if !seenByModelIn(t, api, tok, "The user sent a new message while you were working:\\n"+steer) {
 		t.Errorf("the model's last request of the turn does not carry the steering text %q", steer)
 	}
 }
@@ -92,9 +100,8 @@ func TestSteerLane004(t *testing.T) {
 	}
 }
 
-func TestSteerIPC(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t, "--permission-mode", "default")
+func ipcSteer(t *testing.T, s *ipcSession) {
+	b := s.b
 	tok := token("steer")
 	b.send(`{"type":"user_message","text":"STEER ` + tok + `"}`)
 	ipcUntil(t, b, "the first tool call", func(l []byte) bool { return typeOf(l) == "tool_use" })
@@ -119,7 +126,7 @@ func TestSteerIPC(t *testing.T) {
 	if taken != 1 {
 		t.Errorf("%d steer_taken, want 1", taken)
 	}
-	steerCheckModel(t, tok, steer)
+	steerCheckModelIn(t, b.api, tok, steer)
 	// No turn runs now: a steer is refused, and the session goes on.
 	b.send(`{"type":"steer","text":"late"}`)
 	l := ipcUntil(t, b, "the refusal", func(l []byte) bool { return typeOf(l) == "error" })
