@@ -166,9 +166,7 @@ func TestFaultToolongRPC(t *testing.T) {
 // TestFaultToolongDropIn: drop-in mode has no CLI line cap (it takes the
 // CLI's own arguments, and streams a line of any size): the long result
 // line reaches the host whole and ends the turn.
-func TestFaultToolongDropIn(t *testing.T) {
-	t.Parallel()
-	b := startBridge(t, cliFlags)
+func dropInToolong(t *testing.T, b *bridge) {
 	b.send(userLine(tooLongPrompt))
 	lines := b.until("the result", isType("result"))
 	res := lines[len(lines)-1]
