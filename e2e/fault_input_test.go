@@ -148,9 +148,8 @@ const badID = "{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"initialize\",
 // TestRPCInvalidUTF8IsParseError: a line with a byte that is not UTF-8
 // gets -32700 with a null id, nothing ccbridge writes holds such a byte,
 // and the connection goes on.
-func TestRPCInvalidUTF8IsParseError(t *testing.T) {
-	t.Parallel()
-	c := startRPC(t, nil)
+func rpcInvalidUTF8IsParseError(t *testing.T, s *rpcSession) {
+	c := s.c
 	c.send(badID)
 	l, err := c.read(rpcWait)
 	if err != nil {
@@ -163,7 +162,6 @@ func TestRPCInvalidUTF8IsParseError(t *testing.T) {
 	if _, _, status := c.runText("hello " + token("utf8")); status != "completed" {
 		t.Errorf("the run after the bad line ended %q", status)
 	}
-	c.close()
 	allUTF8(t, c.seen)
 }
 
@@ -199,9 +197,8 @@ func ipcInvalidUTF8IsParseError(t *testing.T, s *ipcSession) {
 
 // TestRPCModelSetRefusesBadNames: model.set with a name the CLI would take
 // and then fail every prompt with is -32602, and the next run works.
-func TestRPCModelSetRefusesBadNames(t *testing.T) {
-	t.Parallel()
-	c := startRPC(t, nil)
+func rpcModelSetRefusesBadNames(t *testing.T, s *rpcSession) {
+	c := s.c
 	c.initialize("")
 	for _, name := range []string{`claude-\u0001x`, "claude-sonnet 4", "claude-" + strings.Repeat("x", 300)} {
 		c.rpcError(c.call("model.set", `{"name":"`+name+`"}`), -32602)
@@ -209,7 +206,6 @@ func TestRPCModelSetRefusesBadNames(t *testing.T) {
 	if _, _, status := c.runText("hello " + token("model")); status != "completed" {
 		t.Errorf("the run after the refused names ended %q", status)
 	}
-	c.close()
 }
 
 // TestIPCModelChangeAndResumeRefuseBadValues: model_change with a control

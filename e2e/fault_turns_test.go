@@ -204,25 +204,11 @@ func rpcHeld(t *testing.T, c *rpcConn) (string, string, int) {
 // TestFaultTurnsRPC: three run.start sent at once give one run and two
 // -32001 answers; run.cancel of a held run ends it; the UI's end of input,
 // kill -9 of the CLI and SIGTERM each leave every run with exactly one
-// terminal run.status before ccbridge exits.
+// terminal run.status before ccbridge exits. ("three at once" is in
+// TestRPCOneSession, rpcFaultTurnsThreeAtOnce.)
 func TestFaultTurnsRPC(t *testing.T) {
 	t.Parallel()
 	fast := []string{"--grace", "300ms", "--term-grace", "300ms"}
-	t.Run("three at once", func(t *testing.T) {
-		t.Parallel()
-		c := startRPC(t, nil)
-		c.initialize("")
-		ids := []string{c.call("run.start", `{"input":{"type":"text","text":"SLOW one"}}`),
-			c.call("run.start", `{"input":{"type":"text","text":"hello two"}}`),
-			c.call("run.start", `{"input":{"type":"text","text":"hello three"}}`)}
-		r1 := c.result(ids[0]).Get("run_id").Str
-		c.rpcError(ids[1], -32001)
-		c.rpcError(ids[2], -32001)
-		if _, st := c.finishRun(r1); st != "completed" {
-			t.Errorf("%s ended %s", r1, st)
-		}
-		c.close()
-	})
 	t.Run("cancel held", func(t *testing.T) {
 		t.Parallel()
 		c := startRPC(t, fast)
@@ -272,6 +258,22 @@ func TestFaultTurnsRPC(t *testing.T) {
 
 // checkRPCEnded checks that each run has exactly one terminal run.status
 // among every line the connection saw.
+// rpcFaultTurnsThreeAtOnce: three run.start at once: the first runs, the
+// other two are refused busy, and the first completes.
+func rpcFaultTurnsThreeAtOnce(t *testing.T, s *rpcSession) {
+	c := s.c
+	c.initialize("")
+	ids := []string{c.call("run.start", `{"input":{"type":"text","text":"SLOW one"}}`),
+		c.call("run.start", `{"input":{"type":"text","text":"hello two"}}`),
+		c.call("run.start", `{"input":{"type":"text","text":"hello three"}}`)}
+	r1 := c.result(ids[0]).Get("run_id").Str
+	c.rpcError(ids[1], -32001)
+	c.rpcError(ids[2], -32001)
+	if _, st := c.finishRun(r1); st != "completed" {
+		t.Errorf("%s ended %s", r1, st)
+	}
+}
+
 func checkRPCEnded(t *testing.T, c *rpcConn, runs ...string) {
 	t.Helper()
 	for _, r := range runs {

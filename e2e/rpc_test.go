@@ -25,13 +25,52 @@ import (
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
+// rpcSession is the ccbridge --ui rpc that TestRPCOneSession's scenarios
+// share: its working directory (over 200 characters, for
+// TestRPCAlignSessionListLongCWD) and HOME.
+type rpcSession struct {
+	c         *rpcConn
+	home, dir string
+}
+
+// TestRPCOneSession: the rpc scenarios that leave the connection as they
+// found it (no run, the same CLI), each a subtest named for the test it
+// was alone, in one ccbridge and one CLI, run after run (see
+// inOneSession): one CLI start for seven rules, then the end of input that
+// ended each of them, with the dialect's rules checked on every line the
+// connection saw (rpcConn.close). Each scenario sends its own initialize
+// (a UI may send it again; the UI capabilities are the same, none). The
+// working directory's long path is TestRPCAlignSessionListLongCWD's;
+// --permission-mode default is TestSteerRPC's (and the CLI's default).
+func TestRPCOneSession(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T) *rpcSession {
+		t.Helper()
+		home := t.TempDir()
+		dir := filepath.Join(t.TempDir(), strings.Repeat("a", 70), strings.Repeat("b", 70), strings.Repeat("c", 70))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return &rpcSession{c: startRPC(t, []string{"--cwd", dir, "--permission-mode", "default"}, "HOME="+home), home: home, dir: dir}
+	}
+	bind := func(s *rpcSession, t *testing.T) { s.c.t, s.c.b.t = t, t }
+	inOneSession(t, open, bind,
+		scenario[*rpcSession]{"TestRPCRunLifecycle", rpcRunLifecycle},
+		scenario[*rpcSession]{"TestRPCModelSetRefusesBadNames", rpcModelSetRefusesBadNames},
+		scenario[*rpcSession]{"TestRPCInvalidUTF8IsParseError", rpcInvalidUTF8IsParseError},
+		scenario[*rpcSession]{"TestRPCAlignResumeRefusedBeforeAnyChild", rpcAlignResumeRefusedBeforeAnyChild},
+		scenario[*rpcSession]{"TestRPCAlignSessionListLongCWD", rpcAlignSessionListLongCWD},
+		scenario[*rpcSession]{"TestSteerRPC", rpcSteer},
+		scenario[*rpcSession]{"TestFaultTurnsRPC/three at once", rpcFaultTurnsThreeAtOnce},
+		scenario[*rpcSession]{"end of input", func(t *testing.T, s *rpcSession) { s.c.close() }},
+	)
+}
+
 // TestRPCRunLifecycle: initialize, a run with its events, bad input of
 // every kind, a busy runtime, run.cancel mid-stream (idempotent, retried,
 // nothing after cancelled), the dedupe window, and the connection going on.
-func TestRPCRunLifecycle(t *testing.T) {
-	t.Parallel()
-	c := startRPC(t, nil)
-
+func rpcRunLifecycle(t *testing.T, s *rpcSession) {
+	c := s.c
 	init := c.initialize("")
 	if init.Get("protocol_version").Str != "0" || init.Get("server.name").Str != "ccbridge" {
 		t.Errorf("initialize: %s", init.Raw)
@@ -150,7 +189,6 @@ func TestRPCRunLifecycle(t *testing.T) {
 			t.Errorf("a second run from a retried run.start: %s", l)
 		}
 	}
-	c.close()
 }
 
 // TestRPCShellExec: shell.exec with its exit code, stderr, timeout, output
@@ -724,15 +762,14 @@ func TestRPCAlignCLILineTooLong(t *testing.T) {
 // file holds only a line that is no message, or that has no file, is
 // refused with -32005 / -32004 before any CLI is stopped or started; the
 // connection goes on in the CLI it had.
-func TestRPCAlignResumeRefusedBeforeAnyChild(t *testing.T) {
-	t.Parallel()
-	home, dir := t.TempDir(), t.TempDir()
-	c := startRPC(t, []string{"--cwd", dir}, "HOME="+home)
+func rpcAlignResumeRefusedBeforeAnyChild(t *testing.T, s *rpcSession) {
+	c, home, dir := s.c, s.home, s.dir
 	c.initialize("")
 	if _, _, status := c.runText("hello first"); status != rpc.StatusCompleted {
 		t.Fatalf("first run: %s", status)
 	}
 	pid := c.b.childPID()
+	starts := alignStarts(c) // the CLIs started so far, one unless a scenario before restarted it
 
 	empty := uuid.NewString()
 	file := filepath.Join(alignProjectDir(t, home, dir), empty+".jsonl")
@@ -746,16 +783,15 @@ func TestRPCAlignResumeRefusedBeforeAnyChild(t *testing.T) {
 	}
 	c.rpcError(c.call("run.start", `{"input":{"type":"text","text":"x"},"session_id":"`+uuid.NewString()+`"}`), rpc.CodeSessionNotFound)
 
-	if err := syscall.Kill(pid, 0); err != nil || c.b.childPID() != pid || alignStarts(c) != 1 {
-		t.Errorf("a CLI was stopped or started: pid %d (%v), %d started", pid, err, alignStarts(c))
+	if err := syscall.Kill(pid, 0); err != nil || c.b.childPID() != pid || alignStarts(c) != starts {
+		t.Errorf("a CLI was stopped or started: pid %d (%v), %d started, %d before", pid, err, alignStarts(c), starts)
 	}
 	if _, _, status := c.runText("hello again"); status != rpc.StatusCompleted {
 		t.Errorf("the run after the refusals: %s", status)
 	}
-	if c.b.childPID() != pid || alignStarts(c) != 1 {
-		t.Errorf("the CLI was replaced (%d started)", alignStarts(c))
+	if c.b.childPID() != pid || alignStarts(c) != starts {
+		t.Errorf("the CLI was replaced (%d started, %d before)", alignStarts(c), starts)
 	}
-	c.close()
 }
 
 // TestRPCAlignCancelWhileReadingABigSession: session.history and then
@@ -857,17 +893,11 @@ func writeBigSession(t *testing.T, path, sid string, size int) int {
 // TestRPCAlignSessionListLongCWD: a real turn in a working directory whose
 // path is over 200 characters (the CLI then names its project folder by a
 // cut name and a hash) is found by session.list.
-func TestRPCAlignSessionListLongCWD(t *testing.T) {
-	t.Parallel()
-	home := t.TempDir()
-	dir := filepath.Join(t.TempDir(), strings.Repeat("a", 70), strings.Repeat("b", 70), strings.Repeat("c", 70))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+func rpcAlignSessionListLongCWD(t *testing.T, s *rpcSession) {
+	c, home, dir := s.c, s.home, s.dir
 	if n := len(mustReal(t, dir)); n <= 200 {
 		t.Fatalf("the working directory has %d characters, want over 200", n)
 	}
-	c := startRPC(t, []string{"--cwd", dir}, "HOME="+home)
 	sid := c.initialize("").Get("runtime.session_id").Str
 	if _, _, status := c.runText("hello from a long path"); status != rpc.StatusCompleted {
 		t.Fatalf("run: %s", status)
@@ -875,22 +905,21 @@ func TestRPCAlignSessionListLongCWD(t *testing.T) {
 	if name := clifiles.ProjectDirName(mustReal(t, dir)); len(name) <= 201 {
 		t.Errorf("project folder name %q is not cut and hashed", name)
 	}
-	var s gjson.Result
+	var listed gjson.Result
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		list := c.result(c.call(rpc.MethodSessionList, `{}`)).Get("sessions")
-		if s = list.Get(`#(session_id=="` + sid + `")`); s.Exists() || time.Now().After(deadline) {
+		if listed = list.Get(`#(session_id=="` + sid + `")`); listed.Exists() || time.Now().After(deadline) {
 			break
 		}
 	}
-	if s.Get("last_user_message").Str != "hello from a long path" || s.Get("message_count").Int() < 1 {
+	if listed.Get("last_user_message").Str != "hello from a long path" || listed.Get("message_count").Int() < 1 {
 		entries, _ := os.ReadDir(filepath.Join(home, ".claude", "projects"))
 		var names []string
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		t.Errorf("session.list does not list %s: %s (project folders: %q)", sid, s.Raw, names)
+		t.Errorf("session.list does not list %s: %s (project folders: %q)", sid, listed.Raw, names)
 	}
-	c.close()
 }
 
 // TestRPCToolCallLogoutShellCache: one session with the real CLI.

@@ -141,9 +141,8 @@ func ipcSteer(t *testing.T, s *ipcSession) {
 	}
 }
 
-func TestSteerRPC(t *testing.T) {
-	t.Parallel()
-	c := startRPC(t, []string{"--permission-mode", "default"})
+func rpcSteer(t *testing.T, s *rpcSession) {
+	c := s.c
 	if init := c.initialize(""); !init.Get("server_capabilities.supports_run_steer").Bool() {
 		t.Errorf("initialize does not claim run.steer: %s", init.Get("server_capabilities").Raw)
 	}
@@ -164,13 +163,12 @@ func TestSteerRPC(t *testing.T) {
 	if !strings.Contains(get(final, "params.event.content").Str, "Steered by: "+steer+". ") {
 		t.Errorf("the run's final event does not say it was steered by %q: %s", steer, final)
 	}
-	steerCheckModel(t, tok, steer)
+	steerCheckModelIn(t, c.b.api, tok, steer)
 	c.rpcError(c.call("run.steer", `{"run_id":`+jsonStr(run)+`,"text":"late"}`), -32002)
 	c.rpcError(c.call("run.steer", `{"run_id":`+jsonStr(run)+`}`), -32602)
 	if _, _, st := c.runText("hello"); st != "completed" {
 		t.Errorf("the run after the steered one ended %s", st)
 	}
-	c.close()
 }
 
 func TestSteerACP(t *testing.T) {
