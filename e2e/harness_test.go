@@ -608,6 +608,23 @@ func seenByModelIn(t *testing.T, api *fakemodel.Server, tok, want string) bool {
 	return bytes.Contains(r.Body, []byte(want))
 }
 
+// useFakeAPI makes api the fake model of test t (a subtest in a session
+// its parent started, see inOneSession) until t ends: fakeAPI(t) returns
+// it. A test that has a fake model of its own keeps it.
+func useFakeAPI(t *testing.T, api *fakemodel.Server) {
+	fakeMu.Lock()
+	defer fakeMu.Unlock()
+	if fakeAPIs[t] != nil {
+		return
+	}
+	fakeAPIs[t] = api
+	t.Cleanup(func() {
+		fakeMu.Lock()
+		delete(fakeAPIs, t)
+		fakeMu.Unlock()
+	})
+}
+
 // scenario is one rule that a test checks in a session it shares with
 // other rules: run drives the session from idle to idle.
 type scenario[S any] struct {
