@@ -39,9 +39,7 @@ func steerCheckModelIn(t *testing.T, api *fakemodel.Server, tok, steer string) {
 	}
 }
 
-func TestSteerLane004(t *testing.T) {
-	t.Parallel()
-	w := l4Start(t, ctlOpts{args: []string{"--permission-mode", "default"}})
+func l4Steer(t *testing.T, w *ctlWorker) {
 	c := l4Stdio(w)
 	text := func(s string) []any { return []any{map[string]any{"type": "text", "text": s}} }
 
