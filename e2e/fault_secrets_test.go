@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -219,23 +220,32 @@ func TestFaultNoPayloadInWarnings(t *testing.T) {
 // TestFaultFakeModelIsolated (issue 14, defect 10): a turn under
 // --fake-model completes through the fake whatever the environment names
 // another provider, a credential or a proxy: the CLI gets an environment
-// cleaned of them.
+// cleaned of them. The provider, proxy and token variables are set all at
+// once, in one CLI start: each set alone sends a CLI that inherits it
+// away from the fake (to 127.0.0.1:9, or to an error), so a CLI that
+// inherits any one of them fails the turn, whichever its precedence picks
+// (before the fix bedrock, vertex and foundry each failed alone). The
+// settings file is a case of its own: there the CLI's own settings
+// outrank its environment.
 func TestFaultFakeModelIsolated(t *testing.T) {
 	t.Parallel()
+	var (
+		bedrock = []string{"CLAUDE_CODE_USE_BEDROCK=1", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=AKIAFAKE", "AWS_SECRET_ACCESS_KEY=fake",
+			"ANTHROPIC_BEDROCK_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_BEDROCK_AUTH=1"}
+		vertex = []string{"CLAUDE_CODE_USE_VERTEX=1", "CLOUD_ML_REGION=us-east5", "ANTHROPIC_VERTEX_PROJECT_ID=fake",
+			"ANTHROPIC_VERTEX_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_VERTEX_AUTH=1"}
+		foundry = []string{"CLAUDE_CODE_USE_FOUNDRY=1", "ANTHROPIC_FOUNDRY_RESOURCE=fake", "ANTHROPIC_FOUNDRY_API_KEY=fake",
+			"ANTHROPIC_FOUNDRY_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_FOUNDRY_AUTH=1"}
+		proxyAndToken = []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9",
+			"https_proxy=http://127.0.0.1:9", "http_proxy=http://127.0.0.1:9", "NO_PROXY=", "no_proxy=",
+			"ANTHROPIC_AUTH_TOKEN=fake", "CLAUDE_CODE_OAUTH_TOKEN=fake", "ANTHROPIC_CUSTOM_HEADERS=X-Fake: 1"}
+	)
 	for _, c := range []struct {
 		name     string
 		env      []string
 		settings string // the user's settings.json, when set
 	}{
-		{name: "bedrock", env: []string{"CLAUDE_CODE_USE_BEDROCK=1", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=AKIAFAKE", "AWS_SECRET_ACCESS_KEY=fake",
-			"ANTHROPIC_BEDROCK_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_BEDROCK_AUTH=1"}},
-		{name: "vertex", env: []string{"CLAUDE_CODE_USE_VERTEX=1", "CLOUD_ML_REGION=us-east5", "ANTHROPIC_VERTEX_PROJECT_ID=fake",
-			"ANTHROPIC_VERTEX_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_VERTEX_AUTH=1"}},
-		{name: "foundry", env: []string{"CLAUDE_CODE_USE_FOUNDRY=1", "ANTHROPIC_FOUNDRY_RESOURCE=fake", "ANTHROPIC_FOUNDRY_API_KEY=fake",
-			"ANTHROPIC_FOUNDRY_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_FOUNDRY_AUTH=1"}},
-		{name: "proxy-and-token", env: []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9",
-			"https_proxy=http://127.0.0.1:9", "http_proxy=http://127.0.0.1:9", "NO_PROXY=", "no_proxy=",
-			"ANTHROPIC_AUTH_TOKEN=fake", "CLAUDE_CODE_OAUTH_TOKEN=fake", "ANTHROPIC_CUSTOM_HEADERS=X-Fake: 1"}},
+		{name: "bedrock+vertex+foundry+proxy-and-token", env: slices.Concat(bedrock, vertex, foundry, proxyAndToken)},
 		// The same, set by the user's settings file rather than the
 		// environment: the CLI applies its "env" over its own environment.
 		{name: "settings-file", settings: `{"env":{"CLAUDE_CODE_USE_BEDROCK":"1","AWS_REGION":"us-east-1","AWS_ACCESS_KEY_ID":"AKIAFAKE",
