@@ -24,9 +24,8 @@ const (
 
 // TestFaultToolongIPC: the turn whose result line was dropped ends with a
 // turn_complete saying so, and the prompt sent behind it gets its own.
-func TestFaultToolongIPC(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t, "--max-cli-line", tooLongCap)
+func ipcToolong(t *testing.T, s *ipcSession) {
+	b := s.b
 	b.send(userMessage(tooLongPrompt))
 	b.send(userMessage("hello"))
 	var terminals [][]byte
@@ -141,9 +140,8 @@ func acpWaitNoting(t *testing.T, b *bridge, id string, notes *[]gjson.Result) gj
 // TestFaultToolongRPC: the run whose result line was dropped ends with
 // status error saying so, and the next run works (rpc refuses a second
 // run.start while a run is active, so nothing queues behind it).
-func TestFaultToolongRPC(t *testing.T) {
-	t.Parallel()
-	c := startRPC(t, []string{"--max-cli-line", tooLongCap})
+func rpcToolong(t *testing.T, s *rpcSession) {
+	c := s.c
 	c.initialize("")
 	run1 := c.start(tooLongPrompt)
 	lines, status := c.finishRun(run1)

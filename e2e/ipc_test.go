@@ -44,8 +44,7 @@ func TestIPCOneSession(t *testing.T) {
 		b := startIPC(t, "--", "--mcp-config", `{"mcpServers":{"broken":{"command":"/nonexistent/ccbridge-e2e-mcp"}}}`)
 		return &ipcSession{b: b, sid: expectSessionInit(t, b)}
 	}
-	bind := func(s *ipcSession, t *testing.T) { s.b.t = t }
-	inOneSession(t, open, bind,
+	inOneSession(t, open, ipcBind,
 		scenario[*ipcSession]{"TestIPCTextWithThinking", ipcTextWithThinking},
 		scenario[*ipcSession]{"TestIPCPermissionMode", ipcPermissionMode},
 		scenario[*ipcSession]{"TestIPCWrite/denied", ipcWrite(false)},
@@ -72,6 +71,9 @@ func TestIPCOneSession(t *testing.T) {
 		scenario[*ipcSession]{"TestIPCModelChange", ipcModelChange},
 	)
 }
+
+// ipcBind points the session's helpers at test t (see inOneSession).
+func ipcBind(s *ipcSession, t *testing.T) { s.b.t = t }
 
 // TestIPCTextWithThinking: session_init before any input; a plain prompt
 // streams thinking_text and assistant_text partials then completes, then
@@ -1285,15 +1287,30 @@ func ipcBadInput(t *testing.T, s *ipcSession) {
 
 // ---- what every dialect on the session core does the same way (docs/design.md)
 
+// TestIPCLineCap: the two ipc scenarios with a CLI line cap, each a
+// subtest named for the test it was alone, in one ccbridge and one CLI
+// session (see inOneSession). The cap is TestIPCAlignCLILineTooLong's
+// (--max-cli-line 100000); a 300 kB text's assistant and result lines,
+// which TestFaultToolongIPC is about, are over it as over tooLongCap.
+func TestIPCLineCap(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T) *ipcSession {
+		t.Helper()
+		b := startIPC(t, "--max-cli-line", "100000")
+		return &ipcSession{b: b, sid: expectSessionInit(t, b)}
+	}
+	inOneSession(t, open, ipcBind,
+		scenario[*ipcSession]{"TestIPCAlignCLILineTooLong", ipcAlignCLILineTooLong},
+		scenario[*ipcSession]{"TestFaultToolongIPC", ipcToolong},
+	)
+}
+
 // TestIPCAlignCLILineTooLong: a CLI line over --max-cli-line (here the
 // assistant message and the result of a 300 kB text) is dropped and
 // reported as error line_too_long; the turn, whose result was dropped,
 // still ends (turn_complete with is_error), and the session goes on.
-func TestIPCAlignCLILineTooLong(t *testing.T) {
-	t.Parallel()
-	home, cwd := t.TempDir(), t.TempDir()
-	b := startBridge(t, []string{"--ui", "ipc", "--cwd", cwd, "--max-cli-line", "100000"}, "HOME="+home)
-	expectSessionInit(t, b)
+func ipcAlignCLILineTooLong(t *testing.T, s *ipcSession) {
+	b := s.b
 	lines := turn(t, b, "BIGTEXT 300000")
 	e := first(lines, func(l []byte) bool { return typeOf(l) == "error" && get(l, "code").Str == "line_too_long" })
 	if e == nil || !get(e, "recoverable").Bool() || !strings.Contains(get(e, "message").Str, "CLI line") {

@@ -709,14 +709,33 @@ func alignStarts(c *rpcConn) int {
 	return n
 }
 
+// TestRPCLineCap: the two rpc scenarios with a CLI line cap, each a
+// subtest named for the test it was alone, in one ccbridge and one CLI
+// (see inOneSession), then the end of input with the dialect's rules
+// checked on every line. The cap is TestRPCAlignCLILineTooLong's
+// (--max-cli-line 100000: under it the text deltas still pass, which it
+// checks); the 300 kB lines of TestFaultToolongRPC are over it as over
+// tooLongCap.
+func TestRPCLineCap(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T) *rpcSession {
+		return &rpcSession{c: startRPC(t, []string{"--max-cli-line", "100000"})}
+	}
+	bind := func(s *rpcSession, t *testing.T) { s.c.t, s.c.b.t = t, t }
+	inOneSession(t, open, bind,
+		scenario[*rpcSession]{"TestRPCAlignCLILineTooLong", rpcAlignCLILineTooLong},
+		scenario[*rpcSession]{"TestFaultToolongRPC", rpcToolong},
+		scenario[*rpcSession]{"end of input", func(t *testing.T, s *rpcSession) { s.c.close() }},
+	)
+}
+
 // TestRPCAlignCLILineTooLong: with --max-cli-line 100000, BIGTEXT 300000
 // makes the CLI write an assistant line and a result line over the limit.
 // Each is reported with runtime.error on the run; the CLI, asked, is idle,
 // so the run ends with error; the text still reached the UI as deltas, and
 // the next run works in the same CLI.
-func TestRPCAlignCLILineTooLong(t *testing.T) {
-	t.Parallel()
-	c := startRPC(t, []string{"--max-cli-line", "100000"})
+func rpcAlignCLILineTooLong(t *testing.T, s *rpcSession) {
+	c := s.c
 	c.initialize("")
 	pid := c.b.childPID()
 
@@ -755,7 +774,6 @@ func TestRPCAlignCLILineTooLong(t *testing.T) {
 	if c.b.childPID() != pid || alignStarts(c) != 1 {
 		t.Errorf("the CLI was replaced (%d started)", alignStarts(c))
 	}
-	c.close()
 }
 
 // TestRPCAlignResumeRefusedBeforeAnyChild: run.start into a session whose
