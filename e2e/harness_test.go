@@ -1368,6 +1368,34 @@ func runACPScript(t *testing.T, script, home, workdir string, timeout time.Durat
 	return r
 }
 
+// phase returns the events of one phase of a run (those after its
+// {"event":"phase"} line, up to the next one), as a run of its own whose
+// failures are t's.
+func (r *acpRun) phase(t *testing.T, name string) *acpRun {
+	t.Helper()
+	isPhase := func(e gjson.Result) bool { return e.Get("event").Str == "phase" }
+	start := r.index(func(e gjson.Result) bool { return isPhase(e) && e.Get("name").Str == name })
+	if start < 0 {
+		t.Fatalf("the run has no phase %s", name)
+	}
+	end := start + 1
+	for end < len(r.events) && !isPhase(r.events[end]) {
+		end++
+	}
+	return &acpRun{t: t, events: r.events[start+1 : end], workdir: r.workdir, stderr: r.stderr}
+}
+
+// file returns the phase's {"event":"file"} line: whether written.txt
+// was there at the phase's end, and what it held.
+func (r *acpRun) file() gjson.Result {
+	r.t.Helper()
+	fs := r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "file" })
+	if len(fs) != 1 {
+		r.t.Fatalf("%d file events, want 1", len(fs))
+	}
+	return fs[0]
+}
+
 // filter returns the events for which pred holds.
 func (r *acpRun) filter(pred func(e gjson.Result) bool) []gjson.Result {
 	var es []gjson.Result

@@ -8,7 +8,7 @@
 import { pathToFileURL } from 'node:url';
 import { spawn } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
-import { existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, readlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 
 const acp = await import(pathToFileURL(process.env.ACP_SDK).href);
 const out = (o) => process.stdout.write(JSON.stringify(o) + '\n');
@@ -390,6 +390,84 @@ const scenarios = {
     await d.call('initialize', clientCaps());
     await d.call('session/load', { sessionId: sid, cwd, mcpServers: [] });
     await d.close();
+  },
+
+  // One connection and one session for the scenarios that leave the
+  // session idle: basic, write_reject, write_allow, cancel,
+  // cancel_permission, question_permission and subagent as above, then
+  // modes, which changes the mode and the model, each after a
+  // {"event":"phase","name":...} line (TestACPOneSession splits the
+  // events there). A phase's client policy is the one its scenario gives
+  // connect. The phases that ask for a Write say whether written.txt is
+  // there at their end ({"event":"file"}); write_allow then removes it,
+  // so that the next Write creates it again.
+  async one_session() {
+    let policy = allowAll;
+    const c = connect('a', (method, params, signal) => policy(method, params, signal));
+    const phase = (name, p) => { policy = p; out({ event: 'phase', name }); };
+    const file = () => {
+      const path = cwd + '/written.txt';
+      const exists = existsSync(path);
+      out({ event: 'file', exists, content: exists ? readFileSync(path, 'utf8') : null });
+    };
+    phase('basic', allowAll);
+    const sid = await newSession(c);
+    await prompt(c, sid, 'hello');
+
+    phase('write_reject', async () => selected('reject'));
+    await prompt(c, sid, 'WRITEFILE please');
+    file();
+    phase('write_allow', async () => selected('allow'));
+    await prompt(c, sid, 'WRITEFILE please');
+    file();
+    unlinkSync(cwd + '/written.txt');
+
+    phase('cancel', allowAll);
+    let p = prompt(c, sid, 'SLOW please');
+    await c.update(isChunk(sid));
+    out({ event: 'cancelling' });
+    await c.notify('session/cancel', { sessionId: sid });
+    await p;
+    await prompt(c, sid, 'hello again');
+
+    let release;
+    phase('cancel_permission', (method, params, signal) => new Promise((resolve) => {
+      // Never chooses: the cancel settles it.
+      release = () => resolve({ outcome: { outcome: 'cancelled' } });
+      signal.addEventListener('abort', () => resolve({ outcome: { outcome: 'cancelled' } }));
+    }));
+    p = prompt(c, sid, 'WRITEFILE please');
+    await c.update((u) => u.sessionId === sid && u.update.sessionUpdate === 'tool_call_update' && u.update.rawInput?.file_path);
+    await new Promise((r) => setTimeout(r, 300));
+    out({ event: 'cancelling' });
+    await c.notify('session/cancel', { sessionId: sid });
+    release?.();
+    await p;
+    await prompt(c, sid, 'hello again');
+    file();
+
+    phase('question_permission', async (method, params) => {
+      const blue = params.options?.find((o) => o.name === 'Blue');
+      return selected(blue ? blue.optionId : 'allow');
+    });
+    await prompt(c, sid, 'ASKUSER please');
+
+    phase('subagent', async () => selected('allow'));
+    writeFileSync(cwd + '/hello.txt', 'hello world\n');
+    await prompt(c, sid, 'SUBAGENT please');
+
+    phase('modes', async (method, params) => {
+      if (params.toolCall?.kind === 'switch_mode') return selected('acceptEdits');
+      return selected('allow');
+    });
+    await c.call('session/set_mode', { sessionId: sid, modeId: 'acceptEdits' });
+    await prompt(c, sid, 'WRITEFILE please');
+    await c.call('session/set_config_option', { sessionId: sid, configId: 'model', value: 'sonnet' });
+    await c.call('session/set_mode', { sessionId: sid, modeId: 'no-such-mode' });
+    await c.call('session/set_config_option', { sessionId: sid, configId: 'model', value: 'no-such-model' });
+    await c.call('session/set_config_option', { sessionId: sid, configId: 'mode', value: 'plan' });
+    await prompt(c, sid, 'EXITPLAN please');
+    await c.close();
   },
 
   // A subagent's tool calls carry their parent in _meta.
