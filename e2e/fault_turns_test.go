@@ -147,7 +147,7 @@ func TestFaultTurnsIPCEndOfInput(t *testing.T) {
 // dies.
 func TestFaultTurnsIPCKilled(t *testing.T) {
 	t.Parallel()
-	for _, when := range []string{"input open", "after the end of input", "during shutdown"} {
+	for _, when := range []string{"after the end of input", "during shutdown"} {
 		t.Run(when, func(t *testing.T) {
 			t.Parallel()
 			b := startIPC(t)
@@ -162,21 +162,30 @@ func TestFaultTurnsIPCKilled(t *testing.T) {
 				b.waitStderr("shutting down")
 			}
 			killChild(t, b)
-			if when == "input open" {
-				lines = append(lines, ipcTerminals(t, b, 3)...)
-			} else {
-				lines = append(lines, b.rest()...)
-			}
+			lines = append(lines, b.rest()...)
 			ts := terminals(lines)
 			want := "error/child_exited error/child_exited error/child_exited"
 			if strings.Join(ts, " ") != want {
 				t.Errorf("terminal messages %v, want %s", ts, want)
 			}
-			if when == "input open" {
-				complete(t, turn(t, b, "hello after"))
-			}
 		})
 	}
+}
+
+// ipcFaultTurnsKilledInputOpen is TestFaultTurnsIPCKilled with the UI's
+// input still open (in TestIPCChildKilled): one error each, then the
+// session goes on.
+func ipcFaultTurnsKilledInputOpen(t *testing.T, s *ipcSession) {
+	b := s.b
+	lines := ipcBusyIn(t, b, s.sid, "hello two", "hello three")
+	killChild(t, b)
+	lines = append(lines, ipcTerminals(t, b, 3)...)
+	ts := terminals(lines)
+	want := "error/child_exited error/child_exited error/child_exited"
+	if strings.Join(ts, " ") != want {
+		t.Errorf("terminal messages %v, want %s", ts, want)
+	}
+	complete(t, turn(t, b, "hello after"))
 }
 
 // ---- rpc: one run at a time; a run's terminal message is its terminal

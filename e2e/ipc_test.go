@@ -943,14 +943,34 @@ func TestIPCStartFlags(t *testing.T) {
 	stop(b)
 }
 
+// TestIPCChildKilled: the ipc scenarios that kill the CLI and then go on
+// in the same session (the next user_message resumes it in a new CLI),
+// each a subtest named for the test it was alone, one after the other in
+// one ccbridge (see inOneSession): one CLI start, and one again after
+// each kill, where each scenario alone started two. "first turn
+// streaming" is the session's first turn.
+func TestIPCChildKilled(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T) *ipcSession {
+		t.Helper()
+		b := startIPC(t)
+		return &ipcSession{b: b, sid: expectSessionInit(t, b)}
+	}
+	inOneSession(t, open, ipcBind,
+		scenario[*ipcSession]{"TestIPCChildKilledOtherTimes/first turn streaming", ipcKilledFirstTurnStreaming},
+		scenario[*ipcSession]{"TestIPCChildKilledMidTurn", ipcChildKilledMidTurn},
+		scenario[*ipcSession]{"TestIPCChildKilledOtherTimes/with a queued prompt", ipcKilledWithAQueuedPrompt},
+		scenario[*ipcSession]{"TestIPCChildKilledOtherTimes/between turns", ipcKilledBetweenTurns},
+		scenario[*ipcSession]{"TestFaultTurnsIPCKilled/input open", ipcFaultTurnsKilledInputOpen},
+	)
+}
+
 // TestIPCChildKilledMidTurn: the CLI is killed while a permission prompt is
 // open: control_request_cancelled for it, the turn ends with one error
 // child_exited (recoverable false); the next user_message resumes the same
 // session in a new CLI.
-func TestIPCChildKilledMidTurn(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	sid := expectSessionInit(t, b)
+func ipcChildKilledMidTurn(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
 	tokA := token("alpha")
 	complete(t, turn(t, b, "hello "+tokA))
 
@@ -1005,7 +1025,7 @@ func TestIPCChildKilledMidTurn(t *testing.T) {
 	if np := b.childPID(); np == pid {
 		t.Errorf("the CLI was not respawned (pid %d)", np)
 	}
-	if !seenByModel(t, tokB, tokA) {
+	if !seenByModelIn(t, b.api, tokB, tokA) {
 		t.Errorf("the respawned CLI did not resume the session's history")
 	}
 	if _, err := os.Stat(filepath.Join(b.dir, "bash_touched.txt")); err == nil {
@@ -1027,89 +1047,85 @@ func killChild(t *testing.T, b *bridge) int {
 // session's first turn (error recoverable false), and between turns (error
 // recoverable true, not a terminal message); either way the next
 // user_message continues the same session.
-func TestIPCChildKilledOtherTimes(t *testing.T) {
-	t.Parallel()
-	t.Run("first turn streaming", func(t *testing.T) {
-		t.Parallel()
-		b := startIPC(t)
-		sid := expectSessionInit(t, b)
-		tokA := token("alpha")
-		b.send(userMessage("SLOW " + tokA))
-		ipcUntil(t, b, "streaming text", func(l []byte) bool {
-			if isTerminal(l) {
-				t.Fatalf("the turn ended before it streamed: %.400s", l)
-			}
-			return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
-		})
-		killChild(t, b)
-		lines := finishTurn(t, b, nil)
-		last := lines[len(lines)-1]
-		if typeOf(last) != "error" || get(last, "code").Str != "child_exited" || get(last, "exit_code").Int() != int64(128+syscall.SIGKILL) {
-			t.Fatalf("the killed turn ended with %.400s", last)
+func ipcKilledFirstTurnStreaming(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
+	tokA := token("alpha")
+	b.send(userMessage("SLOW " + tokA))
+	ipcUntil(t, b, "streaming text", func(l []byte) bool {
+		if isTerminal(l) {
+			t.Fatalf("the turn ended before it streamed: %.400s", l)
 		}
-		tokB := token("bravo")
-		lines = turn(t, b, "hello "+tokB)
-		complete(t, lines)
-		noSessionChange(t, lines, sid)
-		if ids := sessionInits(lines); len(ids) != 0 {
-			t.Errorf("the session was announced again: %v", ids)
-		}
-		if !seenByModel(t, tokB, tokA) {
-			t.Errorf("the respawned CLI did not resume the session's history")
-		}
+		return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
 	})
-	t.Run("with a queued prompt", func(t *testing.T) {
-		t.Parallel()
-		// Two prompts are outstanding when the CLI dies: each must still
-		// end with exactly one terminal message.
-		b := startIPC(t)
-		sid := expectSessionInit(t, b)
-		b.send(userMessage("SLOW please"))
-		ipcUntil(t, b, "streaming text", func(l []byte) bool {
-			if isTerminal(l) {
-				t.Fatalf("the turn ended before it streamed: %.400s", l)
-			}
-			return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
-		})
-		b.send(userMessage("hello queued"))
-		// The CLI has read it once it has saved its second enqueue.
-		waitSessionFile(t, sessionFile(t, b.home, b.dir, sid), "the queued prompt", 2, isEnqueue)
-		killChild(t, b)
-		lines := ipcUntil(t, b, "the first terminal message", isTerminal)
-		lines = append(lines, quiet(t, b, 2*time.Second)...)
-		var terminals []string
-		for _, l := range lines {
-			if isTerminal(l) {
-				terminals = append(terminals, typeOf(l)+"/"+get(l, "code").Str+get(l, "reason").Str)
-			}
+	killChild(t, b)
+	lines := finishTurn(t, b, nil)
+	last := lines[len(lines)-1]
+	if typeOf(last) != "error" || get(last, "code").Str != "child_exited" || get(last, "exit_code").Int() != int64(128+syscall.SIGKILL) {
+		t.Fatalf("the killed turn ended with %.400s", last)
+	}
+	tokB := token("bravo")
+	lines = turn(t, b, "hello "+tokB)
+	complete(t, lines)
+	noSessionChange(t, lines, sid)
+	if ids := sessionInits(lines); len(ids) != 0 {
+		t.Errorf("the session was announced again: %v", ids)
+	}
+	if !seenByModelIn(t, b.api, tokB, tokA) {
+		t.Errorf("the respawned CLI did not resume the session's history")
+	}
+}
+
+func ipcKilledWithAQueuedPrompt(t *testing.T, s *ipcSession) {
+	// Two prompts are outstanding when the CLI dies: each must still
+	// end with exactly one terminal message.
+	b, sid := s.b, s.sid
+	file := sessionFile(t, b.home, b.dir, sid)
+	data, _ := os.ReadFile(file)
+	before := count(bytes.Split(data, []byte("\n")), isEnqueue)
+	b.send(userMessage("SLOW please"))
+	ipcUntil(t, b, "streaming text", func(l []byte) bool {
+		if isTerminal(l) {
+			t.Fatalf("the turn ended before it streamed: %.400s", l)
 		}
-		if len(terminals) != 2 {
-			t.Errorf("%d terminal messages %v for the 2 outstanding prompts when the CLI died, want 2", len(terminals), terminals)
-		}
-		complete(t, turn(t, b, "hello after"))
+		return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
 	})
-	t.Run("between turns", func(t *testing.T) {
-		t.Parallel()
-		b := startIPC(t)
-		sid := expectSessionInit(t, b)
-		tokA := token("alpha")
-		complete(t, turn(t, b, "hello "+tokA))
-		killChild(t, b)
-		l, err := recv(t, b, ipcWait)
-		if err != nil || typeOf(l) != "error" || get(l, "code").Str != "child_exited" || get(l, "recoverable").Type != gjson.True {
-			t.Fatalf("after the idle CLI was killed: %v %.400s", err, l)
+	b.send(userMessage("hello queued"))
+	// The CLI has read it once it has saved its second enqueue.
+	waitSessionFile(t, file, "the queued prompt", before+2, isEnqueue)
+	killChild(t, b)
+	lines := ipcUntil(t, b, "the first terminal message", isTerminal)
+	lines = append(lines, quiet(t, b, 2*time.Second)...)
+	var terminals []string
+	for _, l := range lines {
+		if isTerminal(l) {
+			terminals = append(terminals, typeOf(l)+"/"+get(l, "code").Str+get(l, "reason").Str)
 		}
-		for _, x := range quiet(t, b, ipcQuiet) {
-			t.Errorf("another line after child_exited: %.400s", x)
-		}
-		tokB := token("bravo")
-		lines := turn(t, b, "hello "+tokB)
-		complete(t, lines)
-		noSessionChange(t, lines, sid)
-		if !seenByModel(t, tokB, tokA) {
-			t.Errorf("the respawned CLI did not resume the session's history")
-		}
-	})
+	}
+	if len(terminals) != 2 {
+		t.Errorf("%d terminal messages %v for the 2 outstanding prompts when the CLI died, want 2", len(terminals), terminals)
+	}
+	complete(t, turn(t, b, "hello after"))
+}
+
+func ipcKilledBetweenTurns(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
+	tokA := token("alpha")
+	complete(t, turn(t, b, "hello "+tokA))
+	killChild(t, b)
+	l, err := recv(t, b, ipcWait)
+	if err != nil || typeOf(l) != "error" || get(l, "code").Str != "child_exited" || get(l, "recoverable").Type != gjson.True {
+		t.Fatalf("after the idle CLI was killed: %v %.400s", err, l)
+	}
+	for _, x := range quiet(t, b, ipcQuiet) {
+		t.Errorf("another line after child_exited: %.400s", x)
+	}
+	tokB := token("bravo")
+	lines := turn(t, b, "hello "+tokB)
+	complete(t, lines)
+	noSessionChange(t, lines, sid)
+	if !seenByModelIn(t, b.api, tokB, tokA) {
+		t.Errorf("the respawned CLI did not resume the session's history")
+	}
 }
 
 // TestIPCForkKilledBeforeFirstTurn: ccbridge started with --resume ID
