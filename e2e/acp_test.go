@@ -30,8 +30,9 @@ import (
 // TestACPOneSession: the acp scenarios that leave the session idle, each
 // a subtest named for the test it was alone, in one connection, one
 // session and one CLI (the client's one_session scenario, in phases: see
-// acpRun.phase): one CLI start for eight rules. The phases that ask for a
-// Write report written.txt at their end, as the next phase may write it.
+// acpRun.phase): one CLI start for ten rules, and one again after each of
+// the two kills. The phases that ask for a Write report written.txt at
+// their end, as a later phase may write it.
 func TestACPOneSession(t *testing.T) {
 	t.Parallel()
 	r := acpClient(t, "one_session")
@@ -46,6 +47,8 @@ func TestACPOneSession(t *testing.T) {
 		{"TestACPCancel/pending_permission", "cancel_permission", acpCancelPendingPermission},
 		{"TestACPQuestion/permission", "question_permission", acpQuestionPermission},
 		{"TestACPSubagent", "subagent", acpSubagent},
+		{"TestACPChildKilledMidPrompt", "child_killed", acpChildKilledMidPrompt},
+		{"TestACPPermissionWithdrawnWhenTheCLIDies", "withdrawn", acpPermissionWithdrawnWhenTheCLIDies},
 		{"TestACPModesAndModels", "modes", acpModesAndModels},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.check(t, r.phase(t, c.phase)) })
@@ -362,9 +365,9 @@ func TestACPTwoSessions(t *testing.T) {
 	}
 }
 
-func TestACPChildKilledMidPrompt(t *testing.T) {
-	t.Parallel()
-	r := acpClient(t, "child_killed")
+// TestACPChildKilledMidPrompt: the first kill of the session's CLI, so
+// the new one is its generation 2.
+func acpChildKilledMidPrompt(t *testing.T, r *acpRun) {
 	res := r.response("session/prompt", 0)
 	if res.Get("error.code").Int() != -32603 || !strings.Contains(res.Get("error.message").Str, "exited during the turn") ||
 		res.Get("error.data.exitCode").Int() != 128+int64(syscall.SIGKILL) {
@@ -381,15 +384,13 @@ func TestACPChildKilledMidPrompt(t *testing.T) {
 	if after.Get("#").Int() != 1 || after.Get("0").Int() == killed {
 		t.Errorf("CLI children after the crash: %s (killed %d)", after.Raw, killed)
 	}
-	sid := r.response("session/new", 0).Get("result.sessionId").Str
+	sid := r.updates("agent_message_chunk")[0].Get("sessionId").Str
 	if !strings.Contains(r.stderr, `"gen":2,"resume":"`+sid+`"`) {
 		t.Errorf("the new CLI was not started with --resume")
 	}
 }
 
-func TestACPPermissionWithdrawnWhenTheCLIDies(t *testing.T) {
-	t.Parallel()
-	r := acpClient(t, "withdrawn")
+func acpPermissionWithdrawnWhenTheCLIDies(t *testing.T, r *acpRun) {
 	if n := len(r.requests("session/request_permission")); n != 1 {
 		t.Fatalf("%d permission requests", n)
 	}
@@ -403,7 +404,7 @@ func TestACPPermissionWithdrawnWhenTheCLIDies(t *testing.T) {
 	if got := r.stopReason(1); got != "end_turn" {
 		t.Errorf("the prompt after the crash: %q", got)
 	}
-	if _, err := os.Stat(filepath.Join(r.workdir, "written.txt")); err == nil {
+	if r.file().Get("exists").Bool() {
 		t.Errorf("the Write ran without permission")
 	}
 	if !strings.Contains(r.stderr, "answer to a request already settled") {

@@ -1369,8 +1369,9 @@ func runACPScript(t *testing.T, script, home, workdir string, timeout time.Durat
 }
 
 // phase returns the events of one phase of a run (those after its
-// {"event":"phase"} line, up to the next one), as a run of its own whose
-// failures are t's.
+// {"event":"phase"} line, up to the next one), and the stderr written
+// between its {"e2e_phase":...} line and the next, as a run of its own
+// whose failures are t's.
 func (r *acpRun) phase(t *testing.T, name string) *acpRun {
 	t.Helper()
 	isPhase := func(e gjson.Result) bool { return e.Get("event").Str == "phase" }
@@ -1382,7 +1383,12 @@ func (r *acpRun) phase(t *testing.T, name string) *acpRun {
 	for end < len(r.events) && !isPhase(r.events[end]) {
 		end++
 	}
-	return &acpRun{t: t, events: r.events[start+1 : end], workdir: r.workdir, stderr: r.stderr}
+	_, stderr, ok := strings.Cut(r.stderr, `{"e2e_phase":`+jsonStr(name)+`}`)
+	if !ok {
+		t.Fatalf("the run's stderr has no phase %s", name)
+	}
+	stderr, _, _ = strings.Cut(stderr, `{"e2e_phase":`)
+	return &acpRun{t: t, events: r.events[start+1 : end], workdir: r.workdir, stderr: stderr}
 }
 
 // file returns the phase's {"event":"file"} line: whether written.txt

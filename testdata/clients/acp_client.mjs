@@ -394,8 +394,9 @@ const scenarios = {
 
   // One connection and one session for the scenarios that leave the
   // session idle: basic, write_reject, write_allow, cancel,
-  // cancel_permission, question_permission and subagent as above, then
-  // modes, which changes the mode and the model, each after a
+  // cancel_permission, question_permission, subagent, child_killed and
+  // withdrawn (whose next prompt resumes the session in a new CLI) as
+  // above, then modes, which changes the mode and the model, each after a
   // {"event":"phase","name":...} line (TestACPOneSession splits the
   // events there). A phase's client policy is the one its scenario gives
   // connect. The phases that ask for a Write say whether written.txt is
@@ -404,7 +405,12 @@ const scenarios = {
   async one_session() {
     let policy = allowAll;
     const c = connect('a', (method, params, signal) => policy(method, params, signal));
-    const phase = (name, p) => { policy = p; out({ event: 'phase', name }); };
+    // The phase's name goes to stderr too, which ccbridge's log shares.
+    const phase = (name, p) => {
+      policy = p;
+      out({ event: 'phase', name });
+      process.stderr.write(JSON.stringify({ e2e_phase: name }) + '\n');
+    };
     const file = () => {
       const path = cwd + '/written.txt';
       const exists = existsSync(path);
@@ -455,6 +461,34 @@ const scenarios = {
     phase('subagent', async () => selected('allow'));
     writeFileSync(cwd + '/hello.txt', 'hello world\n');
     await prompt(c, sid, 'SUBAGENT please');
+
+    phase('child_killed', allowAll);
+    p = prompt(c, sid, 'SLOW please');
+    await c.update(isChunk(sid));
+    let pids = cliPids(c.child.pid);
+    out({ event: 'killing', pids });
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
+    await p;
+    await prompt(c, sid, 'hello after the crash');
+    out({ event: 'cli_pids', pids: cliPids(c.child.pid) });
+
+    let asked;
+    const seen = new Promise((r) => { asked = r; });
+    phase('withdrawn', (method, params, signal) => new Promise((resolve) => {
+      asked();
+      signal.addEventListener('abort', () => {
+        out({ event: 'aborted', reason: String(signal.reason?.message ?? signal.reason) });
+        resolve({ outcome: { outcome: 'cancelled' } });
+      });
+    }));
+    p = prompt(c, sid, 'WRITEFILE please');
+    await seen;
+    pids = cliPids(c.child.pid);
+    out({ event: 'killing', pids });
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
+    await p;
+    await prompt(c, sid, 'hello after the crash');
+    file();
 
     phase('modes', async (method, params) => {
       if (params.toolCall?.kind === 'switch_mode') return selected('acceptEdits');
