@@ -296,12 +296,12 @@ func checkRPCEnded(t *testing.T, c *rpcConn, runs ...string) {
 // reason, or an error). ccbridge holds queued prompts itself and runs them
 // one after another.
 
-// TestFaultTurnsACP: three prompts sent at once get three answers; a
-// session/cancel answers the queued ones cancelled; the UI's end of input,
-// kill -9 of the CLI and SIGTERM each leave no prompt unanswered.
+// TestFaultTurnsACP: the UI's end of input and SIGTERM, while three
+// prompts are outstanding, each leave no prompt unanswered. (Three at
+// once, cancel and kill -9 of the CLI are in TestFaultTurnsACPOneSession.)
 func TestFaultTurnsACP(t *testing.T) {
 	t.Parallel()
-	for _, when := range []string{"three at once", "cancel", "end of input", "kill", "shutdown"} {
+	for _, when := range []string{"end of input", "shutdown"} {
 		t.Run(when, func(t *testing.T) {
 			t.Parallel()
 			a := startACPRaw(t)
@@ -309,24 +309,12 @@ func TestFaultTurnsACP(t *testing.T) {
 			ids := []string{a.prompt(sid, "SLOW "+token("first")), a.prompt(sid, "hello two"), a.prompt(sid, "hello three")}
 			a.untilUpdate(sid, "agent_message_chunk")
 			switch when {
-			case "cancel":
-				a.notify("session/cancel", `{"sessionId":"`+sid+`"}`)
 			case "end of input":
 				a.b.stdin.Close()
-			case "kill":
-				killChild(t, a.b)
 			case "shutdown":
 				a.b.cmd.Process.Signal(syscall.SIGTERM)
 			}
 			answers := a.answers(ids)
-			want := map[string]string{
-				"three at once": "end_turn end_turn end_turn",
-				"cancel":        "cancelled cancelled cancelled",
-			}[when]
-			got := strings.Join(answers, " ")
-			if want != "" && got != want {
-				t.Errorf("answers %q, want %q", got, want)
-			}
 			a.b.stdin.Close()
 			a.rest()
 			for i, id := range ids {
@@ -336,6 +324,62 @@ func TestFaultTurnsACP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFaultTurnsACPOneSession: three of TestFaultTurnsACP's cases, each a
+// subtest named for it, one after the other in one session of one
+// ccbridge (see inOneSession): three prompts at once, answered end_turn
+// each; cancelled while they are outstanding, cancelled each; the CLI
+// killed while they are (its queued prompts then go to a new CLI); then
+// the end of input, after which every prompt of the three has exactly
+// one answer. One CLI start, and one after the kill, where the cases
+// alone started four.
+func TestFaultTurnsACPOneSession(t *testing.T) {
+	t.Parallel()
+	type session struct {
+		a   *acpRaw
+		sid string
+		ids []string // every prompt sent
+	}
+	open := func(t *testing.T) *session {
+		a := startACPRaw(t)
+		return &session{a: a, sid: a.newSession()}
+	}
+	bind := func(s *session, t *testing.T) { s.a.t, s.a.b.t = t, t }
+	busy := func(s *session) []string {
+		ids := []string{s.a.prompt(s.sid, "SLOW "+token("first")), s.a.prompt(s.sid, "hello two"), s.a.prompt(s.sid, "hello three")}
+		s.ids = append(s.ids, ids...)
+		s.a.untilUpdate(s.sid, "agent_message_chunk")
+		return ids
+	}
+	inOneSession(t, open, bind,
+		scenario[*session]{"TestFaultTurnsACP/three at once", func(t *testing.T, s *session) {
+			if got := strings.Join(s.a.answers(busy(s)), " "); got != "end_turn end_turn end_turn" {
+				t.Errorf("answers %q, want %q", got, "end_turn end_turn end_turn")
+			}
+		}},
+		scenario[*session]{"TestFaultTurnsACP/cancel", func(t *testing.T, s *session) {
+			ids := busy(s)
+			s.a.notify("session/cancel", `{"sessionId":"`+s.sid+`"}`)
+			if got := strings.Join(s.a.answers(ids), " "); got != "cancelled cancelled cancelled" {
+				t.Errorf("answers %q, want %q", got, "cancelled cancelled cancelled")
+			}
+		}},
+		scenario[*session]{"TestFaultTurnsACP/kill", func(t *testing.T, s *session) {
+			ids := busy(s)
+			killChild(t, s.a.b)
+			s.a.answers(ids)
+		}},
+		scenario[*session]{"end of input", func(t *testing.T, s *session) {
+			s.a.b.stdin.Close()
+			s.a.rest()
+			for i, id := range s.ids {
+				if n := s.a.responses(id); n != 1 {
+					t.Errorf("prompt %d (id %s): %d responses, want 1", i, id, n)
+				}
+			}
+		}},
+	)
 }
 
 // acpRaw is an ACP client written by hand over ccbridge's stdio, for
