@@ -30,12 +30,15 @@ import (
 // TestACPOneSession: the acp scenarios that leave the session idle, each
 // a subtest named for the test it was alone, in one connection, one
 // session and one CLI (the client's one_session scenario, in phases: see
-// acpRun.phase): one CLI start for ten rules, and one again after each of
+// acpRun.phase): one CLI start for eleven rules, and one again after each of
 // the two kills. The phases that ask for a Write report written.txt at
 // their end, as a later phase may write it.
 func TestACPOneSession(t *testing.T) {
 	t.Parallel()
-	r := acpClient(t, "one_session")
+	tok, steer := token("steer"), "mind "+token("steerw")
+	r := runACPScript(t, clientScript("acp_client.mjs"), t.TempDir(), t.TempDir(), 90*time.Second,
+		"SCENARIO=one_session", "STEER_PROMPT=STEER "+tok, "STEER_TEXT="+steer)
+	api := fakeAPI(t)
 	for _, c := range []struct {
 		name, phase string
 		check       func(t *testing.T, r *acpRun)
@@ -49,6 +52,10 @@ func TestACPOneSession(t *testing.T) {
 		{"TestACPSubagent", "subagent", acpSubagent},
 		{"TestACPChildKilledMidPrompt", "child_killed", acpChildKilledMidPrompt},
 		{"TestACPPermissionWithdrawnWhenTheCLIDies", "withdrawn", acpPermissionWithdrawnWhenTheCLIDies},
+		{"TestSteerACP", "steer", func(t *testing.T, ph *acpRun) {
+			useFakeAPI(t, api)
+			acpSteer(t, r.phase(t, "basic").response("initialize", 0), ph, tok, steer)
+		}},
 		{"TestACPModesAndModels", "modes", acpModesAndModels},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.check(t, r.phase(t, c.phase)) })

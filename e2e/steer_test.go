@@ -11,7 +11,6 @@ package e2e
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
@@ -169,14 +168,12 @@ func rpcSteer(t *testing.T, s *rpcSession) {
 	}
 }
 
-func TestSteerACP(t *testing.T) {
-	t.Parallel()
-	tok := token("steer")
-	steer := "mind " + token("steerw")
-	r := runACPScript(t, clientScript("acp_client.mjs"), t.TempDir(), t.TempDir(), 90*time.Second,
-		"SCENARIO=steer", "STEER_PROMPT=STEER "+tok, "STEER_TEXT="+steer)
-	if !r.response("initialize", 0).Get("result._meta.steering.supported").Bool() {
-		t.Errorf("initialize does not advertise steering: %s", r.response("initialize", 0).Raw)
+// TestSteerACP (in TestACPOneSession, its steer phase r; init is the
+// session's initialize response): the prompt STEER tok steered with
+// the text steer.
+func acpSteer(t *testing.T, init gjson.Result, r *acpRun, tok, steer string) {
+	if !init.Get("result._meta.steering.supported").Bool() {
+		t.Errorf("initialize does not advertise steering: %s", init.Raw)
 	}
 	const m = "_session/steering"
 	for i, want := range []string{`{"outcome":"promptRequired","reason":"noRunningTurn"}`, `{"outcome":"injected"}`, `{"outcome":"promptRequired","reason":"noRunningTurn"}`} {

@@ -394,9 +394,10 @@ const scenarios = {
 
   // One connection and one session for the scenarios that leave the
   // session idle: basic, write_reject, write_allow, cancel,
-  // cancel_permission, question_permission, subagent, child_killed and
-  // withdrawn (whose next prompt resumes the session in a new CLI) as
-  // above, then modes, which changes the mode and the model, each after a
+  // cancel_permission, question_permission, subagent, child_killed,
+  // withdrawn (whose next prompt resumes the session in a new CLI) and
+  // steer (STEER_PROMPT and STEER_TEXT) as above, then modes, which
+  // changes the mode and the model, each after a
   // {"event":"phase","name":...} line (TestACPOneSession splits the
   // events there). A phase's client policy is the one its scenario gives
   // connect. The phases that ask for a Write say whether written.txt is
@@ -489,6 +490,17 @@ const scenarios = {
     await p;
     await prompt(c, sid, 'hello after the crash');
     file();
+
+    phase('steer', allowAll);
+    const promptRequired = { steering: { idleBehavior: 'promptRequired' } };
+    const steer = (text, _meta) => c.call('_session/steering', { sessionId: sid, prompt: [{ type: 'text', text }], _meta });
+    await steer('too early', promptRequired);
+    p = prompt(c, sid, process.env.STEER_PROMPT);
+    await c.update((u) => u.sessionId === sid && u.update.sessionUpdate === 'tool_call');
+    await steer(process.env.STEER_TEXT);
+    await p;
+    await steer('too late', promptRequired);
+    await prompt(c, sid, 'hello');
 
     phase('modes', async (method, params) => {
       if (params.toolCall?.kind === 'switch_mode') return selected('acceptEdits');
