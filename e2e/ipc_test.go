@@ -943,12 +943,14 @@ func TestIPCStartFlags(t *testing.T) {
 	stop(b)
 }
 
-// TestIPCChildKilled: the ipc scenarios that kill the CLI and then go on
-// in the same session (the next user_message resumes it in a new CLI),
-// each a subtest named for the test it was alone, one after the other in
-// one ccbridge (see inOneSession): one CLI start, and one again after
-// each kill, where each scenario alone started two. "first turn
-// streaming" is the session's first turn.
+// TestIPCChildKilled: the ipc scenarios that replace the CLI and then go
+// on in the same session (after a kill the next user_message resumes it
+// in a new CLI; session_command resume of the session starts one), each a
+// subtest named for the test it was alone, one after the other in one
+// ccbridge (see inOneSession): one CLI start, and one again after each
+// kill or resume, where each scenario alone started two. "first turn
+// streaming" is the session's first turn. None lets a Bash run, whose
+// file two of them check is not there.
 func TestIPCChildKilled(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *ipcSession {
@@ -962,6 +964,7 @@ func TestIPCChildKilled(t *testing.T) {
 		scenario[*ipcSession]{"TestIPCChildKilledOtherTimes/with a queued prompt", ipcKilledWithAQueuedPrompt},
 		scenario[*ipcSession]{"TestIPCChildKilledOtherTimes/between turns", ipcKilledBetweenTurns},
 		scenario[*ipcSession]{"TestFaultTurnsIPCKilled/input open", ipcFaultTurnsKilledInputOpen},
+		scenario[*ipcSession]{"TestIPCSessionCommandMidTurn", ipcSessionCommandMidTurn},
 	)
 }
 
@@ -1170,10 +1173,8 @@ func TestIPCForkKilledBeforeFirstTurn(t *testing.T) {
 // TestIPCSessionCommandMidTurn: a session_command while a permission prompt
 // is open cancels the prompt and the turn (one turn_cancelled, reason
 // session_command); the resumed session goes on.
-func TestIPCSessionCommandMidTurn(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	sid := expectSessionInit(t, b)
+func ipcSessionCommandMidTurn(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
 	tokA := token("alpha")
 	complete(t, turn(t, b, "hello "+tokA))
 	b.send(userMessage("BASH please"))
@@ -1201,7 +1202,7 @@ func TestIPCSessionCommandMidTurn(t *testing.T) {
 	if ids := sessionInits(lines); len(ids) != 0 {
 		t.Errorf("resuming the current session announced it again: %v", ids)
 	}
-	if !seenByModel(t, tokB, tokA) {
+	if !seenByModelIn(t, b.api, tokB, tokA) {
 		t.Errorf("after resume the model did not get the session's history")
 	}
 	if _, err := os.Stat(filepath.Join(b.dir, "bash_touched.txt")); err == nil {
