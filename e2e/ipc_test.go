@@ -950,12 +950,14 @@ func TestIPCStartFlags(t *testing.T) {
 // ccbridge (see inOneSession): one CLI start, and one again after each
 // kill or resume, where each scenario alone started two. "first turn
 // streaming" is the session's first turn. None lets a Bash run, whose
-// file two of them check is not there.
+// file two of them check is not there. --interrupt-timeout 2s is
+// TestFaultStdinIPCStoppedCLI/interrupt's; the others send no interrupt
+// message.
 func TestIPCChildKilled(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *ipcSession {
 		t.Helper()
-		b := startIPC(t)
+		b := startIPC(t, "--interrupt-timeout", "2s")
 		return &ipcSession{b: b, sid: expectSessionInit(t, b)}
 	}
 	inOneSession(t, open, ipcBind,
@@ -965,6 +967,7 @@ func TestIPCChildKilled(t *testing.T) {
 		scenario[*ipcSession]{"TestIPCChildKilledOtherTimes/between turns", ipcKilledBetweenTurns},
 		scenario[*ipcSession]{"TestFaultTurnsIPCKilled/input open", ipcFaultTurnsKilledInputOpen},
 		scenario[*ipcSession]{"TestIPCSessionCommandMidTurn", ipcSessionCommandMidTurn},
+		scenario[*ipcSession]{"TestFaultStdinIPCStoppedCLI/interrupt", ipcStoppedCLIInterrupt},
 	)
 }
 
