@@ -668,18 +668,16 @@ func TestRPCSessions(t *testing.T) {
 	if s := list.Get(`#(session_id=="` + old + `")`); s.Get("message_count").Int() != 4 || s.Get("last_user_message").Str != "hello again "+again {
 		t.Errorf("the old session after resuming it: %s (current %s)", list.Raw, cur)
 	}
-	c.close()
 
-	// A session folder that cannot be read.
-	home2, dir2 := t.TempDir(), t.TempDir()
-	bad := filepath.Join(home2, ".claude", "projects")
-	if err := os.MkdirAll(bad, 0o755); err != nil {
+	// A session folder that cannot be read: the working directory's
+	// project folder is a file now (in the same connection, which has no
+	// run: a connection of its own would start a CLI only for this).
+	if err := os.Rename(projects, projects+".moved"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bad, clifiles.ProjectDirName(mustReal(t, dir2))), []byte("not a folder"), 0o644); err != nil {
+	if err := os.WriteFile(projects, []byte("not a folder"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c = startRPC(t, []string{"--cwd", dir2}, "HOME="+home2)
 	c.rpcError(c.call("session.list", `{}`), rpc.CodeSessionListFailed)
 	c.close()
 }
