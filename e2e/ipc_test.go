@@ -72,8 +72,12 @@ func TestIPCOneSession(t *testing.T) {
 	)
 }
 
-// ipcBind points the session's helpers at test t (see inOneSession).
-func ipcBind(s *ipcSession, t *testing.T) { s.b.t = t }
+// ipcBind points the session's helpers, and fakeAPI, at test t (see
+// inOneSession).
+func ipcBind(s *ipcSession, t *testing.T) {
+	s.b.t = t
+	useFakeAPI(t, s.b.api)
+}
 
 // TestIPCTextWithThinking: session_init before any input; a plain prompt
 // streams thinking_text and assistant_text partials then completes, then
@@ -790,10 +794,8 @@ func ipcPermissionMode(t *testing.T, s *ipcSession) {
 // TestIPCSessionCommands: new, resume, fork and continue respawn the CLI;
 // session_init carries the resulting id, and the model sees the history of
 // the resumed or forked session (the fake model's request bodies).
-func TestIPCSessionCommands(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	s1 := expectSessionInit(t, b)
+func ipcSessionCommands(t *testing.T, s *ipcSession) {
+	b, s1 := s.b, s.sid
 	tokA := token("alpha")
 	complete(t, turn(t, b, "hello "+tokA))
 
@@ -949,7 +951,8 @@ func TestIPCStartFlags(t *testing.T) {
 // subtest named for the test it was alone, one after the other in one
 // ccbridge (see inOneSession): one CLI start, and one again after each
 // kill or resume, where each scenario alone started two. "first turn
-// streaming" is the session's first turn. None lets a Bash run, whose
+// streaming" is the session's first turn; TestIPCSessionCommands, which
+// leaves ccbridge in other sessions, the last. None lets a Bash run, whose
 // file two of them check is not there. --interrupt-timeout 2s is
 // TestFaultStdinIPCStoppedCLI/interrupt's; the others send no interrupt
 // message.
@@ -968,6 +971,7 @@ func TestIPCChildKilled(t *testing.T) {
 		scenario[*ipcSession]{"TestFaultTurnsIPCKilled/input open", ipcFaultTurnsKilledInputOpen},
 		scenario[*ipcSession]{"TestIPCSessionCommandMidTurn", ipcSessionCommandMidTurn},
 		scenario[*ipcSession]{"TestFaultStdinIPCStoppedCLI/interrupt", ipcStoppedCLIInterrupt},
+		scenario[*ipcSession]{"TestIPCSessionCommands", ipcSessionCommands},
 	)
 }
 
