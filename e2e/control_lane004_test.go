@@ -510,14 +510,16 @@ func TestLane004Methods(t *testing.T) {
 // they found it (idle, on its thread, in the same CLI), each a subtest
 // named for the test it was alone, in one ccbridge --ui control --control
 // and one CLI, one after the other (see inOneSession): one CLI start for
-// five rules. TestLane004Errors/stdio comes first, so that stdio's whole
+// six rules. TestLane004Errors/stdio comes first, so that stdio's whole
 // stream is the one it checks; each Errors removes the file its approved
 // Write made. --permission-mode default is TestLane004Errors' and
-// TestSteerLane004's (and the CLI's default).
+// TestSteerLane004's (and the CLI's default); --interrupt-timeout 1s is
+// the timeout scenario's (the others' interrupts reach a CLI that
+// answers). It comes last: its CLI is replaced after the timeout.
 func TestLane004OneWorker(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *ctlWorker {
-		return l4Start(t, ctlOpts{socket: true, args: []string{"--permission-mode", "default"}})
+		return l4Start(t, ctlOpts{socket: true, args: []string{"--permission-mode", "default", "--interrupt-timeout", "1s"}})
 	}
 	bind := func(w *ctlWorker, t *testing.T) {
 		w.t, w.b.t, w.stdio.t = t, t, t
@@ -529,6 +531,7 @@ func TestLane004OneWorker(t *testing.T) {
 		scenario[*ctlWorker]{"TestLane004Dedupe", l4Dedupe},
 		scenario[*ctlWorker]{"TestLane004Reconnect", l4Reconnect},
 		scenario[*ctlWorker]{"TestSteerLane004", l4Steer},
+		scenario[*ctlWorker]{"TestLane004TimeoutAndInternalError/timeout", l4InterruptTimeout},
 	)
 }
 
@@ -1112,31 +1115,32 @@ func l4Interrupted(t *testing.T, c *l4Conn, from int, thread, slow string, ir []
 // --state-dir, a retry of that request gets an internal_error receipt
 // saying whether it took effect is not known, and a second retry the
 // same bytes.
+// l4InterruptTimeout is TestLane004TimeoutAndInternalError/timeout (in
+// TestLane004OneWorker, whose worker has --interrupt-timeout 1s).
+func l4InterruptTimeout(t *testing.T, w *ctlWorker) {
+	c := l4Stdio(w)
+	r := c.call(ctlID("slow"), "turn/start", l4Text(w.sid, "SLOW "+token("slow")))
+	slow := l4OK(t, "turn/start SLOW", r, "turn/start").Get("turn.id").Str
+	from := c.waitFrom(0, "a delta of the slow turn", l4IsEvent("item/agentMessage/delta", slow))
+	cont := ctlStopProc(t, w.cliPID())
+	defer cont()
+	ir := c.call(ctlID("int"), "turn/interrupt", map[string]any{"threadId": w.sid, "turnId": slow})
+	p := l4Fail(t, "turn/interrupt of a stopped CLI", ir, "turn/interrupt", "timeout")
+	if p.Get("retryable").Type != gjson.True || !strings.Contains(p.Get("message").Str, "did not answer the interrupt") {
+		t.Errorf("the timeout receipt: %s", ir)
+	}
+	done := c.waitFrom(from, "the turn's end", l4IsEvent("turn/completed", slow))
+	if st := get(c.got[done], "payload.params.turn.status").Str; st != "interrupted" {
+		t.Errorf("the turn ended %q after the timeout, want interrupted: %s", st, c.got[done])
+	}
+	tok := token("AFTER")
+	turn, f, to := c.turn(w.sid, "after "+tok)
+	l4CheckTurn(t, "the turn after the timeout", c.workerLines(f, to), w.sid, turn, l4Mock, "completed")
+	ctlPromptCount(t, tok, 1)
+}
+
 func TestLane004TimeoutAndInternalError(t *testing.T) {
 	t.Parallel()
-	t.Run("timeout", func(t *testing.T) {
-		t.Parallel()
-		w := l4Start(t, ctlOpts{args: []string{"--interrupt-timeout", "1s"}})
-		c := l4Stdio(w)
-		r := c.call(ctlID("slow"), "turn/start", l4Text(w.sid, "SLOW "+token("slow")))
-		slow := l4OK(t, "turn/start SLOW", r, "turn/start").Get("turn.id").Str
-		from := c.waitFrom(0, "a delta of the slow turn", l4IsEvent("item/agentMessage/delta", slow))
-		cont := ctlStopProc(t, w.cliPID())
-		defer cont()
-		ir := c.call(ctlID("int"), "turn/interrupt", map[string]any{"threadId": w.sid, "turnId": slow})
-		p := l4Fail(t, "turn/interrupt of a stopped CLI", ir, "turn/interrupt", "timeout")
-		if p.Get("retryable").Type != gjson.True || !strings.Contains(p.Get("message").Str, "did not answer the interrupt") {
-			t.Errorf("the timeout receipt: %s", ir)
-		}
-		done := c.waitFrom(from, "the turn's end", l4IsEvent("turn/completed", slow))
-		if st := get(c.got[done], "payload.params.turn.status").Str; st != "interrupted" {
-			t.Errorf("the turn ended %q after the timeout, want interrupted: %s", st, c.got[done])
-		}
-		tok := token("AFTER")
-		turn, f, to := c.turn(w.sid, "after "+tok)
-		l4CheckTurn(t, "the turn after the timeout", c.workerLines(f, to), w.sid, turn, l4Mock, "completed")
-		ctlPromptCount(t, tok, 1)
-	})
 	t.Run("internal_error", func(t *testing.T) {
 		t.Parallel()
 		state := t.TempDir()
