@@ -515,12 +515,17 @@ func ctlNoAnswers(t *testing.T, lane string, lines [][]byte, ids []string) {
 // TestControlOneWorker: the control scenarios that leave the worker as
 // they found it (idle, not paused, the same CLI), each a subtest named for
 // the test it was alone, in one ccbridge --ui control --control and one
-// CLI, one after the other (see inOneSession): one CLI start for four
+// CLI, one after the other (see inOneSession): one CLI start for five
 // rules. Each dials its own connections; what one checks of the stdio
-// lane is about its own request ids.
+// lane is about its own request ids, except TestControlBadInput's last
+// check, that no turn on stdio has more than one request. The limits
+// (--stdin-hard-limit 1000, --max-line 100000) are TestControlBadInput's;
+// the others send no line near them.
 func TestControlOneWorker(t *testing.T) {
 	t.Parallel()
-	open := func(t *testing.T) *ctlWorker { return ctlStart(t, ctlOpts{socket: true}) }
+	open := func(t *testing.T) *ctlWorker {
+		return ctlStart(t, ctlOpts{socket: true, args: []string{"--stdin-hard-limit", "1000", "--max-line", "100000"}})
+	}
 	bind := func(w *ctlWorker, t *testing.T) {
 		w.t, w.b.t, w.stdio.t = t, t, t
 		useFakeAPI(t, w.b.api)
@@ -530,6 +535,7 @@ func TestControlOneWorker(t *testing.T) {
 		scenario[*ctlWorker]{"TestControlInterrupts", ctlInterrupts},
 		scenario[*ctlWorker]{"TestControlDedupe", ctlDedupe},
 		scenario[*ctlWorker]{"TestLane001NotFoundAndBadInput", l1NotFoundAndBadInput},
+		scenario[*ctlWorker]{"TestControlBadInput", ctlBadInput},
 	)
 }
 
@@ -894,9 +900,7 @@ func TestControlDurableDedupe(t *testing.T) {
 // error code of docs/control/lane000.md; ccbridge goes on, nothing is
 // injected, and a valid request afterwards (with a request_id of exactly
 // 256 bytes) works.
-func TestControlBadInput(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{socket: true, args: []string{"--stdin-hard-limit", "1000", "--max-line", "100000"}})
+func ctlBadInput(t *testing.T, w *ctlWorker) {
 	sock := w.dial()
 	bad := token("BAD")
 	ok := w.stdinReq(ctlID("bad"), "bad "+bad)
