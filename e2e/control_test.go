@@ -515,7 +515,7 @@ func ctlNoAnswers(t *testing.T, lane string, lines [][]byte, ids []string) {
 // TestControlOneWorker: the control scenarios that leave the worker as
 // they found it (idle, not paused, the same CLI), each a subtest named for
 // the test it was alone, in one ccbridge --ui control --control and one
-// CLI, one after the other (see inOneSession): one CLI start for five
+// CLI, one after the other (see inOneSession): one CLI start for six
 // rules. Each dials its own connections; what one checks of the stdio
 // lane is about its own request ids, except TestControlBadInput's last
 // check, that no turn on stdio has more than one request. The limits
@@ -536,6 +536,7 @@ func TestControlOneWorker(t *testing.T) {
 		scenario[*ctlWorker]{"TestControlDedupe", ctlDedupe},
 		scenario[*ctlWorker]{"TestLane001NotFoundAndBadInput", l1NotFoundAndBadInput},
 		scenario[*ctlWorker]{"TestControlBadInput", ctlBadInput},
+		scenario[*ctlWorker]{"TestFaultControlSentAtFarAhead", ctlSentAtFarAhead},
 	)
 }
 

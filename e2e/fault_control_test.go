@@ -535,9 +535,7 @@ func TestFaultControlDamagedStore(t *testing.T) {
 // never reach the model; before the fix a sent_at in 2400 or 9999 was
 // taken (the age, a time.Duration, saturated at 292 years and its
 // negation overflowed) and injected.
-func TestFaultControlSentAtFarAhead(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{})
+func ctlSentAtFarAhead(t *testing.T, w *ctlWorker) {
 	tok := token("FAR")
 	for _, c := range []struct{ at, code string }{
 		{time.Now().Add(40 * time.Second).UTC().Format(time.RFC3339Nano), "future"},
