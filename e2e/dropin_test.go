@@ -19,7 +19,7 @@ import (
 // TestDropInOneSession: the drop-in scenarios that leave the session as
 // they found it (idle, in the same CLI), each a subtest named for the test
 // it was alone, in one ccbridge and one CLI, turn after turn (see
-// inOneSession): one CLI start for nine rules, then the end of input that
+// inOneSession): one CLI start for ten rules, then the end of input that
 // ended five of them (no line after the last result, exit 0). The first
 // is the session's first turn; Permission/deny wants no written.txt
 // before Permission/allow makes one; the ten MiB lines come last, as
@@ -38,6 +38,9 @@ func TestDropInOneSession(t *testing.T) {
 		scenario[*bridge]{"TestDropInHostInterrupt", dropInHostInterrupt},
 		scenario[*bridge]{"TestDropInSIGINT", dropInSIGINT},
 		scenario[*bridge]{"TestFaultToolongDropIn", dropInToolong},
+		scenario[*bridge]{"TestFaultNoPayloadInWarnings/dropin", func(t *testing.T, b *bridge) {
+			noPayloadCheck(t, b, noPayloadDropIn, func() {})
+		}},
 		scenario[*bridge]{"TestDropInTenMiBLines", dropInTenMiBLines},
 		scenario[*bridge]{"end of input", dropInEndOfInput},
 	)

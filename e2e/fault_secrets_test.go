@@ -159,29 +159,38 @@ func TestFaultMCPSecretsNotInArgv(t *testing.T) {
 	}
 }
 
-// TestFaultNoPayloadInWarnings (issue 14, defect 9): bad lines carrying a
-// prompt are still reported at the default log level, but their text
-// appears in the log at debug level only (the README's promise).
-func TestFaultNoPayloadInWarnings(t *testing.T) {
-	t.Parallel()
-	type probe struct {
-		name, warning string
-		args          []string
-		lines         func(secret string) []string
-		debug         bool // run at debug level: the preview must be there
-	}
-	rpcLines := func(s string) []string {
+// noPayloadProbe is a dialect's bad lines carrying a prompt, for
+// TestFaultNoPayloadInWarnings.
+type noPayloadProbe struct {
+	name, warning string
+	args          []string
+	lines         func(secret string) []string
+	debug         bool // run at debug level: the preview must be there
+}
+
+var (
+	noPayloadRPCLines = func(s string) []string {
 		return []string{
 			`{"params":{"prompt":"` + s + ` and the rest","jsonrpc":"2.0","id":1,"method":"run.start"`, // not JSON
 			`{"params":{"prompt":"` + s + `"},"jsonrpc":"1.0","id":2,"method":"run.start"}`,
 		}
 	}
-	for _, p := range []probe{
-		{name: "dropin", warning: "host line dropped", args: cliFlags, lines: func(s string) []string {
-			return []string{`{"message":{"role":"user","content":"` + s + `"},"type":"user"`} // not JSON
-		}},
-		{name: "rpc", warning: "bad line from the UI", args: []string{"--ui", "rpc"}, lines: rpcLines},
-		{name: "rpc-debug", warning: "bad line from the UI", args: []string{"--ui", "rpc"}, lines: rpcLines, debug: true},
+	noPayloadDropIn = noPayloadProbe{name: "dropin", warning: "host line dropped", args: cliFlags, lines: func(s string) []string {
+		return []string{`{"message":{"role":"user","content":"` + s + `"},"type":"user"`} // not JSON
+	}}
+	noPayloadRPCDebug = noPayloadProbe{name: "rpc-debug", warning: "bad line from the UI", args: []string{"--ui", "rpc"}, lines: noPayloadRPCLines, debug: true}
+)
+
+// TestFaultNoPayloadInWarnings (issue 14, defect 9): bad lines carrying a
+// prompt are still reported at the default log level, but their text
+// appears in the log at debug level only (the README's promise). The
+// dropin case is in TestDropInOneSession (at info level), rpc-debug in
+// TestRPCOneSession (at debug level): their sessions' logs, from the
+// case's start on.
+func TestFaultNoPayloadInWarnings(t *testing.T) {
+	t.Parallel()
+	for _, p := range []noPayloadProbe{
+		{name: "rpc", warning: "bad line from the UI", args: []string{"--ui", "rpc"}, lines: noPayloadRPCLines},
 		{name: "acp", warning: "bad message from the client", args: []string{"--ui", "acp"}, lines: func(s string) []string {
 			return []string{`{"params":{"prompt":[{"type":"text","text":"` + s + `"}]},"jsonrpc":"2.0","id":1,"method":"session/prompt"`} // not JSON
 		}},
@@ -193,27 +202,42 @@ func TestFaultNoPayloadInWarnings(t *testing.T) {
 				level = "debug"
 			}
 			b := startBridge(t, p.args, "CCBRIDGE_LOG_LEVEL="+level)
-			secret := token("PS") // short: the whole of it is within a preview's 80 bytes
-			for _, l := range p.lines(secret) {
-				b.send(l)
-			}
-			b.waitStderr(p.warning)
-			if p.name != "dropin" {
-				// Every bad line is answered: each has been logged.
-				for range p.lines(secret) {
-					b.until("an error answer", func(l []byte) bool { return gjson.GetBytes(l, "error").Exists() })
-				}
-			}
-			b.stdin.Close()
-			b.wait()
-			logged := b.stderr.String()
-			if got := strings.Count(logged, p.warning); got != len(p.lines(secret)) {
-				t.Errorf("%d warnings %q for %d bad lines:\n%s", got, p.warning, len(p.lines(secret)), tail(logged, 3000))
-			}
-			if has := strings.Contains(logged, secret); has != p.debug {
-				t.Errorf("at log level %s the log holds the prompt's text: %v, want %v:\n%s", level, has, p.debug, tail(logged, 3000))
-			}
+			noPayloadCheck(t, b, p, func() { b.stdin.Close(); b.wait() })
 		})
+	}
+}
+
+// noPayloadCheck sends p's bad lines to b, whose log level is debug when
+// p.debug and info otherwise, waits until each is logged (and answered,
+// but in drop-in mode), then calls settle (which may end b) and checks the
+// log written since the first line: one warning a line, the prompt's text
+// in it at debug level only.
+func noPayloadCheck(t *testing.T, b *bridge, p noPayloadProbe, settle func()) {
+	t.Helper()
+	level := map[bool]string{true: "debug", false: "info"}[p.debug]
+	from := len(b.stderr.String())
+	secret := token("PS") // short: the whole of it is within a preview's 80 bytes
+	for _, l := range p.lines(secret) {
+		b.send(l)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.stderr.String()[from:], p.warning); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ccbridge did not log %q within 30 s", p.warning)
+		}
+	}
+	if p.name != "dropin" {
+		// Every bad line is answered: each has been logged.
+		for range p.lines(secret) {
+			b.until("an error answer", func(l []byte) bool { return gjson.GetBytes(l, "error").Exists() })
+		}
+	}
+	settle()
+	logged := b.stderr.String()[from:]
+	if got := strings.Count(logged, p.warning); got != len(p.lines(secret)) {
+		t.Errorf("%d warnings %q for %d bad lines:\n%s", got, p.warning, len(p.lines(secret)), tail(logged, 3000))
+	}
+	if has := strings.Contains(logged, secret); has != p.debug {
+		t.Errorf("at log level %s the log holds the prompt's text: %v, want %v:\n%s", level, has, p.debug, tail(logged, 3000))
 	}
 }
 

@@ -36,7 +36,7 @@ type rpcSession struct {
 // TestRPCOneSession: the rpc scenarios that leave the connection as they
 // found it (no run, the same CLI), each a subtest named for the test it
 // was alone, in one ccbridge and one CLI, run after run (see
-// inOneSession): one CLI start for seven rules, then the end of input that
+// inOneSession): one CLI start for eight rules, then the end of input that
 // ended each of them, with the dialect's rules checked on every line the
 // connection saw (rpcConn.close). Each scenario sends its own initialize
 // (a UI may send it again; the UI capabilities are the same, none). The
@@ -62,6 +62,9 @@ func TestRPCOneSession(t *testing.T) {
 		scenario[*rpcSession]{"TestRPCAlignSessionListLongCWD", rpcAlignSessionListLongCWD},
 		scenario[*rpcSession]{"TestSteerRPC", rpcSteer},
 		scenario[*rpcSession]{"TestFaultTurnsRPC/three at once", rpcFaultTurnsThreeAtOnce},
+		scenario[*rpcSession]{"TestFaultNoPayloadInWarnings/rpc-debug", func(t *testing.T, s *rpcSession) {
+			noPayloadCheck(t, s.c.b, noPayloadRPCDebug, func() {})
+		}},
 		scenario[*rpcSession]{"end of input", func(t *testing.T, s *rpcSession) { s.c.close() }},
 	)
 }
