@@ -178,19 +178,19 @@ var (
 	noPayloadDropIn = noPayloadProbe{name: "dropin", warning: "host line dropped", args: cliFlags, lines: func(s string) []string {
 		return []string{`{"message":{"role":"user","content":"` + s + `"},"type":"user"`} // not JSON
 	}}
+	noPayloadRPC      = noPayloadProbe{name: "rpc", warning: "bad line from the UI", args: []string{"--ui", "rpc"}, lines: noPayloadRPCLines}
 	noPayloadRPCDebug = noPayloadProbe{name: "rpc-debug", warning: "bad line from the UI", args: []string{"--ui", "rpc"}, lines: noPayloadRPCLines, debug: true}
 )
 
 // TestFaultNoPayloadInWarnings (issue 14, defect 9): bad lines carrying a
 // prompt are still reported at the default log level, but their text
 // appears in the log at debug level only (the README's promise). The
-// dropin case is in TestDropInOneSession (at info level), rpc-debug in
-// TestRPCOneSession (at debug level): their sessions' logs, from the
-// case's start on.
+// dropin case is in TestDropInOneSession (at info level), rpc in
+// TestRPCLineCap (info), rpc-debug in TestRPCOneSession (debug): their
+// sessions' logs, from the case's start on. acp's starts no CLI.
 func TestFaultNoPayloadInWarnings(t *testing.T) {
 	t.Parallel()
 	for _, p := range []noPayloadProbe{
-		{name: "rpc", warning: "bad line from the UI", args: []string{"--ui", "rpc"}, lines: noPayloadRPCLines},
 		{name: "acp", warning: "bad message from the client", args: []string{"--ui", "acp"}, lines: func(s string) []string {
 			return []string{`{"params":{"prompt":[{"type":"text","text":"` + s + `"}]},"jsonrpc":"2.0","id":1,"method":"session/prompt"`} // not JSON
 		}},

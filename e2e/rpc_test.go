@@ -710,22 +710,27 @@ func alignStarts(c *rpcConn) int {
 	return n
 }
 
-// TestRPCLineCap: the two rpc scenarios with a CLI line cap, each a
+// TestRPCLineCap: the rpc scenarios with a CLI line cap, each a
 // subtest named for the test it was alone, in one ccbridge and one CLI
 // (see inOneSession), then the end of input with the dialect's rules
 // checked on every line. The cap is TestRPCAlignCLILineTooLong's
 // (--max-cli-line 100000: under it the text deltas still pass, which it
 // checks); the 300 kB lines of TestFaultToolongRPC are over it as over
-// tooLongCap.
+// tooLongCap. The log level is info, which TestFaultNoPayloadInWarnings/rpc
+// is about (the CLI starts TestRPCAlignCLILineTooLong counts are logged
+// at info).
 func TestRPCLineCap(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *rpcSession {
-		return &rpcSession{c: startRPC(t, []string{"--max-cli-line", "100000"})}
+		return &rpcSession{c: startRPC(t, []string{"--max-cli-line", "100000"}, "CCBRIDGE_LOG_LEVEL=info")}
 	}
 	bind := func(s *rpcSession, t *testing.T) { s.c.t, s.c.b.t = t, t }
 	inOneSession(t, open, bind,
 		scenario[*rpcSession]{"TestRPCAlignCLILineTooLong", rpcAlignCLILineTooLong},
 		scenario[*rpcSession]{"TestFaultToolongRPC", rpcToolong},
+		scenario[*rpcSession]{"TestFaultNoPayloadInWarnings/rpc", func(t *testing.T, s *rpcSession) {
+			noPayloadCheck(t, s.c.b, noPayloadRPC, func() {})
+		}},
 		scenario[*rpcSession]{"end of input", func(t *testing.T, s *rpcSession) { s.c.close() }},
 	)
 }
