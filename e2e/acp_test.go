@@ -27,9 +27,42 @@ import (
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
-func TestACPInitializeNewPrompt(t *testing.T) {
+// TestACPOneSession: the acp scenarios that leave the session idle, each
+// a subtest named for the test it was alone, in one connection, one
+// session and one CLI (the client's one_session scenario, in phases: see
+// acpRun.phase): one CLI start for eleven rules, and one again after each of
+// the two kills. The phases that ask for a Write report written.txt at
+// their end, as a later phase may write it.
+func TestACPOneSession(t *testing.T) {
 	t.Parallel()
-	r := acpClient(t, "basic")
+	tok, steer := token("steer"), "mind "+token("steerw")
+	r := runACPScript(t, clientScript("acp_client.mjs"), t.TempDir(), t.TempDir(), 90*time.Second,
+		"SCENARIO=one_session", "STEER_PROMPT=STEER "+tok, "STEER_TEXT="+steer)
+	api := fakeAPI(t)
+	for _, c := range []struct {
+		name, phase string
+		check       func(t *testing.T, r *acpRun)
+	}{
+		{"TestACPInitializeNewPrompt", "basic", acpInitializeNewPrompt},
+		{"TestACPPermissionRejected", "write_reject", acpPermissionRejected},
+		{"TestACPPermissionAllowed", "write_allow", acpPermissionAllowed},
+		{"TestACPCancel/midstream", "cancel", acpCancelMidstream},
+		{"TestACPCancel/pending_permission", "cancel_permission", acpCancelPendingPermission},
+		{"TestACPQuestion/permission", "question_permission", acpQuestionPermission},
+		{"TestACPSubagent", "subagent", acpSubagent},
+		{"TestACPChildKilledMidPrompt", "child_killed", acpChildKilledMidPrompt},
+		{"TestACPPermissionWithdrawnWhenTheCLIDies", "withdrawn", acpPermissionWithdrawnWhenTheCLIDies},
+		{"TestSteerACP", "steer", func(t *testing.T, ph *acpRun) {
+			useFakeAPI(t, api)
+			acpSteer(t, r.phase(t, "basic").response("initialize", 0), ph, tok, steer)
+		}},
+		{"TestACPModesAndModels", "modes", acpModesAndModels},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.check(t, r.phase(t, c.phase)) })
+	}
+}
+
+func acpInitializeNewPrompt(t *testing.T, r *acpRun) {
 	init := r.response("initialize", 0).Get("result")
 	if init.Get("protocolVersion").Int() != 1 || !init.Get("agentCapabilities.loadSession").Bool() ||
 		!init.Get("agentCapabilities.promptCapabilities.image").Bool() || !init.Get("agentCapabilities.promptCapabilities.embeddedContext").Bool() ||
@@ -63,9 +96,7 @@ func TestACPInitializeNewPrompt(t *testing.T) {
 	}
 }
 
-func TestACPPermissionAllowed(t *testing.T) {
-	t.Parallel()
-	r := acpClient(t, "write_allow")
+func acpPermissionAllowed(t *testing.T, r *acpRun) {
 	reqs := r.requests("session/request_permission")
 	if len(reqs) != 1 {
 		t.Fatalf("%d permission requests, want 1", len(reqs))
@@ -83,8 +114,8 @@ func TestACPPermissionAllowed(t *testing.T) {
 	if !slices.Equal(kinds, []string{"allow_always", "allow_once", "reject_once"}) {
 		t.Errorf("option kinds %v", kinds)
 	}
-	if data, err := os.ReadFile(path); err != nil || string(data) != "hello world\n" {
-		t.Errorf("the allowed Write left %q (%v)", data, err)
+	if f := r.file(); !f.Get("exists").Bool() || f.Get("content").Str != "hello world\n" {
+		t.Errorf("the allowed Write left %s", f.Raw)
 	}
 	id := p.Get("toolCall.toolCallId").Str
 	var done gjson.Result
@@ -105,10 +136,8 @@ func TestACPPermissionAllowed(t *testing.T) {
 	}
 }
 
-func TestACPPermissionRejected(t *testing.T) {
-	t.Parallel()
-	r := acpClient(t, "write_reject")
-	if _, err := os.Stat(filepath.Join(r.workdir, "written.txt")); err == nil {
+func acpPermissionRejected(t *testing.T, r *acpRun) {
+	if r.file().Get("exists").Bool() {
 		t.Errorf("the rejected Write created the file")
 	}
 	failed := r.filter(func(e gjson.Result) bool {
@@ -122,41 +151,35 @@ func TestACPPermissionRejected(t *testing.T) {
 	}
 }
 
-func TestACPCancel(t *testing.T) {
-	t.Parallel()
-	t.Run("midstream", func(t *testing.T) {
-		t.Parallel()
-		r := acpClient(t, "cancel")
-		if res := r.response("session/prompt", 0); res.Get("result.stopReason").Str != "cancelled" {
-			t.Errorf("cancelled prompt answered %s", res.Raw)
+func acpCancelMidstream(t *testing.T, r *acpRun) {
+	if res := r.response("session/prompt", 0); res.Get("result.stopReason").Str != "cancelled" {
+		t.Errorf("cancelled prompt answered %s", res.Raw)
+	}
+	if got := r.stopReason(1); got != "end_turn" {
+		t.Errorf("the prompt after the cancel: %q", got)
+	}
+	// Nothing of the cancelled turn arrives after its answer.
+	cancelledAt := r.index(func(e gjson.Result) bool { return e.Get("result.stopReason").Str == "cancelled" })
+	if n := len(chunkText(r.updates("agent_message_chunk"))); n == 0 || n > 50*len("counting ")+len("Hello from the mock model. ") {
+		t.Errorf("message text of %d bytes", n)
+	}
+	for _, e := range r.events[cancelledAt:] {
+		if strings.Contains(e.Get("update.content.text").Str, "counting") {
+			t.Errorf("a chunk of the cancelled turn after its answer: %s", e.Raw)
 		}
-		if got := r.stopReason(1); got != "end_turn" {
-			t.Errorf("the prompt after the cancel: %q", got)
-		}
-		// Nothing of the cancelled turn arrives after its answer.
-		cancelledAt := r.index(func(e gjson.Result) bool { return e.Get("result.stopReason").Str == "cancelled" })
-		if n := len(chunkText(r.updates("agent_message_chunk"))); n == 0 || n > 50*len("counting ")+len("Hello from the mock model. ") {
-			t.Errorf("message text of %d bytes", n)
-		}
-		for _, e := range r.events[cancelledAt:] {
-			if strings.Contains(e.Get("update.content.text").Str, "counting") {
-				t.Errorf("a chunk of the cancelled turn after its answer: %s", e.Raw)
-			}
-		}
-	})
-	t.Run("pending_permission", func(t *testing.T) {
-		t.Parallel()
-		r := acpClient(t, "cancel_permission")
-		if res := r.response("session/prompt", 0); res.Get("result.stopReason").Str != "cancelled" {
-			t.Errorf("cancelled prompt answered %s", res.Raw)
-		}
-		if _, err := os.Stat(filepath.Join(r.workdir, "written.txt")); err == nil {
-			t.Errorf("the Write whose permission was cancelled ran")
-		}
-		if got := r.stopReason(1); got != "end_turn" {
-			t.Errorf("the prompt after the cancel: %q", got)
-		}
-	})
+	}
+}
+
+func acpCancelPendingPermission(t *testing.T, r *acpRun) {
+	if res := r.response("session/prompt", 0); res.Get("result.stopReason").Str != "cancelled" {
+		t.Errorf("cancelled prompt answered %s", res.Raw)
+	}
+	if r.file().Get("exists").Bool() {
+		t.Errorf("the Write whose permission was cancelled ran")
+	}
+	if got := r.stopReason(1); got != "end_turn" {
+		t.Errorf("the prompt after the cancel: %q", got)
+	}
 }
 
 func TestACPLoadListResume(t *testing.T) {
@@ -225,9 +248,7 @@ func TestACPLoadListResume(t *testing.T) {
 	}
 }
 
-func TestACPModesAndModels(t *testing.T) {
-	t.Parallel()
-	r := acpClient(t, "modes")
+func acpModesAndModels(t *testing.T, r *acpRun) {
 	if res := r.response("session/set_mode", 0); res.Get("error").Exists() {
 		t.Errorf("set_mode acceptEdits: %s", res.Raw)
 	}
@@ -269,23 +290,28 @@ func TestACPModesAndModels(t *testing.T) {
 	}
 }
 
-func TestACPQuestion(t *testing.T) {
-	t.Parallel()
-	answered := func(r *acpRun) {
-		t.Helper()
-		var found bool
-		for _, u := range r.updates("tool_call_update") {
-			if u.Get("update.status").Str == "completed" && strings.Contains(u.Get("update.content.0.content.text").Str, `="Blue"`) {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("no completed AskUserQuestion tool call with the answer Blue")
-		}
-		if got := r.stopReason(0); got != "end_turn" {
-			t.Errorf("stopReason %q", got)
+// acpQuestionAnswered checks that the question was answered Blue and the
+// prompt ended.
+func acpQuestionAnswered(t *testing.T, r *acpRun) {
+	t.Helper()
+	var found bool
+	for _, u := range r.updates("tool_call_update") {
+		if u.Get("update.status").Str == "completed" && strings.Contains(u.Get("update.content.0.content.text").Str, `="Blue"`) {
+			found = true
 		}
 	}
+	if !found {
+		t.Errorf("no completed AskUserQuestion tool call with the answer Blue")
+	}
+	if got := r.stopReason(0); got != "end_turn" {
+		t.Errorf("stopReason %q", got)
+	}
+}
+
+// TestACPQuestion: AskUserQuestion through an elicitation form, for a
+// client that offers one (its permission variant is in TestACPOneSession).
+func TestACPQuestion(t *testing.T) {
+	t.Parallel()
 	t.Run("elicitation", func(t *testing.T) {
 		t.Parallel()
 		r := acpClient(t, "question_elicitation")
@@ -300,24 +326,25 @@ func TestACPQuestion(t *testing.T) {
 		if n := len(r.requests("session/request_permission")); n != 0 {
 			t.Errorf("%d permission requests besides the elicitation", n)
 		}
-		answered(r)
+		acpQuestionAnswered(t, r)
 	})
-	t.Run("permission", func(t *testing.T) {
-		t.Parallel()
-		r := acpClient(t, "question_permission")
-		reqs := r.requests("session/request_permission")
-		if len(reqs) != 1 {
-			t.Fatalf("%d permission requests", len(reqs))
-		}
-		var names []string
-		for _, o := range reqs[0].Get("params.options").Array() {
-			names = append(names, o.Get("name").Str)
-		}
-		if !slices.Contains(names, "Red") || !slices.Contains(names, "Blue") {
-			t.Errorf("question options %v", names)
-		}
-		answered(r)
-	})
+}
+
+// TestACPQuestion/permission: a client without elicitation gets the
+// question as a permission request whose options are the answers.
+func acpQuestionPermission(t *testing.T, r *acpRun) {
+	reqs := r.requests("session/request_permission")
+	if len(reqs) != 1 {
+		t.Fatalf("%d permission requests", len(reqs))
+	}
+	var names []string
+	for _, o := range reqs[0].Get("params.options").Array() {
+		names = append(names, o.Get("name").Str)
+	}
+	if !slices.Contains(names, "Red") || !slices.Contains(names, "Blue") {
+		t.Errorf("question options %v", names)
+	}
+	acpQuestionAnswered(t, r)
 }
 
 func TestACPTwoSessions(t *testing.T) {
@@ -345,9 +372,9 @@ func TestACPTwoSessions(t *testing.T) {
 	}
 }
 
-func TestACPChildKilledMidPrompt(t *testing.T) {
-	t.Parallel()
-	r := acpClient(t, "child_killed")
+// TestACPChildKilledMidPrompt: the first kill of the session's CLI, so
+// the new one is its generation 2.
+func acpChildKilledMidPrompt(t *testing.T, r *acpRun) {
 	res := r.response("session/prompt", 0)
 	if res.Get("error.code").Int() != -32603 || !strings.Contains(res.Get("error.message").Str, "exited during the turn") ||
 		res.Get("error.data.exitCode").Int() != 128+int64(syscall.SIGKILL) {
@@ -364,15 +391,13 @@ func TestACPChildKilledMidPrompt(t *testing.T) {
 	if after.Get("#").Int() != 1 || after.Get("0").Int() == killed {
 		t.Errorf("CLI children after the crash: %s (killed %d)", after.Raw, killed)
 	}
-	sid := r.response("session/new", 0).Get("result.sessionId").Str
+	sid := r.updates("agent_message_chunk")[0].Get("sessionId").Str
 	if !strings.Contains(r.stderr, `"gen":2,"resume":"`+sid+`"`) {
 		t.Errorf("the new CLI was not started with --resume")
 	}
 }
 
-func TestACPPermissionWithdrawnWhenTheCLIDies(t *testing.T) {
-	t.Parallel()
-	r := acpClient(t, "withdrawn")
+func acpPermissionWithdrawnWhenTheCLIDies(t *testing.T, r *acpRun) {
 	if n := len(r.requests("session/request_permission")); n != 1 {
 		t.Fatalf("%d permission requests", n)
 	}
@@ -386,7 +411,7 @@ func TestACPPermissionWithdrawnWhenTheCLIDies(t *testing.T) {
 	if got := r.stopReason(1); got != "end_turn" {
 		t.Errorf("the prompt after the crash: %q", got)
 	}
-	if _, err := os.Stat(filepath.Join(r.workdir, "written.txt")); err == nil {
+	if r.file().Get("exists").Bool() {
 		t.Errorf("the Write ran without permission")
 	}
 	if !strings.Contains(r.stderr, "answer to a request already settled") {
@@ -394,9 +419,7 @@ func TestACPPermissionWithdrawnWhenTheCLIDies(t *testing.T) {
 	}
 }
 
-func TestACPSubagent(t *testing.T) {
-	t.Parallel()
-	r := acpClient(t, "subagent")
+func acpSubagent(t *testing.T, r *acpRun) {
 	var agentID string
 	for _, c := range r.updates("tool_call") {
 		if c.Get("update._meta.claudeCode.toolName").Str == "Agent" {

@@ -350,9 +350,7 @@ func TestLane001Escalate(t *testing.T) {
 // TestLane001NotFoundAndBadInput is flow D (a run that is not this one is
 // not active) and every kind of bad line: each gets RESULT bad_request
 // (ERROR when no request_id can be read), ccbridge goes on.
-func TestLane001NotFoundAndBadInput(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{socket: true})
+func l1NotFoundAndBadInput(t *testing.T, w *ctlWorker) {
 	l := w.stdio
 
 	_, res := l1Command(t, l, l1Req("req-race-001", "pause", "loop-completed-xyz", "", nil))

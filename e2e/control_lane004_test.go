@@ -506,6 +506,35 @@ func TestLane004Methods(t *testing.T) {
 	}
 }
 
+// TestLane004OneWorker: the lane-004 scenarios that leave the worker as
+// they found it (idle, on its thread, in the same CLI), each a subtest
+// named for the test it was alone, in one ccbridge --ui control --control
+// and one CLI, one after the other (see inOneSession): one CLI start for
+// six rules. TestLane004Errors/stdio comes first, so that stdio's whole
+// stream is the one it checks; each Errors removes the file its approved
+// Write made. --permission-mode default is TestLane004Errors' and
+// TestSteerLane004's (and the CLI's default); --interrupt-timeout 1s is
+// the timeout scenario's (the others' interrupts reach a CLI that
+// answers). It comes last: its CLI is replaced after the timeout.
+func TestLane004OneWorker(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T) *ctlWorker {
+		return l4Start(t, ctlOpts{socket: true, args: []string{"--permission-mode", "default", "--interrupt-timeout", "1s"}})
+	}
+	bind := func(w *ctlWorker, t *testing.T) {
+		w.t, w.b.t, w.stdio.t = t, t, t
+		useFakeAPI(t, w.b.api)
+	}
+	inOneSession(t, open, bind,
+		scenario[*ctlWorker]{"TestLane004Errors/stdio", l4Errors("stdio")},
+		scenario[*ctlWorker]{"TestLane004Errors/socket", l4Errors("socket")},
+		scenario[*ctlWorker]{"TestLane004Dedupe", l4Dedupe},
+		scenario[*ctlWorker]{"TestLane004Reconnect", l4Reconnect},
+		scenario[*ctlWorker]{"TestSteerLane004", l4Steer},
+		scenario[*ctlWorker]{"TestLane004TimeoutAndInternalError/timeout", l4InterruptTimeout},
+	)
+}
+
 // TestLane004Errors: every error code from a real situation, on stdio and
 // on a socket connection: invalid_request (turn/start without thread_id;
 // malformed JSON, answered with no seq and request_id null),
@@ -513,108 +542,107 @@ func TestLane004Methods(t *testing.T) {
 // interrupt of a turn that ended; an approval answered twice), and an
 // approval: with --permission-mode default the model's Write waits for
 // ccbridge/approval/respond, accept writes the file.
-func TestLane004Errors(t *testing.T) {
-	t.Parallel()
-	for _, lane := range []string{"stdio", "socket"} {
-		t.Run(lane, func(t *testing.T) {
-			t.Parallel()
-			w := l4Start(t, ctlOpts{socket: lane == "socket", args: []string{"--permission-mode", "default"}})
-			c := l4Stdio(w)
-			if lane == "socket" {
-				c = l4Dial(t, w)
-			}
-			bad := token("BAD")
+func l4Errors(lane string) func(t *testing.T, w *ctlWorker) {
+	return func(t *testing.T, w *ctlWorker) {
+		c := l4Stdio(w)
+		if lane == "socket" {
+			c = l4Dial(t, w)
+		}
+		bad := token("BAD")
 
-			p := l4Fail(t, "turn/start without thread_id", c.call(ctlID("nothread"), "turn/start",
-				map[string]any{"input": []any{map[string]any{"type": "text", "text": bad}}}), "turn/start", "invalid_request")
-			if !strings.Contains(p.Get("message").Str, "thread_id") {
-				t.Errorf("invalid_request's message does not name thread_id: %s", p.Raw)
-			}
-			from := len(c.got)
-			c.send(`{"request":{"request_id":"` + ctlID("malformed") + `","method":"thread/list"}} trailing`)
-			i := c.waitFrom(from, "the refusal of malformed JSON", func(l []byte) bool { return get(l, "event_type").Str == "worker.error" })
-			m := c.got[i]
-			if get(m, "seq").Exists() || get(m, "payload.request_id").Type != gjson.Null || get(m, "payload.method").Type != gjson.Null ||
-				get(m, "payload.code").Str != "invalid_request" || !strings.HasPrefix(get(m, "payload.message").Str, "malformed JSON") {
-				t.Errorf("malformed JSON: want a seq-less invalid_request with request_id null, got %s", m)
-			}
-			p = l4Fail(t, "thread/fork", c.call(ctlID("fork"), "thread/fork", map[string]any{"threadId": w.sid}), "thread/fork", "unsupported_method")
-			if !strings.Contains(p.Get("message").Str, "thread/fork") {
-				t.Errorf("unsupported_method's message: %s", p.Raw)
-			}
-			other := uuid.NewString()
-			p = l4Fail(t, "turn/start on another thread", c.call(ctlID("other"), "turn/start", l4Text(other, bad)), "turn/start", "conflict")
-			if p.Get("details.current_thread_id").Str != w.sid || p.Get("details.current_turn_id").Type != gjson.Null {
-				t.Errorf("conflict's details for another thread: %s", p.Raw)
-			}
+		p := l4Fail(t, "turn/start without thread_id", c.call(ctlID("nothread"), "turn/start",
+			map[string]any{"input": []any{map[string]any{"type": "text", "text": bad}}}), "turn/start", "invalid_request")
+		if !strings.Contains(p.Get("message").Str, "thread_id") {
+			t.Errorf("invalid_request's message does not name thread_id: %s", p.Raw)
+		}
+		from := len(c.got)
+		c.send(`{"request":{"request_id":"` + ctlID("malformed") + `","method":"thread/list"}} trailing`)
+		i := c.waitFrom(from, "the refusal of malformed JSON", func(l []byte) bool { return get(l, "event_type").Str == "worker.error" })
+		m := c.got[i]
+		if get(m, "seq").Exists() || get(m, "payload.request_id").Type != gjson.Null || get(m, "payload.method").Type != gjson.Null ||
+			get(m, "payload.code").Str != "invalid_request" || !strings.HasPrefix(get(m, "payload.message").Str, "malformed JSON") {
+			t.Errorf("malformed JSON: want a seq-less invalid_request with request_id null, got %s", m)
+		}
+		p = l4Fail(t, "thread/fork", c.call(ctlID("fork"), "thread/fork", map[string]any{"threadId": w.sid}), "thread/fork", "unsupported_method")
+		if !strings.Contains(p.Get("message").Str, "thread/fork") {
+			t.Errorf("unsupported_method's message: %s", p.Raw)
+		}
+		other := uuid.NewString()
+		p = l4Fail(t, "turn/start on another thread", c.call(ctlID("other"), "turn/start", l4Text(other, bad)), "turn/start", "conflict")
+		if p.Get("details.current_thread_id").Str != w.sid || p.Get("details.current_turn_id").Type != gjson.Null {
+			t.Errorf("conflict's details for another thread: %s", p.Raw)
+		}
 
-			// A turn running: another turn/start is a conflict naming it.
-			from = len(c.got)
-			slow := l4OK(t, "turn/start SLOW", c.call(ctlID("slow"), "turn/start", l4Text(w.sid, "SLOW "+token("slow"))), "turn/start").Get("turn.id").Str
-			c.waitFrom(from, "a delta of the slow turn", l4IsEvent("item/agentMessage/delta", slow))
-			p = l4Fail(t, "turn/start during a turn", c.call(ctlID("busy"), "turn/start", l4Text(w.sid, bad)), "turn/start", "conflict")
-			if p.Get("details.current_turn_id").Str != slow || p.Get("details.current_thread_id").Str != w.sid {
-				t.Errorf("conflict's details during a turn: %s", p.Raw)
-			}
-			p = l4Fail(t, "turn/interrupt of another turn", c.call(ctlID("int"), "turn/interrupt",
-				map[string]any{"threadId": w.sid, "turnId": uuid.NewString()}), "turn/interrupt", "conflict")
-			if p.Get("details.current_turn_id").Str != slow {
-				t.Errorf("conflict's details for an interrupt of another turn: %s", p.Raw)
-			}
-			l4OK(t, "turn/interrupt", c.call(ctlID("int"), "turn/interrupt", map[string]any{"thread_id": w.sid, "turn_id": slow}), "turn/interrupt")
-			end := c.waitFrom(from, "the interrupted turn's end", l4IsEvent("turn/completed", slow))
-			if st := get(c.got[end], "payload.params.turn.status").Str; st != "interrupted" {
-				t.Errorf("the interrupted turn ended %s", st)
-			}
-			p = l4Fail(t, "turn/interrupt of the ended turn", c.call(ctlID("stale"), "turn/interrupt",
-				map[string]any{"threadId": w.sid, "turnId": slow}), "turn/interrupt", "conflict")
-			if p.Get("details.current_turn_id").Type != gjson.Null || p.Get("details.current_thread_id").Str != w.sid {
-				t.Errorf("conflict's details for a stale interrupt: %s", p.Raw)
-			}
+		// A turn running: another turn/start is a conflict naming it.
+		from = len(c.got)
+		slow := l4OK(t, "turn/start SLOW", c.call(ctlID("slow"), "turn/start", l4Text(w.sid, "SLOW "+token("slow"))), "turn/start").Get("turn.id").Str
+		c.waitFrom(from, "a delta of the slow turn", l4IsEvent("item/agentMessage/delta", slow))
+		p = l4Fail(t, "turn/start during a turn", c.call(ctlID("busy"), "turn/start", l4Text(w.sid, bad)), "turn/start", "conflict")
+		if p.Get("details.current_turn_id").Str != slow || p.Get("details.current_thread_id").Str != w.sid {
+			t.Errorf("conflict's details during a turn: %s", p.Raw)
+		}
+		p = l4Fail(t, "turn/interrupt of another turn", c.call(ctlID("int"), "turn/interrupt",
+			map[string]any{"threadId": w.sid, "turnId": uuid.NewString()}), "turn/interrupt", "conflict")
+		if p.Get("details.current_turn_id").Str != slow {
+			t.Errorf("conflict's details for an interrupt of another turn: %s", p.Raw)
+		}
+		l4OK(t, "turn/interrupt", c.call(ctlID("int"), "turn/interrupt", map[string]any{"thread_id": w.sid, "turn_id": slow}), "turn/interrupt")
+		end := c.waitFrom(from, "the interrupted turn's end", l4IsEvent("turn/completed", slow))
+		if st := get(c.got[end], "payload.params.turn.status").Str; st != "interrupted" {
+			t.Errorf("the interrupted turn ended %s", st)
+		}
+		p = l4Fail(t, "turn/interrupt of the ended turn", c.call(ctlID("stale"), "turn/interrupt",
+			map[string]any{"threadId": w.sid, "turnId": slow}), "turn/interrupt", "conflict")
+		if p.Get("details.current_turn_id").Type != gjson.Null || p.Get("details.current_thread_id").Str != w.sid {
+			t.Errorf("conflict's details for a stale interrupt: %s", p.Raw)
+		}
 
-			// An approval: Write waits for ccbridge/approval/respond.
-			tok := token("WRITE")
-			from = len(c.got)
-			wr := l4OK(t, "turn/start WRITEFILE", c.call(ctlID("write"), "turn/start", l4Text(w.sid, "WRITEFILE "+tok)), "turn/start").Get("turn.id").Str
-			ai := c.waitFrom(from, "the approval request", l4IsEvent("item/fileChange/requestApproval", wr))
-			ap := get(c.got[ai], "payload.params")
-			approval := ap.Get("approvalId").Str
-			written := filepath.Join(w.b.dir, "written.txt")
-			tool := c.got[c.waitFrom(from, "the Write item", func(l []byte) bool {
-				return l4IsEvent("item/started", wr)(l) && get(l, "payload.params.item.type").Str == "toolCall"
-			})]
-			if approval == "" || ap.Get("threadId").Str != w.sid || ap.Get("tool").Str != "Write" ||
-				ap.Get("itemId").Str != get(tool, "payload.params.item.id").Str || !fileIn(ap.Get("input.file_path").Str, w.b.dir, "written.txt") {
-				t.Errorf("the approval request: %s (the tool item %s)", ap.Raw, tool)
-			}
-			if _, err := os.Stat(written); err == nil {
-				t.Fatalf("the file was written before the approval")
-			}
-			l4OK(t, "approval accept", c.call(ctlID("accept"), "ccbridge/approval/respond", map[string]any{"approvalId": approval, "decision": "accept"}), "ccbridge/approval/respond")
-			res := c.got[c.waitFrom(ai, "serverRequest/resolved", l4IsEvent("serverRequest/resolved", ""))]
-			if get(res, "payload.params.approvalId").Str != approval || get(res, "payload.params.resolution").Str != "accept" {
-				t.Errorf("serverRequest/resolved: %s", res)
-			}
-			p = l4Fail(t, "the same approval answered again", c.call(ctlID("again"), "ccbridge/approval/respond",
-				map[string]any{"approval_id": approval, "decision": "accept"}), "ccbridge/approval/respond", "conflict")
-			if !strings.Contains(p.Get("message").Str, approval) {
-				t.Errorf("conflict's message for an approval answered twice: %s", p.Raw)
-			}
-			end = c.waitFrom(from, "the Write turn's end", l4IsEvent("turn/completed", wr))
-			if st := get(c.got[end], "payload.params.turn.status").Str; st != "completed" {
-				t.Errorf("the Write turn ended %s", st)
-			}
-			if data, err := os.ReadFile(written); err != nil || string(data) != "hello world\n" {
-				t.Errorf("written.txt after accept: %q, %v", data, err)
-			}
-			if n := count(c.got[from:], l4IsEvent("serverRequest/resolved", "")); n != 1 {
-				t.Errorf("%d serverRequest/resolved for one approval", n)
-			}
-			ctlPromptCount(t, tok, 1)
-			ctlPromptCount(t, bad, 0)
-			l4Consecutive(t, lane+": the whole stream", c.got)
-			c.checkShapes()
-		})
+		// An approval: Write waits for ccbridge/approval/respond.
+		tok := token("WRITE")
+		from = len(c.got)
+		wr := l4OK(t, "turn/start WRITEFILE", c.call(ctlID("write"), "turn/start", l4Text(w.sid, "WRITEFILE "+tok)), "turn/start").Get("turn.id").Str
+		ai := c.waitFrom(from, "the approval request", l4IsEvent("item/fileChange/requestApproval", wr))
+		ap := get(c.got[ai], "payload.params")
+		approval := ap.Get("approvalId").Str
+		written := filepath.Join(w.b.dir, "written.txt")
+		tool := c.got[c.waitFrom(from, "the Write item", func(l []byte) bool {
+			return l4IsEvent("item/started", wr)(l) && get(l, "payload.params.item.type").Str == "toolCall"
+		})]
+		if approval == "" || ap.Get("threadId").Str != w.sid || ap.Get("tool").Str != "Write" ||
+			ap.Get("itemId").Str != get(tool, "payload.params.item.id").Str || !fileIn(ap.Get("input.file_path").Str, w.b.dir, "written.txt") {
+			t.Errorf("the approval request: %s (the tool item %s)", ap.Raw, tool)
+		}
+		if _, err := os.Stat(written); err == nil {
+			t.Fatalf("the file was written before the approval")
+		}
+		l4OK(t, "approval accept", c.call(ctlID("accept"), "ccbridge/approval/respond", map[string]any{"approvalId": approval, "decision": "accept"}), "ccbridge/approval/respond")
+		res := c.got[c.waitFrom(ai, "serverRequest/resolved", l4IsEvent("serverRequest/resolved", ""))]
+		if get(res, "payload.params.approvalId").Str != approval || get(res, "payload.params.resolution").Str != "accept" {
+			t.Errorf("serverRequest/resolved: %s", res)
+		}
+		p = l4Fail(t, "the same approval answered again", c.call(ctlID("again"), "ccbridge/approval/respond",
+			map[string]any{"approval_id": approval, "decision": "accept"}), "ccbridge/approval/respond", "conflict")
+		if !strings.Contains(p.Get("message").Str, approval) {
+			t.Errorf("conflict's message for an approval answered twice: %s", p.Raw)
+		}
+		end = c.waitFrom(from, "the Write turn's end", l4IsEvent("turn/completed", wr))
+		if st := get(c.got[end], "payload.params.turn.status").Str; st != "completed" {
+			t.Errorf("the Write turn ended %s", st)
+		}
+		if data, err := os.ReadFile(written); err != nil || string(data) != "hello world\n" {
+			t.Errorf("written.txt after accept: %q, %v", data, err)
+		}
+		if n := count(c.got[from:], l4IsEvent("serverRequest/resolved", "")); n != 1 {
+			t.Errorf("%d serverRequest/resolved for one approval", n)
+		}
+		ctlPromptCount(t, tok, 1)
+		ctlPromptCount(t, bad, 0)
+		l4Consecutive(t, lane+": the whole stream", c.got)
+		c.checkShapes()
+		// The next scenario's Write must find no file.
+		if err := os.Remove(written); err != nil {
+			t.Error(err)
+		}
 	}
 }
 
@@ -710,9 +738,7 @@ func TestLane004WorkerUnavailable(t *testing.T) {
 // the other, and another 50 times on each of 20 socket connections at
 // once: every receipt is the same line (the same seq), the turn starts
 // once, the model gets one prompt.
-func TestLane004Dedupe(t *testing.T) {
-	t.Parallel()
-	w := l4Start(t, ctlOpts{socket: true})
+func l4Dedupe(t *testing.T, w *ctlWorker) {
 	c := l4Stdio(w)
 	tok := token("ONCE")
 	line := l4Req(ctlID("dup"), "turn/start", l4Text(w.sid, "once "+tok))
@@ -743,7 +769,11 @@ func TestLane004Dedupe(t *testing.T) {
 	if l4Seq(c.got[started]) <= l4Seq(r0) {
 		t.Errorf("turn/started seq %d, the receipt's %d", l4Seq(c.got[started]), l4Seq(r0))
 	}
-	if k := count(c.got[from:end+1], l4IsEvent("turn/started", "")); k != 1 {
+	// Counted from the first receipt on: stdio may still hold the events
+	// of an earlier scenario's turns (TestLane004OneWorker).
+	if k := count(c.got[from:end+1], func(l []byte) bool {
+		return l4IsEvent("turn/started", "")(l) && l4Seq(l) > l4Seq(r0)
+	}); k != 1 {
 		t.Errorf("%d turn/started for 1,000 sends of one request", k)
 	}
 	ctlPromptCount(t, tok, 1)
@@ -863,9 +893,7 @@ func TestLane004Dedupe(t *testing.T) {
 // line stdio got), then the replay's receipt, then the live stream. Then
 // 200 new connections whose first line is a replay, each checked the same
 // way (the follower a connection starts races with the replay's rewind).
-func TestLane004Reconnect(t *testing.T) {
-	t.Parallel()
-	w := l4Start(t, ctlOpts{socket: true})
+func l4Reconnect(t *testing.T, w *ctlWorker) {
 	obs := l4Stdio(w)
 	l4OK(t, "thread/list", obs.call(ctlID("sub"), "thread/list", nil), "thread/list")
 
@@ -1087,31 +1115,32 @@ func l4Interrupted(t *testing.T, c *l4Conn, from int, thread, slow string, ir []
 // --state-dir, a retry of that request gets an internal_error receipt
 // saying whether it took effect is not known, and a second retry the
 // same bytes.
+// l4InterruptTimeout is TestLane004TimeoutAndInternalError/timeout (in
+// TestLane004OneWorker, whose worker has --interrupt-timeout 1s).
+func l4InterruptTimeout(t *testing.T, w *ctlWorker) {
+	c := l4Stdio(w)
+	r := c.call(ctlID("slow"), "turn/start", l4Text(w.sid, "SLOW "+token("slow")))
+	slow := l4OK(t, "turn/start SLOW", r, "turn/start").Get("turn.id").Str
+	from := c.waitFrom(0, "a delta of the slow turn", l4IsEvent("item/agentMessage/delta", slow))
+	cont := ctlStopProc(t, w.cliPID())
+	defer cont()
+	ir := c.call(ctlID("int"), "turn/interrupt", map[string]any{"threadId": w.sid, "turnId": slow})
+	p := l4Fail(t, "turn/interrupt of a stopped CLI", ir, "turn/interrupt", "timeout")
+	if p.Get("retryable").Type != gjson.True || !strings.Contains(p.Get("message").Str, "did not answer the interrupt") {
+		t.Errorf("the timeout receipt: %s", ir)
+	}
+	done := c.waitFrom(from, "the turn's end", l4IsEvent("turn/completed", slow))
+	if st := get(c.got[done], "payload.params.turn.status").Str; st != "interrupted" {
+		t.Errorf("the turn ended %q after the timeout, want interrupted: %s", st, c.got[done])
+	}
+	tok := token("AFTER")
+	turn, f, to := c.turn(w.sid, "after "+tok)
+	l4CheckTurn(t, "the turn after the timeout", c.workerLines(f, to), w.sid, turn, l4Mock, "completed")
+	ctlPromptCount(t, tok, 1)
+}
+
 func TestLane004TimeoutAndInternalError(t *testing.T) {
 	t.Parallel()
-	t.Run("timeout", func(t *testing.T) {
-		t.Parallel()
-		w := l4Start(t, ctlOpts{args: []string{"--interrupt-timeout", "1s"}})
-		c := l4Stdio(w)
-		r := c.call(ctlID("slow"), "turn/start", l4Text(w.sid, "SLOW "+token("slow")))
-		slow := l4OK(t, "turn/start SLOW", r, "turn/start").Get("turn.id").Str
-		from := c.waitFrom(0, "a delta of the slow turn", l4IsEvent("item/agentMessage/delta", slow))
-		cont := ctlStopProc(t, w.cliPID())
-		defer cont()
-		ir := c.call(ctlID("int"), "turn/interrupt", map[string]any{"threadId": w.sid, "turnId": slow})
-		p := l4Fail(t, "turn/interrupt of a stopped CLI", ir, "turn/interrupt", "timeout")
-		if p.Get("retryable").Type != gjson.True || !strings.Contains(p.Get("message").Str, "did not answer the interrupt") {
-			t.Errorf("the timeout receipt: %s", ir)
-		}
-		done := c.waitFrom(from, "the turn's end", l4IsEvent("turn/completed", slow))
-		if st := get(c.got[done], "payload.params.turn.status").Str; st != "interrupted" {
-			t.Errorf("the turn ended %q after the timeout, want interrupted: %s", st, c.got[done])
-		}
-		tok := token("AFTER")
-		turn, f, to := c.turn(w.sid, "after "+tok)
-		l4CheckTurn(t, "the turn after the timeout", c.workerLines(f, to), w.sid, turn, l4Mock, "completed")
-		ctlPromptCount(t, tok, 1)
-	})
 	t.Run("internal_error", func(t *testing.T) {
 		t.Parallel()
 		state := t.TempDir()

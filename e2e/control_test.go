@@ -512,15 +512,41 @@ func ctlNoAnswers(t *testing.T, lane string, lines [][]byte, ids []string) {
 	}
 }
 
+// TestControlOneWorker: the control scenarios that leave the worker as
+// they found it (idle, not paused, the same CLI), each a subtest named for
+// the test it was alone, in one ccbridge --ui control --control and one
+// CLI, one after the other (see inOneSession): one CLI start for six
+// rules. Each dials its own connections; what one checks of the stdio
+// lane is about its own request ids, except TestControlBadInput's last
+// check, that no turn on stdio has more than one request. The limits
+// (--stdin-hard-limit 1000, --max-line 100000) are TestControlBadInput's;
+// the others send no line near them.
+func TestControlOneWorker(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T) *ctlWorker {
+		return ctlStart(t, ctlOpts{socket: true, args: []string{"--stdin-hard-limit", "1000", "--max-line", "100000"}})
+	}
+	bind := func(w *ctlWorker, t *testing.T) {
+		w.t, w.b.t, w.stdio.t = t, t, t
+		useFakeAPI(t, w.b.api)
+	}
+	inOneSession(t, open, bind,
+		scenario[*ctlWorker]{"TestControlStdioAndSocketResults", ctlStdioAndSocketResults},
+		scenario[*ctlWorker]{"TestControlInterrupts", ctlInterrupts},
+		scenario[*ctlWorker]{"TestControlDedupe", ctlDedupe},
+		scenario[*ctlWorker]{"TestLane001NotFoundAndBadInput", l1NotFoundAndBadInput},
+		scenario[*ctlWorker]{"TestControlBadInput", ctlBadInput},
+		scenario[*ctlWorker]{"TestFaultControlSentAtFarAhead", ctlSentAtFarAhead},
+	)
+}
+
 // TestControlStdioAndSocketResults: --ui control with --control. The
 // capabilities come first on stdio and on every connection, and again on
 // request; a multiline prompt reaches the model once, whole, from either
 // lane; not_found (another session, another agent) and rejected (another
 // sender, another team) inject nothing; an interrupt with no turn is ok
 // and says so; acks go to their own controller only; the socket is 0600.
-func TestControlStdioAndSocketResults(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{socket: true})
+func ctlStdioAndSocketResults(t *testing.T, w *ctlWorker) {
 	ctlCheckSocketFile(t, w.sock)
 	sock, idle := w.dial(), w.dial()
 	lanes := []*ctlLane{w.stdio, sock}
@@ -593,9 +619,7 @@ func TestControlStdioAndSocketResults(t *testing.T) {
 // TestControlInterrupts: a turn that runs (SLOW) is interrupted by a
 // control.interrupt.request and by a prompt with interrupt:true, from
 // either lane: ok, the turn ends cancelled, and the new prompt runs.
-func TestControlInterrupts(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{socket: true})
+func ctlInterrupts(t *testing.T, w *ctlWorker) {
 	sock := w.dial()
 	slow := func(l *ctlLane) ctlMsg {
 		t.Helper()
@@ -728,9 +752,7 @@ func TestControlNotLive(t *testing.T) {
 // once: every ack is ok, all but the first duplicate, and the model gets
 // exactly one prompt for each id. (TestControlSocketIPC does it beside
 // --ui ipc too.)
-func TestControlDedupe(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{socket: true})
+func ctlDedupe(t *testing.T, w *ctlWorker) {
 	sock := w.dial()
 	for _, l := range []*ctlLane{w.stdio, sock} {
 		tok := token("ONCE")
@@ -879,9 +901,7 @@ func TestControlDurableDedupe(t *testing.T) {
 // error code of docs/control/lane000.md; ccbridge goes on, nothing is
 // injected, and a valid request afterwards (with a request_id of exactly
 // 256 bytes) works.
-func TestControlBadInput(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{socket: true, args: []string{"--stdin-hard-limit", "1000", "--max-line", "100000"}})
+func ctlBadInput(t *testing.T, w *ctlWorker) {
 	sock := w.dial()
 	bad := token("BAD")
 	ok := w.stdinReq(ctlID("bad"), "bad "+bad)

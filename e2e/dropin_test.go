@@ -16,9 +16,53 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-func TestDropInTextTurn(t *testing.T) {
+// TestDropInOneSession: the drop-in scenarios that leave the session as
+// they found it (idle, in the same CLI), each a subtest named for the test
+// it was alone, in one ccbridge and one CLI, turn after turn (see
+// inOneSession): one CLI start for ten rules, then the end of input that
+// ended five of them (no line after the last result, exit 0). The first
+// is the session's first turn; Permission/deny wants no written.txt
+// before Permission/allow makes one; the ten MiB lines come last, as
+// every later turn would send them to the model again. The log level is
+// the default (info), which TestDropInKillerLinesDropped is about.
+func TestDropInOneSession(t *testing.T) {
 	t.Parallel()
-	b := startBridge(t, cliFlags)
+	open := func(t *testing.T) *bridge { return startBridge(t, cliFlags, "CCBRIDGE_LOG_LEVEL=info") }
+	bind := func(b *bridge, t *testing.T) { b.t = t }
+	inOneSession(t, open, bind,
+		scenario[*bridge]{"TestDropInTextTurn", dropInTextTurn},
+		scenario[*bridge]{"TestDropInNonJSONLineDropped", dropInNonJSONLineDropped},
+		scenario[*bridge]{"TestDropInKillerLinesDropped", dropInKillerLinesDropped},
+		scenario[*bridge]{"TestDropInPermission/deny", dropInPermission(false)},
+		scenario[*bridge]{"TestDropInPermission/allow", dropInPermission(true)},
+		scenario[*bridge]{"TestDropInHostInterrupt", dropInHostInterrupt},
+		scenario[*bridge]{"TestDropInSIGINT", dropInSIGINT},
+		scenario[*bridge]{"TestFaultToolongDropIn", dropInToolong},
+		scenario[*bridge]{"TestFaultNoPayloadInWarnings/dropin", func(t *testing.T, b *bridge) {
+			noPayloadCheck(t, b, noPayloadDropIn, func() {})
+		}},
+		scenario[*bridge]{"TestDropInTenMiBLines", dropInTenMiBLines},
+		scenario[*bridge]{"end of input", dropInEndOfInput},
+	)
+}
+
+// dropInEndOfInput: the end of input after the turns of the scenarios
+// before (TestDropInTextTurn, TestDropInPermission,
+// TestDropInNonJSONLineDropped, TestDropInKillerLinesDropped,
+// TestDropInSIGINT, whose last turn succeeded): no line after the last
+// result, exit 0.
+func dropInEndOfInput(t *testing.T, b *bridge) {
+	b.stdin.Close()
+	if rest := b.rest(); len(rest) != 0 {
+		t.Errorf("lines after the last result and EOF: %d", len(rest))
+	}
+	if code := b.wait(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
+// TestDropInTextTurn: the session's first turn.
+func dropInTextTurn(t *testing.T, b *bridge) {
 	b.prompt("hello there")
 	lines := b.until("the result", isType("result"))
 	res := lines[len(lines)-1]
@@ -34,65 +78,48 @@ func TestDropInTextTurn(t *testing.T) {
 	if gjson.GetBytes(res, "ccbridge_synthetic").Exists() {
 		t.Errorf("a real result was marked synthetic: %s", res)
 	}
-	b.stdin.Close()
-	if rest := b.rest(); len(rest) != 0 {
-		t.Errorf("lines after the last result and EOF: %d", len(rest))
-	}
-	if code := b.wait(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
+}
+
+// TestDropInPermission: a Write allowed (the file is there) or denied (no
+// file, one permission denial).
+func dropInPermission(allow bool) func(t *testing.T, b *bridge) {
+	return func(t *testing.T, b *bridge) {
+		b.prompt("Please WRITEFILE now")
+		lines := b.until("the permission request", isCanUseTool)
+		req := lines[len(lines)-1]
+		if tool := gjson.GetBytes(req, "request.tool_name").Str; tool != "Write" {
+			t.Fatalf("permission asked for %q, want Write", tool)
+		}
+		path := gjson.GetBytes(req, "request.input.file_path").Str
+		id := gjson.GetBytes(req, "request_id").Str
+		if allow {
+			b.send(allowLine(id))
+		} else {
+			b.send(denyLine(id))
+		}
+		lines = b.until("the result", isType("result"))
+		res := lines[len(lines)-1]
+		_, statErr := os.Stat(path)
+		denials := gjson.GetBytes(res, "permission_denials.#").Int()
+		if allow {
+			if statErr != nil {
+				t.Errorf("allowed Write left no file at %s: %v", path, statErr)
+			}
+			if denials != 0 {
+				t.Errorf("permission_denials = %d after allow", denials)
+			}
+		} else {
+			if statErr == nil {
+				t.Errorf("denied Write created %s", path)
+			}
+			if denials != 1 {
+				t.Errorf("permission_denials = %d after deny, want 1: %s", denials, res)
+			}
+		}
 	}
 }
 
-func TestDropInPermission(t *testing.T) {
-	t.Parallel()
-	for _, allow := range []bool{true, false} {
-		t.Run(map[bool]string{true: "allow", false: "deny"}[allow], func(t *testing.T) {
-			t.Parallel()
-			b := startBridge(t, cliFlags)
-			b.prompt("Please WRITEFILE now")
-			lines := b.until("the permission request", isCanUseTool)
-			req := lines[len(lines)-1]
-			if tool := gjson.GetBytes(req, "request.tool_name").Str; tool != "Write" {
-				t.Fatalf("permission asked for %q, want Write", tool)
-			}
-			path := gjson.GetBytes(req, "request.input.file_path").Str
-			id := gjson.GetBytes(req, "request_id").Str
-			if allow {
-				b.send(allowLine(id))
-			} else {
-				b.send(denyLine(id))
-			}
-			lines = b.until("the result", isType("result"))
-			res := lines[len(lines)-1]
-			_, statErr := os.Stat(path)
-			denials := gjson.GetBytes(res, "permission_denials.#").Int()
-			if allow {
-				if statErr != nil {
-					t.Errorf("allowed Write left no file at %s: %v", path, statErr)
-				}
-				if denials != 0 {
-					t.Errorf("permission_denials = %d after allow", denials)
-				}
-			} else {
-				if statErr == nil {
-					t.Errorf("denied Write created %s", path)
-				}
-				if denials != 1 {
-					t.Errorf("permission_denials = %d after deny, want 1: %s", denials, res)
-				}
-			}
-			b.stdin.Close()
-			b.rest()
-			if code := b.wait(); code != 0 {
-				t.Errorf("exit code %d, want 0", code)
-			}
-		})
-	}
-}
-
-func TestDropInHostInterrupt(t *testing.T) {
-	t.Parallel()
-	b := startBridge(t, cliFlags)
+func dropInHostInterrupt(t *testing.T, b *bridge) {
 	b.prompt("SLOW please")
 	b.until("streaming text", func(l []byte) bool {
 		return gjson.GetBytes(l, "event.delta.type").Str == "text_delta"
@@ -115,9 +142,9 @@ func TestDropInHostInterrupt(t *testing.T) {
 	}
 }
 
-func TestDropInSIGINT(t *testing.T) {
-	t.Parallel()
-	b := startBridge(t, cliFlags)
+// TestDropInSIGINT: its last turn succeeds, so the end of input that
+// follows exits 0 (dropInEndOfInput).
+func dropInSIGINT(t *testing.T, b *bridge) {
 	b.prompt("SLOW please")
 	b.until("streaming text", func(l []byte) bool {
 		return gjson.GetBytes(l, "event.delta.type").Str == "text_delta"
@@ -136,11 +163,6 @@ func TestDropInSIGINT(t *testing.T) {
 	lines = b.until("the second result", isType("result"))
 	if res := lines[len(lines)-1]; gjson.GetBytes(res, "subtype").Str != "success" {
 		t.Errorf("turn after SIGINT: %s", res)
-	}
-	b.stdin.Close()
-	b.rest()
-	if code := b.wait(); code != 0 {
-		t.Errorf("exit code %d, want 0 (the last turn succeeded)", code)
 	}
 }
 
@@ -251,9 +273,8 @@ func TestDropInStdinEOFMidTurn(t *testing.T) {
 	}
 }
 
-func TestDropInNonJSONLineDropped(t *testing.T) {
-	t.Parallel()
-	b := startBridge(t, cliFlags)
+func dropInNonJSONLineDropped(t *testing.T, b *bridge) {
+	logged := len(b.stderr.String())
 	b.send("{this is not json")
 	b.send("\xff\xfe not utf-8")
 	b.prompt("hello there")
@@ -261,20 +282,13 @@ func TestDropInNonJSONLineDropped(t *testing.T) {
 	if res := lines[len(lines)-1]; gjson.GetBytes(res, "subtype").Str != "success" {
 		t.Fatalf("the CLI did not survive a bad host line: %s", res)
 	}
-	if !strings.Contains(b.stderr.String(), "not valid JSON") {
+	if !strings.Contains(b.stderr.String()[logged:], "not valid JSON") {
 		t.Errorf("no warning about the dropped line on stderr")
-	}
-	b.stdin.Close()
-	b.rest()
-	if code := b.wait(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
 	}
 }
 
-func TestDropInTenMiBLines(t *testing.T) {
-	t.Parallel()
+func dropInTenMiBLines(t *testing.T, b *bridge) {
 	const size = 10 << 20
-	b := startBridge(t, cliFlags)
 	// Host → CLI: a 10 MiB prompt comes back whole in the replay.
 	big := strings.Repeat("0123456789abcdef", size/16)
 	b.prompt(big)

@@ -57,9 +57,8 @@ func dropped(t *testing.T, stderr, secret string) int {
 // with a warning that holds none of its text at the default log level (at
 // debug level the warning carries a preview: TestFaultNoPayloadInWarnings),
 // and the next prompt gets its answer from the same CLI.
-func TestDropInKillerLinesDropped(t *testing.T) {
-	t.Parallel()
-	b := startBridge(t, cliFlags, "CCBRIDGE_LOG_LEVEL=info")
+func dropInKillerLinesDropped(t *testing.T, b *bridge) {
+	logged := len(b.stderr.String())
 	secret := token("secret")
 	lines := append(append([]string(nil), killerLines...),
 		`{"type":"user","message":{"role":"assistant","content":"`+secret+`"}}`, `[]`, `"a string"`)
@@ -72,12 +71,8 @@ func TestDropInKillerLinesDropped(t *testing.T) {
 	if gjson.GetBytes(res, "subtype").Str != "success" || gjson.GetBytes(res, "ccbridge_synthetic").Exists() {
 		t.Fatalf("the CLI did not answer the prompt after the bad lines: %s\nstderr: %s", res, tail(b.stderr.String(), 2000))
 	}
-	b.stdin.Close()
-	b.rest()
-	if code := b.wait(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
-	if n := dropped(t, b.stderr.String(), secret); n != len(lines) {
+	// Each line was dropped (and logged) before the prompt went on.
+	if n := dropped(t, b.stderr.String()[logged:], secret); n != len(lines) {
 		t.Errorf("%d warnings about dropped lines, want %d", n, len(lines))
 	}
 }
@@ -153,9 +148,8 @@ const badID = "{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"initialize\",
 // TestRPCInvalidUTF8IsParseError: a line with a byte that is not UTF-8
 // gets -32700 with a null id, nothing ccbridge writes holds such a byte,
 // and the connection goes on.
-func TestRPCInvalidUTF8IsParseError(t *testing.T) {
-	t.Parallel()
-	c := startRPC(t, nil)
+func rpcInvalidUTF8IsParseError(t *testing.T, s *rpcSession) {
+	c := s.c
 	c.send(badID)
 	l, err := c.read(rpcWait)
 	if err != nil {
@@ -168,7 +162,6 @@ func TestRPCInvalidUTF8IsParseError(t *testing.T) {
 	if _, _, status := c.runText("hello " + token("utf8")); status != "completed" {
 		t.Errorf("the run after the bad line ended %q", status)
 	}
-	c.close()
 	allUTF8(t, c.seen)
 }
 
@@ -192,10 +185,8 @@ func TestACPInvalidUTF8IsParseError(t *testing.T) {
 
 // TestIPCInvalidUTF8IsParseError: the same for ipc, whose parse error is
 // invalid_json.
-func TestIPCInvalidUTF8IsParseError(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	sid := expectSessionInit(t, b)
+func ipcInvalidUTF8IsParseError(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
 	b.send("{\"type\":\"user_message\",\"text\":\"caf\xe9\"}")
 	e := expectError(t, b, "invalid_json", "")
 	lines := turn(t, b, "hello "+token("utf8"))
@@ -206,9 +197,8 @@ func TestIPCInvalidUTF8IsParseError(t *testing.T) {
 
 // TestRPCModelSetRefusesBadNames: model.set with a name the CLI would take
 // and then fail every prompt with is -32602, and the next run works.
-func TestRPCModelSetRefusesBadNames(t *testing.T) {
-	t.Parallel()
-	c := startRPC(t, nil)
+func rpcModelSetRefusesBadNames(t *testing.T, s *rpcSession) {
+	c := s.c
 	c.initialize("")
 	for _, name := range []string{`claude-\u0001x`, "claude-sonnet 4", "claude-" + strings.Repeat("x", 300)} {
 		c.rpcError(c.call("model.set", `{"name":"`+name+`"}`), -32602)
@@ -216,7 +206,6 @@ func TestRPCModelSetRefusesBadNames(t *testing.T) {
 	if _, _, status := c.runText("hello " + token("model")); status != "completed" {
 		t.Errorf("the run after the refused names ended %q", status)
 	}
-	c.close()
 }
 
 // TestIPCModelChangeAndResumeRefuseBadValues: model_change with a control
@@ -224,10 +213,8 @@ func TestRPCModelSetRefusesBadNames(t *testing.T) {
 // invalid_value; resume of a well-formed id with no session is
 // session_not_found; each before the CLI is touched, and the next turn
 // runs in the same session.
-func TestIPCModelChangeAndResumeRefuseBadValues(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	sid := expectSessionInit(t, b)
+func ipcModelChangeAndResumeRefuseBadValues(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
 	complete(t, turn(t, b, "hello "+token("first")))
 	pid := b.childPID()
 	b.send(`{"type":"model_change","model":"claude-\u0001x"}`)

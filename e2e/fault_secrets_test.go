@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,29 +159,38 @@ func TestFaultMCPSecretsNotInArgv(t *testing.T) {
 	}
 }
 
-// TestFaultNoPayloadInWarnings (issue 14, defect 9): bad lines carrying a
-// prompt are still reported at the default log level, but their text
-// appears in the log at debug level only (the README's promise).
-func TestFaultNoPayloadInWarnings(t *testing.T) {
-	t.Parallel()
-	type probe struct {
-		name, warning string
-		args          []string
-		lines         func(secret string) []string
-		debug         bool // run at debug level: the preview must be there
-	}
-	rpcLines := func(s string) []string {
+// noPayloadProbe is a dialect's bad lines carrying a prompt, for
+// TestFaultNoPayloadInWarnings.
+type noPayloadProbe struct {
+	name, warning string
+	args          []string
+	lines         func(secret string) []string
+	debug         bool // run at debug level: the preview must be there
+}
+
+var (
+	noPayloadRPCLines = func(s string) []string {
 		return []string{
 			`{"params":{"prompt":"` + s + ` and the rest","jsonrpc":"2.0","id":1,"method":"run.start"`, // not JSON
 			`{"params":{"prompt":"` + s + `"},"jsonrpc":"1.0","id":2,"method":"run.start"}`,
 		}
 	}
-	for _, p := range []probe{
-		{name: "dropin", warning: "host line dropped", args: cliFlags, lines: func(s string) []string {
-			return []string{`{"message":{"role":"user","content":"` + s + `"},"type":"user"`} // not JSON
-		}},
-		{name: "rpc", warning: "bad line from the UI", args: []string{"--ui", "rpc"}, lines: rpcLines},
-		{name: "rpc-debug", warning: "bad line from the UI", args: []string{"--ui", "rpc"}, lines: rpcLines, debug: true},
+	noPayloadDropIn = noPayloadProbe{name: "dropin", warning: "host line dropped", args: cliFlags, lines: func(s string) []string {
+		return []string{`{"message":{"role":"user","content":"` + s + `"},"type":"user"`} // not JSON
+	}}
+	noPayloadRPC      = noPayloadProbe{name: "rpc", warning: "bad line from the UI", args: []string{"--ui", "rpc"}, lines: noPayloadRPCLines}
+	noPayloadRPCDebug = noPayloadProbe{name: "rpc-debug", warning: "bad line from the UI", args: []string{"--ui", "rpc"}, lines: noPayloadRPCLines, debug: true}
+)
+
+// TestFaultNoPayloadInWarnings (issue 14, defect 9): bad lines carrying a
+// prompt are still reported at the default log level, but their text
+// appears in the log at debug level only (the README's promise). The
+// dropin case is in TestDropInOneSession (at info level), rpc in
+// TestRPCLineCap (info), rpc-debug in TestRPCOneSession (debug): their
+// sessions' logs, from the case's start on. acp's starts no CLI.
+func TestFaultNoPayloadInWarnings(t *testing.T) {
+	t.Parallel()
+	for _, p := range []noPayloadProbe{
 		{name: "acp", warning: "bad message from the client", args: []string{"--ui", "acp"}, lines: func(s string) []string {
 			return []string{`{"params":{"prompt":[{"type":"text","text":"` + s + `"}]},"jsonrpc":"2.0","id":1,"method":"session/prompt"`} // not JSON
 		}},
@@ -192,50 +202,74 @@ func TestFaultNoPayloadInWarnings(t *testing.T) {
 				level = "debug"
 			}
 			b := startBridge(t, p.args, "CCBRIDGE_LOG_LEVEL="+level)
-			secret := token("PS") // short: the whole of it is within a preview's 80 bytes
-			for _, l := range p.lines(secret) {
-				b.send(l)
-			}
-			b.waitStderr(p.warning)
-			if p.name != "dropin" {
-				// Every bad line is answered: each has been logged.
-				for range p.lines(secret) {
-					b.until("an error answer", func(l []byte) bool { return gjson.GetBytes(l, "error").Exists() })
-				}
-			}
-			b.stdin.Close()
-			b.wait()
-			logged := b.stderr.String()
-			if got := strings.Count(logged, p.warning); got != len(p.lines(secret)) {
-				t.Errorf("%d warnings %q for %d bad lines:\n%s", got, p.warning, len(p.lines(secret)), tail(logged, 3000))
-			}
-			if has := strings.Contains(logged, secret); has != p.debug {
-				t.Errorf("at log level %s the log holds the prompt's text: %v, want %v:\n%s", level, has, p.debug, tail(logged, 3000))
-			}
+			noPayloadCheck(t, b, p, func() { b.stdin.Close(); b.wait() })
 		})
+	}
+}
+
+// noPayloadCheck sends p's bad lines to b, whose log level is debug when
+// p.debug and info otherwise, waits until each is logged (and answered,
+// but in drop-in mode), then calls settle (which may end b) and checks the
+// log written since the first line: one warning a line, the prompt's text
+// in it at debug level only.
+func noPayloadCheck(t *testing.T, b *bridge, p noPayloadProbe, settle func()) {
+	t.Helper()
+	level := map[bool]string{true: "debug", false: "info"}[p.debug]
+	from := len(b.stderr.String())
+	secret := token("PS") // short: the whole of it is within a preview's 80 bytes
+	for _, l := range p.lines(secret) {
+		b.send(l)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.stderr.String()[from:], p.warning); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ccbridge did not log %q within 30 s", p.warning)
+		}
+	}
+	if p.name != "dropin" {
+		// Every bad line is answered: each has been logged.
+		for range p.lines(secret) {
+			b.until("an error answer", func(l []byte) bool { return gjson.GetBytes(l, "error").Exists() })
+		}
+	}
+	settle()
+	logged := b.stderr.String()[from:]
+	if got := strings.Count(logged, p.warning); got != len(p.lines(secret)) {
+		t.Errorf("%d warnings %q for %d bad lines:\n%s", got, p.warning, len(p.lines(secret)), tail(logged, 3000))
+	}
+	if has := strings.Contains(logged, secret); has != p.debug {
+		t.Errorf("at log level %s the log holds the prompt's text: %v, want %v:\n%s", level, has, p.debug, tail(logged, 3000))
 	}
 }
 
 // TestFaultFakeModelIsolated (issue 14, defect 10): a turn under
 // --fake-model completes through the fake whatever the environment names
 // another provider, a credential or a proxy: the CLI gets an environment
-// cleaned of them.
+// cleaned of them. The provider, proxy and token variables are set all at
+// once, in one CLI start: each set alone sends a CLI that inherits it
+// away from the fake (to 127.0.0.1:9, or to an error), so a CLI that
+// inherits any one of them fails the turn, whichever its precedence picks
+// (before the fix bedrock, vertex and foundry each failed alone). The
+// settings file is a case of its own: there the CLI's own settings
+// outrank its environment.
 func TestFaultFakeModelIsolated(t *testing.T) {
 	t.Parallel()
+	var (
+		bedrock = []string{"CLAUDE_CODE_USE_BEDROCK=1", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=AKIAFAKE", "AWS_SECRET_ACCESS_KEY=fake",
+			"ANTHROPIC_BEDROCK_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_BEDROCK_AUTH=1"}
+		vertex = []string{"CLAUDE_CODE_USE_VERTEX=1", "CLOUD_ML_REGION=us-east5", "ANTHROPIC_VERTEX_PROJECT_ID=fake",
+			"ANTHROPIC_VERTEX_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_VERTEX_AUTH=1"}
+		foundry = []string{"CLAUDE_CODE_USE_FOUNDRY=1", "ANTHROPIC_FOUNDRY_RESOURCE=fake", "ANTHROPIC_FOUNDRY_API_KEY=fake",
+			"ANTHROPIC_FOUNDRY_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_FOUNDRY_AUTH=1"}
+		proxyAndToken = []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9",
+			"https_proxy=http://127.0.0.1:9", "http_proxy=http://127.0.0.1:9", "NO_PROXY=", "no_proxy=",
+			"ANTHROPIC_AUTH_TOKEN=fake", "CLAUDE_CODE_OAUTH_TOKEN=fake", "ANTHROPIC_CUSTOM_HEADERS=X-Fake: 1"}
+	)
 	for _, c := range []struct {
 		name     string
 		env      []string
 		settings string // the user's settings.json, when set
 	}{
-		{name: "bedrock", env: []string{"CLAUDE_CODE_USE_BEDROCK=1", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=AKIAFAKE", "AWS_SECRET_ACCESS_KEY=fake",
-			"ANTHROPIC_BEDROCK_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_BEDROCK_AUTH=1"}},
-		{name: "vertex", env: []string{"CLAUDE_CODE_USE_VERTEX=1", "CLOUD_ML_REGION=us-east5", "ANTHROPIC_VERTEX_PROJECT_ID=fake",
-			"ANTHROPIC_VERTEX_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_VERTEX_AUTH=1"}},
-		{name: "foundry", env: []string{"CLAUDE_CODE_USE_FOUNDRY=1", "ANTHROPIC_FOUNDRY_RESOURCE=fake", "ANTHROPIC_FOUNDRY_API_KEY=fake",
-			"ANTHROPIC_FOUNDRY_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_SKIP_FOUNDRY_AUTH=1"}},
-		{name: "proxy-and-token", env: []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9",
-			"https_proxy=http://127.0.0.1:9", "http_proxy=http://127.0.0.1:9", "NO_PROXY=", "no_proxy=",
-			"ANTHROPIC_AUTH_TOKEN=fake", "CLAUDE_CODE_OAUTH_TOKEN=fake", "ANTHROPIC_CUSTOM_HEADERS=X-Fake: 1"}},
+		{name: "bedrock+vertex+foundry+proxy-and-token", env: slices.Concat(bedrock, vertex, foundry, proxyAndToken)},
 		// The same, set by the user's settings file rather than the
 		// environment: the CLI applies its "env" over its own environment.
 		{name: "settings-file", settings: `{"env":{"CLAUDE_CODE_USE_BEDROCK":"1","AWS_REGION":"us-east-1","AWS_ACCESS_KEY_ID":"AKIAFAKE",

@@ -120,42 +120,46 @@ func TestFaultStdinIPCStoppedCLI(t *testing.T) {
 			t.Errorf("the stopped CLI %d still runs after ccbridge exited", cli)
 		}
 	})
-	t.Run("interrupt", func(t *testing.T) {
-		t.Parallel()
-		b := startIPC(t, "--interrupt-timeout", "2s")
-		sid := expectSessionInit(t, b)
-		complete(t, turn(t, b, "hello"))
-		cli := b.childPID()
-		stopCLI(t, cli)
-		b.send(userMessage(strings.Repeat("x", bigPrompt)))
-		stdinFull(t, cli)
-		start := time.Now()
-		b.send(`{"type":"interrupt"}`)
-		var lines [][]byte
-		for {
-			l, err := recv(t, b, 10*time.Second)
-			if err != nil {
-				t.Fatalf("no terminal message for the prompt within 10 s of the interrupt (--interrupt-timeout 2s): %v; lines:\n%s", err, lastLines(lines, 8))
-			}
-			lines = append(lines, l)
-			if isTerminal(l) {
-				break
-			}
+}
+
+// ipcStoppedCLIInterrupt is TestFaultStdinIPCStoppedCLI/interrupt (in
+// TestIPCChildKilled, whose ccbridge has --interrupt-timeout 2s): an
+// interrupt that the stopped CLI cannot take ends the prompt
+// turn_cancelled interrupt_timeout once the timeout has passed, the CLI
+// is gone, and the session goes on.
+func ipcStoppedCLIInterrupt(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
+	complete(t, turn(t, b, "hello"))
+	cli := b.childPID()
+	stopCLI(t, cli)
+	b.send(userMessage(strings.Repeat("x", bigPrompt)))
+	stdinFull(t, cli)
+	start := time.Now()
+	b.send(`{"type":"interrupt"}`)
+	var lines [][]byte
+	for {
+		l, err := recv(t, b, 10*time.Second)
+		if err != nil {
+			t.Fatalf("no terminal message for the prompt within 10 s of the interrupt (--interrupt-timeout 2s): %v; lines:\n%s", err, lastLines(lines, 8))
 		}
-		took := time.Since(start)
-		last := lines[len(lines)-1]
-		t.Logf("%s %v after the interrupt", typeOf(last), took.Round(time.Millisecond))
-		if typeOf(last) != "turn_cancelled" || get(last, "reason").Str != "interrupt_timeout" {
-			t.Fatalf("the prompt ended with %.400s, want turn_cancelled interrupt_timeout", last)
+		lines = append(lines, l)
+		if isTerminal(l) {
+			break
 		}
-		if took < 2*time.Second {
-			t.Errorf("turn_cancelled %v after the interrupt, before --interrupt-timeout", took)
-		}
-		waitNotRunning(t, cli, "the stopped CLI after the interrupt deadline")
-		lines = turn(t, b, "hello again")
-		complete(t, lines)
-		noSessionChange(t, lines, sid)
-	})
+	}
+	took := time.Since(start)
+	last := lines[len(lines)-1]
+	t.Logf("%s %v after the interrupt", typeOf(last), took.Round(time.Millisecond))
+	if typeOf(last) != "turn_cancelled" || get(last, "reason").Str != "interrupt_timeout" {
+		t.Fatalf("the prompt ended with %.400s, want turn_cancelled interrupt_timeout", last)
+	}
+	if took < 2*time.Second {
+		t.Errorf("turn_cancelled %v after the interrupt, before --interrupt-timeout", took)
+	}
+	waitNotRunning(t, cli, "the stopped CLI after the interrupt deadline")
+	lines = turn(t, b, "hello again")
+	complete(t, lines)
+	noSessionChange(t, lines, sid)
 }
 
 // TestFaultStdinWebStoppedCLI: a web session of ccbridge serve whose CLI

@@ -24,9 +24,8 @@ const (
 
 // TestFaultToolongIPC: the turn whose result line was dropped ends with a
 // turn_complete saying so, and the prompt sent behind it gets its own.
-func TestFaultToolongIPC(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t, "--max-cli-line", tooLongCap)
+func ipcToolong(t *testing.T, s *ipcSession) {
+	b := s.b
 	b.send(userMessage(tooLongPrompt))
 	b.send(userMessage("hello"))
 	var terminals [][]byte
@@ -141,9 +140,8 @@ func acpWaitNoting(t *testing.T, b *bridge, id string, notes *[]gjson.Result) gj
 // TestFaultToolongRPC: the run whose result line was dropped ends with
 // status error saying so, and the next run works (rpc refuses a second
 // run.start while a run is active, so nothing queues behind it).
-func TestFaultToolongRPC(t *testing.T) {
-	t.Parallel()
-	c := startRPC(t, []string{"--max-cli-line", tooLongCap})
+func rpcToolong(t *testing.T, s *rpcSession) {
+	c := s.c
 	c.initialize("")
 	run1 := c.start(tooLongPrompt)
 	lines, status := c.finishRun(run1)
@@ -166,9 +164,7 @@ func TestFaultToolongRPC(t *testing.T) {
 // TestFaultToolongDropIn: drop-in mode has no CLI line cap (it takes the
 // CLI's own arguments, and streams a line of any size): the long result
 // line reaches the host whole and ends the turn.
-func TestFaultToolongDropIn(t *testing.T) {
-	t.Parallel()
-	b := startBridge(t, cliFlags)
+func dropInToolong(t *testing.T, b *bridge) {
 	b.send(userLine(tooLongPrompt))
 	lines := b.until("the result", isType("result"))
 	res := lines[len(lines)-1]

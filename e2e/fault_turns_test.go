@@ -7,7 +7,9 @@ package e2e
 // mid-turn, or ccbridge is told to shut down.
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,6 +28,16 @@ import (
 func ipcBusy(t *testing.T, b *bridge, queued ...string) (string, [][]byte) {
 	t.Helper()
 	sid := expectSessionInit(t, b)
+	return sid, ipcBusyIn(t, b, sid, queued...)
+}
+
+// ipcBusyIn is ipcBusy in session sid, already announced and idle,
+// maybe after other turns.
+func ipcBusyIn(t *testing.T, b *bridge, sid string, queued ...string) [][]byte {
+	t.Helper()
+	file := sessionFile(t, b.home, b.dir, sid)
+	data, _ := os.ReadFile(file)
+	before := count(bytes.Split(data, []byte("\n")), isEnqueue)
 	b.send(userMessage("SLOW " + token("first")))
 	lines := ipcUntil(t, b, "streaming text", func(l []byte) bool {
 		if isTerminal(l) {
@@ -36,8 +48,8 @@ func ipcBusy(t *testing.T, b *bridge, queued ...string) (string, [][]byte) {
 	for _, q := range queued {
 		b.send(userMessage(q))
 	}
-	waitSessionFile(t, sessionFile(t, b.home, b.dir, sid), "the queued prompts", 1+len(queued), isEnqueue)
-	return sid, lines
+	waitSessionFile(t, file, "the queued prompts", before+1+len(queued), isEnqueue)
+	return lines
 }
 
 // terminals lists the terminal messages among lines, as type/code-or-reason.
@@ -87,10 +99,9 @@ func ipcTerminals(t *testing.T, b *bridge, n int) [][]byte {
 // result. Each prompt gets exactly one terminal message: the merged one a
 // turn_complete marked merged. The count does not drift: the next prompt
 // gets exactly one.
-func TestFaultTurnsIPCMerged(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	ipcBusy(t, b, "hello two", "hello three")
+func ipcFaultTurnsMerged(t *testing.T, s *ipcSession) {
+	b := s.b
+	ipcBusyIn(t, b, s.sid, "hello two", "hello three")
 	lines := ipcTerminals(t, b, 3)
 	ts := terminals(lines)
 	if strings.Join(ts, " ") != "turn_complete/success turn_complete/success turn_complete/success/merged" {
@@ -102,10 +113,9 @@ func TestFaultTurnsIPCMerged(t *testing.T) {
 // TestFaultTurnsIPCCancelQueued: an interrupt with cancel_queued while two
 // prompts are queued: the running turn ends turn_cancelled, and each
 // queued prompt gets turn_cancelled (reason cancel_queued), in order.
-func TestFaultTurnsIPCCancelQueued(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	ipcBusy(t, b, "hello two", "hello three")
+func ipcFaultTurnsCancelQueued(t *testing.T, s *ipcSession) {
+	b := s.b
+	ipcBusyIn(t, b, s.sid, "hello two", "hello three")
 	b.send(`{"type":"interrupt","cancel_queued":true}`)
 	ts := terminals(ipcTerminals(t, b, 3))
 	if strings.Join(ts, " ") != "turn_cancelled/aborted_streaming turn_cancelled/cancel_queued turn_cancelled/cancel_queued" {
@@ -137,7 +147,7 @@ func TestFaultTurnsIPCEndOfInput(t *testing.T) {
 // dies.
 func TestFaultTurnsIPCKilled(t *testing.T) {
 	t.Parallel()
-	for _, when := range []string{"input open", "after the end of input", "during shutdown"} {
+	for _, when := range []string{"after the end of input", "during shutdown"} {
 		t.Run(when, func(t *testing.T) {
 			t.Parallel()
 			b := startIPC(t)
@@ -152,21 +162,30 @@ func TestFaultTurnsIPCKilled(t *testing.T) {
 				b.waitStderr("shutting down")
 			}
 			killChild(t, b)
-			if when == "input open" {
-				lines = append(lines, ipcTerminals(t, b, 3)...)
-			} else {
-				lines = append(lines, b.rest()...)
-			}
+			lines = append(lines, b.rest()...)
 			ts := terminals(lines)
 			want := "error/child_exited error/child_exited error/child_exited"
 			if strings.Join(ts, " ") != want {
 				t.Errorf("terminal messages %v, want %s", ts, want)
 			}
-			if when == "input open" {
-				complete(t, turn(t, b, "hello after"))
-			}
 		})
 	}
+}
+
+// ipcFaultTurnsKilledInputOpen is TestFaultTurnsIPCKilled with the UI's
+// input still open (in TestIPCChildKilled): one error each, then the
+// session goes on.
+func ipcFaultTurnsKilledInputOpen(t *testing.T, s *ipcSession) {
+	b := s.b
+	lines := ipcBusyIn(t, b, s.sid, "hello two", "hello three")
+	killChild(t, b)
+	lines = append(lines, ipcTerminals(t, b, 3)...)
+	ts := terminals(lines)
+	want := "error/child_exited error/child_exited error/child_exited"
+	if strings.Join(ts, " ") != want {
+		t.Errorf("terminal messages %v, want %s", ts, want)
+	}
+	complete(t, turn(t, b, "hello after"))
 }
 
 // ---- rpc: one run at a time; a run's terminal message is its terminal
@@ -194,25 +213,11 @@ func rpcHeld(t *testing.T, c *rpcConn) (string, string, int) {
 // TestFaultTurnsRPC: three run.start sent at once give one run and two
 // -32001 answers; run.cancel of a held run ends it; the UI's end of input,
 // kill -9 of the CLI and SIGTERM each leave every run with exactly one
-// terminal run.status before ccbridge exits.
+// terminal run.status before ccbridge exits. ("three at once" is in
+// TestRPCOneSession, rpcFaultTurnsThreeAtOnce.)
 func TestFaultTurnsRPC(t *testing.T) {
 	t.Parallel()
 	fast := []string{"--grace", "300ms", "--term-grace", "300ms"}
-	t.Run("three at once", func(t *testing.T) {
-		t.Parallel()
-		c := startRPC(t, nil)
-		c.initialize("")
-		ids := []string{c.call("run.start", `{"input":{"type":"text","text":"SLOW one"}}`),
-			c.call("run.start", `{"input":{"type":"text","text":"hello two"}}`),
-			c.call("run.start", `{"input":{"type":"text","text":"hello three"}}`)}
-		r1 := c.result(ids[0]).Get("run_id").Str
-		c.rpcError(ids[1], -32001)
-		c.rpcError(ids[2], -32001)
-		if _, st := c.finishRun(r1); st != "completed" {
-			t.Errorf("%s ended %s", r1, st)
-		}
-		c.close()
-	})
 	t.Run("cancel held", func(t *testing.T) {
 		t.Parallel()
 		c := startRPC(t, fast)
@@ -262,6 +267,22 @@ func TestFaultTurnsRPC(t *testing.T) {
 
 // checkRPCEnded checks that each run has exactly one terminal run.status
 // among every line the connection saw.
+// rpcFaultTurnsThreeAtOnce: three run.start at once: the first runs, the
+// other two are refused busy, and the first completes.
+func rpcFaultTurnsThreeAtOnce(t *testing.T, s *rpcSession) {
+	c := s.c
+	c.initialize("")
+	ids := []string{c.call("run.start", `{"input":{"type":"text","text":"SLOW one"}}`),
+		c.call("run.start", `{"input":{"type":"text","text":"hello two"}}`),
+		c.call("run.start", `{"input":{"type":"text","text":"hello three"}}`)}
+	r1 := c.result(ids[0]).Get("run_id").Str
+	c.rpcError(ids[1], -32001)
+	c.rpcError(ids[2], -32001)
+	if _, st := c.finishRun(r1); st != "completed" {
+		t.Errorf("%s ended %s", r1, st)
+	}
+}
+
 func checkRPCEnded(t *testing.T, c *rpcConn, runs ...string) {
 	t.Helper()
 	for _, r := range runs {
@@ -275,12 +296,12 @@ func checkRPCEnded(t *testing.T, c *rpcConn, runs ...string) {
 // reason, or an error). ccbridge holds queued prompts itself and runs them
 // one after another.
 
-// TestFaultTurnsACP: three prompts sent at once get three answers; a
-// session/cancel answers the queued ones cancelled; the UI's end of input,
-// kill -9 of the CLI and SIGTERM each leave no prompt unanswered.
+// TestFaultTurnsACP: the UI's end of input and SIGTERM, while three
+// prompts are outstanding, each leave no prompt unanswered. (Three at
+// once, cancel and kill -9 of the CLI are in TestFaultTurnsACPOneSession.)
 func TestFaultTurnsACP(t *testing.T) {
 	t.Parallel()
-	for _, when := range []string{"three at once", "cancel", "end of input", "kill", "shutdown"} {
+	for _, when := range []string{"end of input", "shutdown"} {
 		t.Run(when, func(t *testing.T) {
 			t.Parallel()
 			a := startACPRaw(t)
@@ -288,24 +309,12 @@ func TestFaultTurnsACP(t *testing.T) {
 			ids := []string{a.prompt(sid, "SLOW "+token("first")), a.prompt(sid, "hello two"), a.prompt(sid, "hello three")}
 			a.untilUpdate(sid, "agent_message_chunk")
 			switch when {
-			case "cancel":
-				a.notify("session/cancel", `{"sessionId":"`+sid+`"}`)
 			case "end of input":
 				a.b.stdin.Close()
-			case "kill":
-				killChild(t, a.b)
 			case "shutdown":
 				a.b.cmd.Process.Signal(syscall.SIGTERM)
 			}
 			answers := a.answers(ids)
-			want := map[string]string{
-				"three at once": "end_turn end_turn end_turn",
-				"cancel":        "cancelled cancelled cancelled",
-			}[when]
-			got := strings.Join(answers, " ")
-			if want != "" && got != want {
-				t.Errorf("answers %q, want %q", got, want)
-			}
 			a.b.stdin.Close()
 			a.rest()
 			for i, id := range ids {
@@ -315,6 +324,62 @@ func TestFaultTurnsACP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFaultTurnsACPOneSession: three of TestFaultTurnsACP's cases, each a
+// subtest named for it, one after the other in one session of one
+// ccbridge (see inOneSession): three prompts at once, answered end_turn
+// each; cancelled while they are outstanding, cancelled each; the CLI
+// killed while they are (its queued prompts then go to a new CLI); then
+// the end of input, after which every prompt of the three has exactly
+// one answer. One CLI start, and one after the kill, where the cases
+// alone started four.
+func TestFaultTurnsACPOneSession(t *testing.T) {
+	t.Parallel()
+	type session struct {
+		a   *acpRaw
+		sid string
+		ids []string // every prompt sent
+	}
+	open := func(t *testing.T) *session {
+		a := startACPRaw(t)
+		return &session{a: a, sid: a.newSession()}
+	}
+	bind := func(s *session, t *testing.T) { s.a.t, s.a.b.t = t, t }
+	busy := func(s *session) []string {
+		ids := []string{s.a.prompt(s.sid, "SLOW "+token("first")), s.a.prompt(s.sid, "hello two"), s.a.prompt(s.sid, "hello three")}
+		s.ids = append(s.ids, ids...)
+		s.a.untilUpdate(s.sid, "agent_message_chunk")
+		return ids
+	}
+	inOneSession(t, open, bind,
+		scenario[*session]{"TestFaultTurnsACP/three at once", func(t *testing.T, s *session) {
+			if got := strings.Join(s.a.answers(busy(s)), " "); got != "end_turn end_turn end_turn" {
+				t.Errorf("answers %q, want %q", got, "end_turn end_turn end_turn")
+			}
+		}},
+		scenario[*session]{"TestFaultTurnsACP/cancel", func(t *testing.T, s *session) {
+			ids := busy(s)
+			s.a.notify("session/cancel", `{"sessionId":"`+s.sid+`"}`)
+			if got := strings.Join(s.a.answers(ids), " "); got != "cancelled cancelled cancelled" {
+				t.Errorf("answers %q, want %q", got, "cancelled cancelled cancelled")
+			}
+		}},
+		scenario[*session]{"TestFaultTurnsACP/kill", func(t *testing.T, s *session) {
+			ids := busy(s)
+			killChild(t, s.a.b)
+			s.a.answers(ids)
+		}},
+		scenario[*session]{"end of input", func(t *testing.T, s *session) {
+			s.a.b.stdin.Close()
+			s.a.rest()
+			for i, id := range s.ids {
+				if n := s.a.responses(id); n != 1 {
+					t.Errorf("prompt %d (id %s): %d responses, want 1", i, id, n)
+				}
+			}
+		}},
+	)
 }
 
 // acpRaw is an ACP client written by hand over ccbridge's stdio, for

@@ -254,6 +254,7 @@ type bridge struct {
 	stderr *lockedBuffer
 	dir    string // its working directory
 	home   string // its HOME, unless env gave another
+	api    *fakemodel.Server
 	exited chan struct{}
 	code   int
 }
@@ -270,7 +271,7 @@ func startBridge(t *testing.T, args []string, env ...string) *bridge {
 	t.Helper()
 	cli := realCLI(t)
 	api := fakeAPI(t)
-	b := &bridge{t: t, lines: make(chan []byte, 1024), stderr: &lockedBuffer{}, dir: t.TempDir(), home: t.TempDir(), exited: make(chan struct{})}
+	b := &bridge{t: t, lines: make(chan []byte, 1024), stderr: &lockedBuffer{}, dir: t.TempDir(), home: t.TempDir(), api: api, exited: make(chan struct{})}
 	b.cmd = exec.Command(ccbridgeBin, args...)
 	b.cmd.Dir = b.dir
 	b.cmd.Env = append(os.Environ(), "HOME="+b.home, "CCBRIDGE_CLAUDE="+cli, "CCBRIDGE_LOG_LEVEL=debug")
@@ -572,7 +573,14 @@ func token(tag string) string {
 // test t got whose prompt contains tok (not the session-title call).
 func modelRequest(t *testing.T, tok string) fakemodel.Request {
 	t.Helper()
-	reqs := fakeAPI(t).Requests()
+	return modelRequestIn(t, fakeAPI(t), tok)
+}
+
+// modelRequestIn is modelRequest of the fake model api (a subtest's
+// bridge.api, which its parent test started).
+func modelRequestIn(t *testing.T, api *fakemodel.Server, tok string) fakemodel.Request {
+	t.Helper()
+	reqs := api.Requests()
 	for i := len(reqs) - 1; i >= 0; i-- {
 		r := reqs[i]
 		if r.Path == "/v1/messages" && r.Rule != "session-title" && strings.Contains(r.Prompt, tok) {
@@ -587,11 +595,64 @@ func modelRequest(t *testing.T, tok string) fakemodel.Request {
 // holding tok also holds the word want (earlier history).
 func seenByModel(t *testing.T, tok, want string) bool {
 	t.Helper()
-	r := modelRequest(t, tok)
+	return seenByModelIn(t, fakeAPI(t), tok, want)
+}
+
+// seenByModelIn is seenByModel of the fake model api.
+func seenByModelIn(t *testing.T, api *fakemodel.Server, tok, want string) bool {
+	t.Helper()
+	r := modelRequestIn(t, api, tok)
 	if r.Body == nil {
 		t.Fatalf("the fake model kept no body for the request with %q", tok)
 	}
 	return bytes.Contains(r.Body, []byte(want))
+}
+
+// useFakeAPI makes api the fake model of test t (a subtest in a session
+// its parent started, see inOneSession) until t ends: fakeAPI(t) returns
+// it. A test that has a fake model of its own keeps it.
+func useFakeAPI(t *testing.T, api *fakemodel.Server) {
+	fakeMu.Lock()
+	defer fakeMu.Unlock()
+	if fakeAPIs[t] != nil {
+		return
+	}
+	fakeAPIs[t] = api
+	t.Cleanup(func() {
+		fakeMu.Lock()
+		delete(fakeAPIs, t)
+		fakeMu.Unlock()
+	})
+}
+
+// scenario is one rule that a test checks in a session it shares with
+// other rules: run drives the session from idle to idle.
+type scenario[S any] struct {
+	name string // the name of the test the rule had alone
+	run  func(t *testing.T, s S)
+}
+
+// inOneSession runs scenarios as subtests of t, one after the other, in
+// one session that open starts (one ccbridge, one CLI, started once
+// rather than once a rule: a CLI start costs about half a CPU-second).
+// Each scenario leaves the session idle for the next; bind points the
+// session's helpers at the subtest running, so that their failures are
+// its own. After a scenario fails, the next ones get a new session:
+// a failed rule leaves a state no other should inherit.
+func inOneSession[S any](t *testing.T, open func(t *testing.T) S, bind func(s S, t *testing.T), scenarios ...scenario[S]) {
+	t.Helper()
+	var s S
+	fresh := true
+	for _, sc := range scenarios {
+		if fresh {
+			s = open(t)
+		}
+		fresh = !t.Run(sc.name, func(st *testing.T) {
+			bind(s, st)
+			defer bind(s, t)
+			sc.run(st, s)
+		})
+	}
 }
 
 func jsonStr(s string) string {
@@ -1305,6 +1366,40 @@ func runACPScript(t *testing.T, script, home, workdir string, timeout time.Durat
 		}
 	}
 	return r
+}
+
+// phase returns the events of one phase of a run (those after its
+// {"event":"phase"} line, up to the next one), and the stderr written
+// between its {"e2e_phase":...} line and the next, as a run of its own
+// whose failures are t's.
+func (r *acpRun) phase(t *testing.T, name string) *acpRun {
+	t.Helper()
+	isPhase := func(e gjson.Result) bool { return e.Get("event").Str == "phase" }
+	start := r.index(func(e gjson.Result) bool { return isPhase(e) && e.Get("name").Str == name })
+	if start < 0 {
+		t.Fatalf("the run has no phase %s", name)
+	}
+	end := start + 1
+	for end < len(r.events) && !isPhase(r.events[end]) {
+		end++
+	}
+	_, stderr, ok := strings.Cut(r.stderr, `{"e2e_phase":`+jsonStr(name)+`}`)
+	if !ok {
+		t.Fatalf("the run's stderr has no phase %s", name)
+	}
+	stderr, _, _ = strings.Cut(stderr, `{"e2e_phase":`)
+	return &acpRun{t: t, events: r.events[start+1 : end], workdir: r.workdir, stderr: stderr}
+}
+
+// file returns the phase's {"event":"file"} line: whether written.txt
+// was there at the phase's end, and what it held.
+func (r *acpRun) file() gjson.Result {
+	r.t.Helper()
+	fs := r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "file" })
+	if len(fs) != 1 {
+		r.t.Fatalf("%d file events, want 1", len(fs))
+	}
+	return fs[0]
 }
 
 // filter returns the events for which pred holds.

@@ -19,13 +19,71 @@ import (
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
+// ipcSession is the ccbridge --ui ipc that TestIPCOneSession's scenarios
+// share, and the session it announced.
+type ipcSession struct {
+	b   *bridge
+	sid string
+}
+
+// TestIPCOneSession: the ipc scenarios that leave the session as they
+// found it (idle, in the same CLI), each a subtest named for the test it
+// was alone, in one ccbridge and one CLI session, turn after turn (see
+// inOneSession): one CLI start for twenty-four rules. The first is the
+// session's first turn; the order keeps what one leaves in the working
+// directory out of the next one's way (PermissionMode removes its
+// written.txt and leaves no Write allowed, Write denied wants no
+// written.txt before Write allowed makes one). The broken MCP server is
+// TestIPCPermissionMode's; it is disabled there, and no other scenario
+// asks about MCP servers. TestIPCModelChange comes last: it changes the
+// model.
+func TestIPCOneSession(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T) *ipcSession {
+		t.Helper()
+		b := startIPC(t, "--", "--mcp-config", `{"mcpServers":{"broken":{"command":"/nonexistent/ccbridge-e2e-mcp"}}}`)
+		return &ipcSession{b: b, sid: expectSessionInit(t, b)}
+	}
+	inOneSession(t, open, ipcBind,
+		scenario[*ipcSession]{"TestIPCTextWithThinking", ipcTextWithThinking},
+		scenario[*ipcSession]{"TestIPCPermissionMode", ipcPermissionMode},
+		scenario[*ipcSession]{"TestIPCWrite/denied", ipcWrite(false)},
+		scenario[*ipcSession]{"TestIPCWrite/allowed", ipcWrite(true)},
+		scenario[*ipcSession]{"TestIPCEditPatch", ipcEditPatch},
+		scenario[*ipcSession]{"TestIPCAskUserQuestion/single", ipcAskUserQuestion(ipcQuestion{"ASKUSER please", "Which color do you prefer?", `"Blue"`, "Blue"})},
+		scenario[*ipcSession]{"TestIPCAskUserQuestion/multi", ipcAskUserQuestion(ipcQuestion{"ASKMULTI please", "Which toppings do you want?", `["Cheese","Olives"]`, "Cheese,Olives"})},
+		scenario[*ipcSession]{"TestIPCFailingTool", ipcFailingTool},
+		scenario[*ipcSession]{"TestIPCParallelTools", ipcParallelTools},
+		scenario[*ipcSession]{"TestIPCSubagent", ipcSubagent},
+		scenario[*ipcSession]{"TestIPCInterruptMidStream", ipcInterruptMidStream},
+		scenario[*ipcSession]{"TestIPCInterruptPendingPermission", ipcInterruptPendingPermission},
+		scenario[*ipcSession]{"TestIPCSlashCost", ipcSlashCost},
+		scenario[*ipcSession]{"TestIPCAPIError", ipcAPIError},
+		scenario[*ipcSession]{"TestIPCImageAttachment", ipcImageAttachment},
+		scenario[*ipcSession]{"TestIPCQueuedAndIdle", ipcQueuedAndIdle},
+		scenario[*ipcSession]{"TestIPCBadInput", ipcBadInput},
+		scenario[*ipcSession]{"TestIPCAlignResumeRefusedBeforeAnyChild", ipcAlignResumeRefusedBeforeAnyChild},
+		scenario[*ipcSession]{"TestIPCInvalidUTF8IsParseError", ipcInvalidUTF8IsParseError},
+		scenario[*ipcSession]{"TestIPCModelChangeAndResumeRefuseBadValues", ipcModelChangeAndResumeRefuseBadValues},
+		scenario[*ipcSession]{"TestFaultTurnsIPCMerged", ipcFaultTurnsMerged},
+		scenario[*ipcSession]{"TestFaultTurnsIPCCancelQueued", ipcFaultTurnsCancelQueued},
+		scenario[*ipcSession]{"TestSteerIPC", ipcSteer},
+		scenario[*ipcSession]{"TestIPCModelChange", ipcModelChange},
+	)
+}
+
+// ipcBind points the session's helpers, and fakeAPI, at test t (see
+// inOneSession).
+func ipcBind(s *ipcSession, t *testing.T) {
+	s.b.t = t
+	useFakeAPI(t, s.b.api)
+}
+
 // TestIPCTextWithThinking: session_init before any input; a plain prompt
 // streams thinking_text and assistant_text partials then completes, then
 // cost_update and one turn_complete.
-func TestIPCTextWithThinking(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	sid := expectSessionInit(t, b)
+func ipcTextWithThinking(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
 	if extra := quiet(t, b, 300*time.Millisecond); len(extra) > 0 {
 		t.Logf("lines before the first prompt besides session_init:\n%s", lastLines(extra, 5))
 	}
@@ -137,109 +195,102 @@ func TestIPCTextWithThinking(t *testing.T) {
 // TestIPCWrite: a Write allowed (the file is written; tool_use_structured
 // type create) and denied (no file; the model is told the message); a
 // second answer to the same request is refused with unknown_request.
-func TestIPCWrite(t *testing.T) {
-	t.Parallel()
-	for _, allow := range []bool{true, false} {
-		t.Run(map[bool]string{true: "allowed", false: "denied"}[allow], func(t *testing.T) {
-			t.Parallel()
-			b := startIPC(t)
-			expectSessionInit(t, b)
-			var req []byte
-			lines := turnAnswering(t, b, "WRITEFILE please", func(r []byte) string {
-				if req != nil {
-					t.Errorf("a second permission request: %.300s", r)
-				}
-				req = r
-				if allow {
-					return allowAnswer(get(r, "request_id").Str)
-				}
-				return denyAnswer(get(r, "request_id").Str, "Denied by the ipc e2e test")
-			})
-			tc := complete(t, lines)
-			if req == nil {
-				t.Fatal("no control_request_forward for the Write")
+func ipcWrite(allow bool) func(t *testing.T, s *ipcSession) {
+	return func(t *testing.T, s *ipcSession) {
+		b := s.b
+		var req []byte
+		lines := turnAnswering(t, b, "WRITEFILE please", func(r []byte) string {
+			if req != nil {
+				t.Errorf("a second permission request: %.300s", r)
 			}
-			path := get(req, "input.file_path").Str
-			useID := get(req, "tool_use_id").Str
-			if get(req, "tool_name").Str != "Write" || get(req, "is_question").Bool() || !fileIn(path, b.dir, "written.txt") ||
-				get(req, "input.content").Str != "hello world\n" || useID == "" || get(req, "request_id").Str == "" {
-				t.Errorf("control_request_forward: %.600s", req)
-			}
-			for _, f := range []string{"display_name", "description", "decision_reason", "blocked_path", "permission_suggestions", "parent_tool_use_id", "requires_user_interaction"} {
-				if !get(req, f).Exists() {
-					t.Errorf("control_request_forward lacks %s", f)
-				}
-			}
-			// The tool_use is announced partial, then complete, before the request.
-			uses := ofType(lines, "tool_use")
-			if len(uses) != 2 || !get(uses[0], "is_partial").Bool() || get(uses[1], "is_partial").Bool() ||
-				get(uses[0], "tool_use_id").Str != useID || get(uses[1], "tool_use_id").Str != useID ||
-				get(uses[1], "input.file_path").Str != path || get(uses[0], "tool_name").Str != "Write" {
-				t.Errorf("tool_use lines (want partial then complete for %s):\n%s", useID, lastLines(uses, 4))
-			}
-			if indexOf(lines, func(l []byte) bool { return typeOf(l) == "tool_use" && !get(l, "is_partial").Bool() }) >
-				indexOf(lines, func(l []byte) bool { return typeOf(l) == "control_request_forward" }) {
-				t.Errorf("the permission request came before the complete tool_use")
-			}
-			res := first(lines, func(l []byte) bool { return typeOf(l) == "tool_result" && get(l, "tool_use_id").Str == useID })
-			if res == nil {
-				t.Fatalf("no tool_result for %s", useID)
-			}
-			structured := first(lines, func(l []byte) bool {
-				return typeOf(l) == "tool_use_structured" && get(l, "tool_use_id").Str == useID
-			})
-			data, statErr := os.ReadFile(path)
+			req = r
 			if allow {
-				if get(res, "is_error").Bool() || get(res, "tool_name").Str != "Write" {
-					t.Errorf("tool_result of the allowed Write: %.400s", res)
-				}
-				if statErr != nil || string(data) != "hello world\n" {
-					t.Errorf("the allowed Write left %q, %v at %s", data, statErr, path)
-				}
-				if structured == nil || get(structured, "tool_name").Str != "Write" ||
-					get(structured, "structured_result.type").Str != "create" ||
-					get(structured, "structured_result.filePath").Str != path ||
-					get(structured, "structured_result.content").Str != "hello world\n" {
-					t.Errorf("tool_use_structured of the Write (want type create): %.600s", structured)
-				}
-				if n := get(tc, "permission_denials.#").Int(); n != 0 {
-					t.Errorf("permission_denials has %d entries after allow", n)
-				}
-			} else {
-				if !get(res, "is_error").Bool() || !strings.Contains(get(res, "output").Str, "Denied by the ipc e2e test") {
-					t.Errorf("tool_result of the denied Write (want is_error and the deny message): %.400s", res)
-				}
-				if statErr == nil {
-					t.Errorf("the denied Write created %s", path)
-				}
-				if structured != nil {
-					t.Errorf("tool_use_structured for a denied Write: %.400s", structured)
-				}
-				if get(tc, "permission_denials.#").Int() != 1 || get(tc, "permission_denials.0.tool_use_id").Str != useID {
-					t.Errorf("turn_complete permission_denials after deny: %.600s", tc)
-				}
+				return allowAnswer(get(r, "request_id").Str)
 			}
-			// The request is settled: a second answer is refused.
-			b.send(allowAnswer(get(req, "request_id").Str))
-			e := expectError(t, b, "unknown_request", "request_id")
-			if get(e, "request_id").Str != get(req, "request_id").Str || get(e, "in_reply_to").Str != "tool_approval" {
-				t.Errorf("unknown_request error: %.400s", e)
-			}
-			complete(t, turn(t, b, "hello after the Write"))
+			return denyAnswer(get(r, "request_id").Str, "Denied by the ipc e2e test")
 		})
+		tc := complete(t, lines)
+		if req == nil {
+			t.Fatal("no control_request_forward for the Write")
+		}
+		path := get(req, "input.file_path").Str
+		useID := get(req, "tool_use_id").Str
+		if get(req, "tool_name").Str != "Write" || get(req, "is_question").Bool() || !fileIn(path, b.dir, "written.txt") ||
+			get(req, "input.content").Str != "hello world\n" || useID == "" || get(req, "request_id").Str == "" {
+			t.Errorf("control_request_forward: %.600s", req)
+		}
+		for _, f := range []string{"display_name", "description", "decision_reason", "blocked_path", "permission_suggestions", "parent_tool_use_id", "requires_user_interaction"} {
+			if !get(req, f).Exists() {
+				t.Errorf("control_request_forward lacks %s", f)
+			}
+		}
+		// The tool_use is announced partial, then complete, before the request.
+		uses := ofType(lines, "tool_use")
+		if len(uses) != 2 || !get(uses[0], "is_partial").Bool() || get(uses[1], "is_partial").Bool() ||
+			get(uses[0], "tool_use_id").Str != useID || get(uses[1], "tool_use_id").Str != useID ||
+			get(uses[1], "input.file_path").Str != path || get(uses[0], "tool_name").Str != "Write" {
+			t.Errorf("tool_use lines (want partial then complete for %s):\n%s", useID, lastLines(uses, 4))
+		}
+		if indexOf(lines, func(l []byte) bool { return typeOf(l) == "tool_use" && !get(l, "is_partial").Bool() }) >
+			indexOf(lines, func(l []byte) bool { return typeOf(l) == "control_request_forward" }) {
+			t.Errorf("the permission request came before the complete tool_use")
+		}
+		res := first(lines, func(l []byte) bool { return typeOf(l) == "tool_result" && get(l, "tool_use_id").Str == useID })
+		if res == nil {
+			t.Fatalf("no tool_result for %s", useID)
+		}
+		structured := first(lines, func(l []byte) bool {
+			return typeOf(l) == "tool_use_structured" && get(l, "tool_use_id").Str == useID
+		})
+		data, statErr := os.ReadFile(path)
+		if allow {
+			if get(res, "is_error").Bool() || get(res, "tool_name").Str != "Write" {
+				t.Errorf("tool_result of the allowed Write: %.400s", res)
+			}
+			if statErr != nil || string(data) != "hello world\n" {
+				t.Errorf("the allowed Write left %q, %v at %s", data, statErr, path)
+			}
+			if structured == nil || get(structured, "tool_name").Str != "Write" ||
+				get(structured, "structured_result.type").Str != "create" ||
+				get(structured, "structured_result.filePath").Str != path ||
+				get(structured, "structured_result.content").Str != "hello world\n" {
+				t.Errorf("tool_use_structured of the Write (want type create): %.600s", structured)
+			}
+			if n := get(tc, "permission_denials.#").Int(); n != 0 {
+				t.Errorf("permission_denials has %d entries after allow", n)
+			}
+		} else {
+			if !get(res, "is_error").Bool() || !strings.Contains(get(res, "output").Str, "Denied by the ipc e2e test") {
+				t.Errorf("tool_result of the denied Write (want is_error and the deny message): %.400s", res)
+			}
+			if statErr == nil {
+				t.Errorf("the denied Write created %s", path)
+			}
+			if structured != nil {
+				t.Errorf("tool_use_structured for a denied Write: %.400s", structured)
+			}
+			if get(tc, "permission_denials.#").Int() != 1 || get(tc, "permission_denials.0.tool_use_id").Str != useID {
+				t.Errorf("turn_complete permission_denials after deny: %.600s", tc)
+			}
+		}
+		// The request is settled: a second answer is refused.
+		b.send(allowAnswer(get(req, "request_id").Str))
+		e := expectError(t, b, "unknown_request", "request_id")
+		if get(e, "request_id").Str != get(req, "request_id").Str || get(e, "in_reply_to").Str != "tool_approval" {
+			t.Errorf("unknown_request error: %.400s", e)
+		}
+		complete(t, turn(t, b, "hello after the Write"))
 	}
 }
 
 // TestIPCEditPatch: Read (auto-allowed) then Edit (allowed): the Edit's
 // tool_use_structured carries the structuredPatch hunk.
-func TestIPCEditPatch(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
+func ipcEditPatch(t *testing.T, s *ipcSession) {
+	b := s.b
 	target := filepath.Join(b.dir, "edit_target.txt")
 	if err := os.WriteFile(target, []byte("line one\nline two\nline three\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	expectSessionInit(t, b)
 	var asked []string
 	lines := turnAnswering(t, b, "EDITFILE please", func(r []byte) string {
 		asked = append(asked, get(r, "tool_name").Str)
@@ -280,65 +331,56 @@ func TestIPCEditPatch(t *testing.T) {
 	}
 }
 
+// ipcQuestion is a question the fake model asks when prompted, and its
+// answer.
+type ipcQuestion struct{ prompt, question, answer, want string }
+
 // TestIPCAskUserQuestion: a single-select and a multi-select question,
 // answered with question_answer (labels comma-joined for multi-select).
-func TestIPCAskUserQuestion(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name, prompt, question, answer, want string
-	}{
-		{"single", "ASKUSER please", "Which color do you prefer?", `"Blue"`, "Blue"},
-		{"multi", "ASKMULTI please", "Which toppings do you want?", `["Cheese","Olives"]`, "Cheese,Olives"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			b := startIPC(t)
-			expectSessionInit(t, b)
-			b.send(userMessage(c.prompt))
-			lines := ipcUntil(t, b, "the question", func(l []byte) bool {
-				if isTerminal(l) {
-					t.Fatalf("the turn ended before the question: %.400s", l)
-				}
-				return typeOf(l) == "control_request_forward"
-			})
-			req := lines[len(lines)-1]
-			id := get(req, "request_id").Str
-			if get(req, "tool_name").Str != "AskUserQuestion" || !get(req, "is_question").Bool() ||
-				!get(req, "requires_user_interaction").Bool() || get(req, "input.questions.0.question").Str != c.question {
-				t.Fatalf("control_request_forward for the question: %.600s", req)
+func ipcAskUserQuestion(c ipcQuestion) func(t *testing.T, s *ipcSession) {
+	return func(t *testing.T, s *ipcSession) {
+		b := s.b
+		b.send(userMessage(c.prompt))
+		lines := ipcUntil(t, b, "the question", func(l []byte) bool {
+			if isTerminal(l) {
+				t.Fatalf("the turn ended before the question: %.400s", l)
 			}
-			// An answer to a question the request does not ask is refused
-			// and leaves the request open.
-			b.send(`{"type":"question_answer","request_id":` + jsonStr(id) + `,"answers":{"Which pet?":"Cat"}}`)
-			expectError(t, b, "invalid_value", "")
-			b.send(`{"type":"question_answer","request_id":` + jsonStr(id) + `,"answers":{` + jsonStr(c.question) + `:` + c.answer + `}}`)
-			rest := finishTurn(t, b, nil)
-			complete(t, rest)
-			useID := get(req, "tool_use_id").Str
-			st := first(rest, func(l []byte) bool {
-				return typeOf(l) == "tool_use_structured" && get(l, "tool_use_id").Str == useID
-			})
-			if st == nil || get(st, "structured_result.answers").Get(gjson.Escape(c.question)).Str != c.want {
-				t.Errorf("tool_use_structured answers (want %q): %.600s", c.want, st)
-			}
-			res := first(rest, func(l []byte) bool { return typeOf(l) == "tool_result" && get(l, "tool_use_id").Str == useID })
-			if res == nil || get(res, "is_error").Bool() || !strings.Contains(get(res, "output").Str, `="`+c.want+`"`) {
-				t.Errorf("tool_result of the question (want =%q): %.400s", c.want, res)
-			}
-			if n := len(ofType(rest, "control_request_cancelled")); n != 0 {
-				t.Errorf("%d control_request_cancelled for an answered question", n)
-			}
+			return typeOf(l) == "control_request_forward"
 		})
+		req := lines[len(lines)-1]
+		id := get(req, "request_id").Str
+		if get(req, "tool_name").Str != "AskUserQuestion" || !get(req, "is_question").Bool() ||
+			!get(req, "requires_user_interaction").Bool() || get(req, "input.questions.0.question").Str != c.question {
+			t.Fatalf("control_request_forward for the question: %.600s", req)
+		}
+		// An answer to a question the request does not ask is refused
+		// and leaves the request open.
+		b.send(`{"type":"question_answer","request_id":` + jsonStr(id) + `,"answers":{"Which pet?":"Cat"}}`)
+		expectError(t, b, "invalid_value", "")
+		b.send(`{"type":"question_answer","request_id":` + jsonStr(id) + `,"answers":{` + jsonStr(c.question) + `:` + c.answer + `}}`)
+		rest := finishTurn(t, b, nil)
+		complete(t, rest)
+		useID := get(req, "tool_use_id").Str
+		st := first(rest, func(l []byte) bool {
+			return typeOf(l) == "tool_use_structured" && get(l, "tool_use_id").Str == useID
+		})
+		if st == nil || get(st, "structured_result.answers").Get(gjson.Escape(c.question)).Str != c.want {
+			t.Errorf("tool_use_structured answers (want %q): %.600s", c.want, st)
+		}
+		res := first(rest, func(l []byte) bool { return typeOf(l) == "tool_result" && get(l, "tool_use_id").Str == useID })
+		if res == nil || get(res, "is_error").Bool() || !strings.Contains(get(res, "output").Str, `="`+c.want+`"`) {
+			t.Errorf("tool_result of the question (want =%q): %.400s", c.want, res)
+		}
+		if n := len(ofType(rest, "control_request_cancelled")); n != 0 {
+			t.Errorf("%d control_request_cancelled for an answered question", n)
+		}
 	}
 }
 
 // TestIPCFailingTool: a Read of a missing file gives tool_result is_error
 // true, without the <tool_use_error> wrapping, and the turn completes.
-func TestIPCFailingTool(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	expectSessionInit(t, b)
+func ipcFailingTool(t *testing.T, s *ipcSession) {
+	b := s.b
 	lines := turn(t, b, "READMISSING please")
 	tc := complete(t, lines)
 	res := ofType(lines, "tool_result")
@@ -360,13 +402,11 @@ func TestIPCFailingTool(t *testing.T) {
 
 // TestIPCParallelTools: one assistant message with a Read and two Bash
 // calls; both Bash prompts allowed; three results.
-func TestIPCParallelTools(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
+func ipcParallelTools(t *testing.T, s *ipcSession) {
+	b := s.b
 	if err := os.WriteFile(filepath.Join(b.dir, "hello.txt"), []byte("hello world\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	expectSessionInit(t, b)
 	var asked []string
 	lines := turnAnswering(t, b, "PARALLEL please", func(r []byte) string {
 		asked = append(asked, get(r, "tool_name").Str)
@@ -417,13 +457,11 @@ func TestIPCParallelTools(t *testing.T) {
 
 // TestIPCSubagent: the subagent's tool calls and results carry
 // parent_tool_use_id = the Agent tool_use id; the main thread's null.
-func TestIPCSubagent(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
+func ipcSubagent(t *testing.T, s *ipcSession) {
+	b := s.b
 	if err := os.WriteFile(filepath.Join(b.dir, "hello.txt"), []byte("hello world\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	expectSessionInit(t, b)
 	lines := turnAnswering(t, b, "SUBAGENT please", allowAll)
 	tc := complete(t, lines)
 	agent := first(lines, func(l []byte) bool {
@@ -472,10 +510,8 @@ func TestIPCSubagent(t *testing.T) {
 
 // TestIPCInterruptMidStream: interrupt while text streams ends the turn with
 // turn_cancelled (aborted_streaming); the session goes on.
-func TestIPCInterruptMidStream(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	sid := expectSessionInit(t, b)
+func ipcInterruptMidStream(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
 	b.send(userMessage("SLOW please"))
 	ipcUntil(t, b, "streaming text", func(l []byte) bool {
 		if isTerminal(l) {
@@ -513,10 +549,8 @@ func TestIPCInterruptMidStream(t *testing.T) {
 // TestIPCInterruptPendingPermission: interrupt while a permission prompt is
 // open: control_request_cancelled for it, then turn_cancelled; an answer to
 // the withdrawn request is refused; the session goes on.
-func TestIPCInterruptPendingPermission(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	expectSessionInit(t, b)
+func ipcInterruptPendingPermission(t *testing.T, s *ipcSession) {
+	b := s.b
 	b.send(userMessage("BASH please"))
 	lines := ipcUntil(t, b, "the permission request", func(l []byte) bool {
 		if isTerminal(l) {
@@ -555,10 +589,8 @@ func TestIPCInterruptPendingPermission(t *testing.T) {
 
 // TestIPCSlashCost: /cost gives an assistant_text with source
 // slash_command and a turn_complete.
-func TestIPCSlashCost(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	expectSessionInit(t, b)
+func ipcSlashCost(t *testing.T, s *ipcSession) {
+	b := s.b
 	complete(t, turn(t, b, "hello there"))
 	lines := turn(t, b, "/cost")
 	tc := complete(t, lines)
@@ -580,10 +612,8 @@ func TestIPCSlashCost(t *testing.T) {
 
 // TestIPCAPIError: an HTTP 400 from the API ends the turn with
 // turn_complete, is_error true and api_error set; the session goes on.
-func TestIPCAPIError(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	expectSessionInit(t, b)
+func ipcAPIError(t *testing.T, s *ipcSession) {
+	b := s.b
 	lines := turn(t, b, "APIERR400 now")
 	tc := lines[len(lines)-1]
 	if typeOf(tc) != "turn_complete" || !get(tc, "is_error").Bool() || get(tc, "result_class").Str != "api_error" ||
@@ -602,10 +632,8 @@ func TestIPCAPIError(t *testing.T) {
 }
 
 // TestIPCImageAttachment: a PNG attachment reaches the model as one image.
-func TestIPCImageAttachment(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	expectSessionInit(t, b)
+func ipcImageAttachment(t *testing.T, s *ipcSession) {
+	b := s.b
 	lines := turn(t, b, userMessage("IMAGECHECK what is in this image?", imageAttachment("image/png", pngB64)))
 	complete(t, lines)
 	text := first(lines, func(l []byte) bool { return typeOf(l) == "assistant_text" && !get(l, "is_partial").Bool() })
@@ -615,16 +643,20 @@ func TestIPCImageAttachment(t *testing.T) {
 }
 
 // TestIPCModelChange: model_change answers with "Set model to" and a
-// system_metadata with the new model, and the next turn uses it.
-func TestIPCModelChange(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	expectSessionInit(t, b)
-	lines := turn(t, b, "hello there")
+// system_metadata with the new model, and the next turn uses it. The
+// model before the change is another: the one the API was asked for, and
+// the system_metadata's when the turn is the session's first (only the
+// first turn has one; TestIPCTextWithThinking checks that it has).
+func ipcModelChange(t *testing.T, s *ipcSession) {
+	b := s.b
+	before := token("before")
+	lines := turn(t, b, "hello "+before)
 	complete(t, lines)
-	meta := ofType(lines, "system_metadata")
-	if len(meta) == 0 || get(meta[0], "model").Str == "claude-sonnet-4-5" {
+	if meta := ofType(lines, "system_metadata"); len(meta) > 0 && get(meta[0], "model").Str == "claude-sonnet-4-5" {
 		t.Fatalf("system_metadata of the first turn: %.300s", meta)
+	}
+	if r := modelRequestIn(t, b.api, before); r.Model == "" || r.Model == "claude-sonnet-4-5" {
+		t.Fatalf("the turn before model_change asked the API for model %q", r.Model)
 	}
 
 	b.send(`{"type":"model_change","model":"claude-sonnet-4-5"}`)
@@ -659,7 +691,7 @@ func TestIPCModelChange(t *testing.T) {
 			t.Errorf("system_metadata after the change has model %q", get(m, "model").Str)
 		}
 	}
-	if r := modelRequest(t, tok); r.Model != "claude-sonnet-4-5" {
+	if r := modelRequestIn(t, b.api, tok); r.Model != "claude-sonnet-4-5" {
 		t.Errorf("the turn after model_change asked the API for model %q", r.Model)
 	}
 
@@ -670,10 +702,8 @@ func TestIPCModelChange(t *testing.T) {
 // TestIPCPermissionMode: permission_mode acceptEdits gives a
 // system_metadata with it, and a Write runs without a prompt; an invalid
 // mode is a control_request_failed error; back to default.
-func TestIPCPermissionMode(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t, "--", "--mcp-config", `{"mcpServers":{"broken":{"command":"/nonexistent/ccbridge-e2e-mcp"}}}`)
-	expectSessionInit(t, b)
+func ipcPermissionMode(t *testing.T, s *ipcSession) {
+	b := s.b
 	complete(t, turn(t, b, "hello there"))
 
 	// Queries to the CLI (the query message), each answered by its
@@ -764,10 +794,8 @@ func TestIPCPermissionMode(t *testing.T) {
 // TestIPCSessionCommands: new, resume, fork and continue respawn the CLI;
 // session_init carries the resulting id, and the model sees the history of
 // the resumed or forked session (the fake model's request bodies).
-func TestIPCSessionCommands(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	s1 := expectSessionInit(t, b)
+func ipcSessionCommands(t *testing.T, s *ipcSession) {
+	b, s1 := s.b, s.sid
 	tokA := token("alpha")
 	complete(t, turn(t, b, "hello "+tokA))
 
@@ -917,14 +945,42 @@ func TestIPCStartFlags(t *testing.T) {
 	stop(b)
 }
 
+// TestIPCChildKilled: the ipc scenarios that replace the CLI and then go
+// on in the same session (after a kill the next user_message resumes it
+// in a new CLI; session_command resume of the session starts one), each a
+// subtest named for the test it was alone, one after the other in one
+// ccbridge (see inOneSession): one CLI start, and one again after each
+// kill or resume, where each scenario alone started two. "first turn
+// streaming" is the session's first turn; TestIPCSessionCommands, which
+// leaves ccbridge in other sessions, the last. None lets a Bash run, whose
+// file two of them check is not there. --interrupt-timeout 2s is
+// TestFaultStdinIPCStoppedCLI/interrupt's; the others send no interrupt
+// message.
+func TestIPCChildKilled(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T) *ipcSession {
+		t.Helper()
+		b := startIPC(t, "--interrupt-timeout", "2s")
+		return &ipcSession{b: b, sid: expectSessionInit(t, b)}
+	}
+	inOneSession(t, open, ipcBind,
+		scenario[*ipcSession]{"TestIPCChildKilledOtherTimes/first turn streaming", ipcKilledFirstTurnStreaming},
+		scenario[*ipcSession]{"TestIPCChildKilledMidTurn", ipcChildKilledMidTurn},
+		scenario[*ipcSession]{"TestIPCChildKilledOtherTimes/with a queued prompt", ipcKilledWithAQueuedPrompt},
+		scenario[*ipcSession]{"TestIPCChildKilledOtherTimes/between turns", ipcKilledBetweenTurns},
+		scenario[*ipcSession]{"TestFaultTurnsIPCKilled/input open", ipcFaultTurnsKilledInputOpen},
+		scenario[*ipcSession]{"TestIPCSessionCommandMidTurn", ipcSessionCommandMidTurn},
+		scenario[*ipcSession]{"TestFaultStdinIPCStoppedCLI/interrupt", ipcStoppedCLIInterrupt},
+		scenario[*ipcSession]{"TestIPCSessionCommands", ipcSessionCommands},
+	)
+}
+
 // TestIPCChildKilledMidTurn: the CLI is killed while a permission prompt is
 // open: control_request_cancelled for it, the turn ends with one error
 // child_exited (recoverable false); the next user_message resumes the same
 // session in a new CLI.
-func TestIPCChildKilledMidTurn(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	sid := expectSessionInit(t, b)
+func ipcChildKilledMidTurn(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
 	tokA := token("alpha")
 	complete(t, turn(t, b, "hello "+tokA))
 
@@ -979,7 +1035,7 @@ func TestIPCChildKilledMidTurn(t *testing.T) {
 	if np := b.childPID(); np == pid {
 		t.Errorf("the CLI was not respawned (pid %d)", np)
 	}
-	if !seenByModel(t, tokB, tokA) {
+	if !seenByModelIn(t, b.api, tokB, tokA) {
 		t.Errorf("the respawned CLI did not resume the session's history")
 	}
 	if _, err := os.Stat(filepath.Join(b.dir, "bash_touched.txt")); err == nil {
@@ -1001,89 +1057,85 @@ func killChild(t *testing.T, b *bridge) int {
 // session's first turn (error recoverable false), and between turns (error
 // recoverable true, not a terminal message); either way the next
 // user_message continues the same session.
-func TestIPCChildKilledOtherTimes(t *testing.T) {
-	t.Parallel()
-	t.Run("first turn streaming", func(t *testing.T) {
-		t.Parallel()
-		b := startIPC(t)
-		sid := expectSessionInit(t, b)
-		tokA := token("alpha")
-		b.send(userMessage("SLOW " + tokA))
-		ipcUntil(t, b, "streaming text", func(l []byte) bool {
-			if isTerminal(l) {
-				t.Fatalf("the turn ended before it streamed: %.400s", l)
-			}
-			return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
-		})
-		killChild(t, b)
-		lines := finishTurn(t, b, nil)
-		last := lines[len(lines)-1]
-		if typeOf(last) != "error" || get(last, "code").Str != "child_exited" || get(last, "exit_code").Int() != int64(128+syscall.SIGKILL) {
-			t.Fatalf("the killed turn ended with %.400s", last)
+func ipcKilledFirstTurnStreaming(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
+	tokA := token("alpha")
+	b.send(userMessage("SLOW " + tokA))
+	ipcUntil(t, b, "streaming text", func(l []byte) bool {
+		if isTerminal(l) {
+			t.Fatalf("the turn ended before it streamed: %.400s", l)
 		}
-		tokB := token("bravo")
-		lines = turn(t, b, "hello "+tokB)
-		complete(t, lines)
-		noSessionChange(t, lines, sid)
-		if ids := sessionInits(lines); len(ids) != 0 {
-			t.Errorf("the session was announced again: %v", ids)
-		}
-		if !seenByModel(t, tokB, tokA) {
-			t.Errorf("the respawned CLI did not resume the session's history")
-		}
+		return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
 	})
-	t.Run("with a queued prompt", func(t *testing.T) {
-		t.Parallel()
-		// Two prompts are outstanding when the CLI dies: each must still
-		// end with exactly one terminal message.
-		b := startIPC(t)
-		sid := expectSessionInit(t, b)
-		b.send(userMessage("SLOW please"))
-		ipcUntil(t, b, "streaming text", func(l []byte) bool {
-			if isTerminal(l) {
-				t.Fatalf("the turn ended before it streamed: %.400s", l)
-			}
-			return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
-		})
-		b.send(userMessage("hello queued"))
-		// The CLI has read it once it has saved its second enqueue.
-		waitSessionFile(t, sessionFile(t, b.home, b.dir, sid), "the queued prompt", 2, isEnqueue)
-		killChild(t, b)
-		lines := ipcUntil(t, b, "the first terminal message", isTerminal)
-		lines = append(lines, quiet(t, b, 2*time.Second)...)
-		var terminals []string
-		for _, l := range lines {
-			if isTerminal(l) {
-				terminals = append(terminals, typeOf(l)+"/"+get(l, "code").Str+get(l, "reason").Str)
-			}
+	killChild(t, b)
+	lines := finishTurn(t, b, nil)
+	last := lines[len(lines)-1]
+	if typeOf(last) != "error" || get(last, "code").Str != "child_exited" || get(last, "exit_code").Int() != int64(128+syscall.SIGKILL) {
+		t.Fatalf("the killed turn ended with %.400s", last)
+	}
+	tokB := token("bravo")
+	lines = turn(t, b, "hello "+tokB)
+	complete(t, lines)
+	noSessionChange(t, lines, sid)
+	if ids := sessionInits(lines); len(ids) != 0 {
+		t.Errorf("the session was announced again: %v", ids)
+	}
+	if !seenByModelIn(t, b.api, tokB, tokA) {
+		t.Errorf("the respawned CLI did not resume the session's history")
+	}
+}
+
+func ipcKilledWithAQueuedPrompt(t *testing.T, s *ipcSession) {
+	// Two prompts are outstanding when the CLI dies: each must still
+	// end with exactly one terminal message.
+	b, sid := s.b, s.sid
+	file := sessionFile(t, b.home, b.dir, sid)
+	data, _ := os.ReadFile(file)
+	before := count(bytes.Split(data, []byte("\n")), isEnqueue)
+	b.send(userMessage("SLOW please"))
+	ipcUntil(t, b, "streaming text", func(l []byte) bool {
+		if isTerminal(l) {
+			t.Fatalf("the turn ended before it streamed: %.400s", l)
 		}
-		if len(terminals) != 2 {
-			t.Errorf("%d terminal messages %v for the 2 outstanding prompts when the CLI died, want 2", len(terminals), terminals)
-		}
-		complete(t, turn(t, b, "hello after"))
+		return typeOf(l) == "assistant_text" && get(l, "is_partial").Bool()
 	})
-	t.Run("between turns", func(t *testing.T) {
-		t.Parallel()
-		b := startIPC(t)
-		sid := expectSessionInit(t, b)
-		tokA := token("alpha")
-		complete(t, turn(t, b, "hello "+tokA))
-		killChild(t, b)
-		l, err := recv(t, b, ipcWait)
-		if err != nil || typeOf(l) != "error" || get(l, "code").Str != "child_exited" || get(l, "recoverable").Type != gjson.True {
-			t.Fatalf("after the idle CLI was killed: %v %.400s", err, l)
+	b.send(userMessage("hello queued"))
+	// The CLI has read it once it has saved its second enqueue.
+	waitSessionFile(t, file, "the queued prompt", before+2, isEnqueue)
+	killChild(t, b)
+	lines := ipcUntil(t, b, "the first terminal message", isTerminal)
+	lines = append(lines, quiet(t, b, 2*time.Second)...)
+	var terminals []string
+	for _, l := range lines {
+		if isTerminal(l) {
+			terminals = append(terminals, typeOf(l)+"/"+get(l, "code").Str+get(l, "reason").Str)
 		}
-		for _, x := range quiet(t, b, ipcQuiet) {
-			t.Errorf("another line after child_exited: %.400s", x)
-		}
-		tokB := token("bravo")
-		lines := turn(t, b, "hello "+tokB)
-		complete(t, lines)
-		noSessionChange(t, lines, sid)
-		if !seenByModel(t, tokB, tokA) {
-			t.Errorf("the respawned CLI did not resume the session's history")
-		}
-	})
+	}
+	if len(terminals) != 2 {
+		t.Errorf("%d terminal messages %v for the 2 outstanding prompts when the CLI died, want 2", len(terminals), terminals)
+	}
+	complete(t, turn(t, b, "hello after"))
+}
+
+func ipcKilledBetweenTurns(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
+	tokA := token("alpha")
+	complete(t, turn(t, b, "hello "+tokA))
+	killChild(t, b)
+	l, err := recv(t, b, ipcWait)
+	if err != nil || typeOf(l) != "error" || get(l, "code").Str != "child_exited" || get(l, "recoverable").Type != gjson.True {
+		t.Fatalf("after the idle CLI was killed: %v %.400s", err, l)
+	}
+	for _, x := range quiet(t, b, ipcQuiet) {
+		t.Errorf("another line after child_exited: %.400s", x)
+	}
+	tokB := token("bravo")
+	lines := turn(t, b, "hello "+tokB)
+	complete(t, lines)
+	noSessionChange(t, lines, sid)
+	if !seenByModelIn(t, b.api, tokB, tokA) {
+		t.Errorf("the respawned CLI did not resume the session's history")
+	}
 }
 
 // TestIPCForkKilledBeforeFirstTurn: ccbridge started with --resume ID
@@ -1128,10 +1180,8 @@ func TestIPCForkKilledBeforeFirstTurn(t *testing.T) {
 // TestIPCSessionCommandMidTurn: a session_command while a permission prompt
 // is open cancels the prompt and the turn (one turn_cancelled, reason
 // session_command); the resumed session goes on.
-func TestIPCSessionCommandMidTurn(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	sid := expectSessionInit(t, b)
+func ipcSessionCommandMidTurn(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
 	tokA := token("alpha")
 	complete(t, turn(t, b, "hello "+tokA))
 	b.send(userMessage("BASH please"))
@@ -1159,7 +1209,7 @@ func TestIPCSessionCommandMidTurn(t *testing.T) {
 	if ids := sessionInits(lines); len(ids) != 0 {
 		t.Errorf("resuming the current session announced it again: %v", ids)
 	}
-	if !seenByModel(t, tokB, tokA) {
+	if !seenByModelIn(t, b.api, tokB, tokA) {
 		t.Errorf("after resume the model did not get the session's history")
 	}
 	if _, err := os.Stat(filepath.Join(b.dir, "bash_touched.txt")); err == nil {
@@ -1169,10 +1219,8 @@ func TestIPCSessionCommandMidTurn(t *testing.T) {
 
 // TestIPCQueuedAndIdle: two prompts sent at once get one turn_complete
 // each; an interrupt while idle does nothing.
-func TestIPCQueuedAndIdle(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	sid := expectSessionInit(t, b)
+func ipcQueuedAndIdle(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
 	b.send(userMessage("hello one"))
 	b.send(userMessage("hello two"))
 	first := ipcUntil(t, b, "the first turn's end", isTerminal)
@@ -1190,10 +1238,8 @@ func TestIPCQueuedAndIdle(t *testing.T) {
 
 // TestIPCBadInput: every malformed inbound line gives one recoverable error
 // naming the problem, nothing reaches the CLI, and the session goes on.
-func TestIPCBadInput(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	expectSessionInit(t, b)
+func ipcBadInput(t *testing.T, s *ipcSession) {
+	b := s.b
 	refused := token("refused")
 	big := base64.StdEncoding.EncodeToString(append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 5<<20)...))
 	jpeg := base64.StdEncoding.EncodeToString([]byte{0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 'J', 'F', 'I', 'F', 0})
@@ -1239,7 +1285,7 @@ func TestIPCBadInput(t *testing.T) {
 	tok := token("after")
 	lines := turn(t, b, userMessage("hello "+tok, `{"kind":"text","name":"notes.txt","content":"attached `+tok+`"}`))
 	complete(t, lines)
-	r := modelRequest(t, tok)
+	r := modelRequestIn(t, b.api, tok)
 	if !bytes.Contains(r.Body, []byte("hello "+tok)) || !bytes.Contains(r.Body, []byte("attached "+tok)) {
 		t.Errorf("the model did not get both the text and the text attachment")
 	}
@@ -1265,15 +1311,30 @@ func TestIPCBadInput(t *testing.T) {
 
 // ---- what every dialect on the session core does the same way (docs/design.md)
 
+// TestIPCLineCap: the two ipc scenarios with a CLI line cap, each a
+// subtest named for the test it was alone, in one ccbridge and one CLI
+// session (see inOneSession). The cap is TestIPCAlignCLILineTooLong's
+// (--max-cli-line 100000); a 300 kB text's assistant and result lines,
+// which TestFaultToolongIPC is about, are over it as over tooLongCap.
+func TestIPCLineCap(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T) *ipcSession {
+		t.Helper()
+		b := startIPC(t, "--max-cli-line", "100000")
+		return &ipcSession{b: b, sid: expectSessionInit(t, b)}
+	}
+	inOneSession(t, open, ipcBind,
+		scenario[*ipcSession]{"TestIPCAlignCLILineTooLong", ipcAlignCLILineTooLong},
+		scenario[*ipcSession]{"TestFaultToolongIPC", ipcToolong},
+	)
+}
+
 // TestIPCAlignCLILineTooLong: a CLI line over --max-cli-line (here the
 // assistant message and the result of a 300 kB text) is dropped and
 // reported as error line_too_long; the turn, whose result was dropped,
 // still ends (turn_complete with is_error), and the session goes on.
-func TestIPCAlignCLILineTooLong(t *testing.T) {
-	t.Parallel()
-	home, cwd := t.TempDir(), t.TempDir()
-	b := startBridge(t, []string{"--ui", "ipc", "--cwd", cwd, "--max-cli-line", "100000"}, "HOME="+home)
-	expectSessionInit(t, b)
+func ipcAlignCLILineTooLong(t *testing.T, s *ipcSession) {
+	b := s.b
 	lines := turn(t, b, "BIGTEXT 300000")
 	e := first(lines, func(l []byte) bool { return typeOf(l) == "error" && get(l, "code").Str == "line_too_long" })
 	if e == nil || !get(e, "recoverable").Bool() || !strings.Contains(get(e, "message").Str, "CLI line") {
@@ -1292,11 +1353,9 @@ func TestIPCAlignCLILineTooLong(t *testing.T) {
 // session whose file holds no conversation is refused with
 // session_not_found before the CLI is stopped, and the session goes on in
 // the same CLI.
-func TestIPCAlignResumeRefusedBeforeAnyChild(t *testing.T) {
-	t.Parallel()
-	home, cwd := t.TempDir(), t.TempDir()
-	b := startBridge(t, []string{"--ui", "ipc", "--cwd", cwd}, "HOME="+home)
-	sid := expectSessionInit(t, b)
+func ipcAlignResumeRefusedBeforeAnyChild(t *testing.T, s *ipcSession) {
+	b, sid := s.b, s.sid
+	home, cwd := b.home, b.dir
 	complete(t, turn(t, b, "hello "+token("first")))
 	pid := b.childPID()
 

@@ -25,13 +25,55 @@ import (
 	"github.com/ccbridge/ccbridge/session/clifiles"
 )
 
+// rpcSession is the ccbridge --ui rpc that TestRPCOneSession's scenarios
+// share: its working directory (over 200 characters, for
+// TestRPCAlignSessionListLongCWD) and HOME.
+type rpcSession struct {
+	c         *rpcConn
+	home, dir string
+}
+
+// TestRPCOneSession: the rpc scenarios that leave the connection as they
+// found it (no run, the same CLI), each a subtest named for the test it
+// was alone, in one ccbridge and one CLI, run after run (see
+// inOneSession): one CLI start for eight rules, then the end of input that
+// ended each of them, with the dialect's rules checked on every line the
+// connection saw (rpcConn.close). Each scenario sends its own initialize
+// (a UI may send it again; the UI capabilities are the same, none). The
+// working directory's long path is TestRPCAlignSessionListLongCWD's;
+// --permission-mode default is TestSteerRPC's (and the CLI's default).
+func TestRPCOneSession(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T) *rpcSession {
+		t.Helper()
+		home := t.TempDir()
+		dir := filepath.Join(t.TempDir(), strings.Repeat("a", 70), strings.Repeat("b", 70), strings.Repeat("c", 70))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return &rpcSession{c: startRPC(t, []string{"--cwd", dir, "--permission-mode", "default"}, "HOME="+home), home: home, dir: dir}
+	}
+	bind := func(s *rpcSession, t *testing.T) { s.c.t, s.c.b.t = t, t }
+	inOneSession(t, open, bind,
+		scenario[*rpcSession]{"TestRPCRunLifecycle", rpcRunLifecycle},
+		scenario[*rpcSession]{"TestRPCModelSetRefusesBadNames", rpcModelSetRefusesBadNames},
+		scenario[*rpcSession]{"TestRPCInvalidUTF8IsParseError", rpcInvalidUTF8IsParseError},
+		scenario[*rpcSession]{"TestRPCAlignResumeRefusedBeforeAnyChild", rpcAlignResumeRefusedBeforeAnyChild},
+		scenario[*rpcSession]{"TestRPCAlignSessionListLongCWD", rpcAlignSessionListLongCWD},
+		scenario[*rpcSession]{"TestSteerRPC", rpcSteer},
+		scenario[*rpcSession]{"TestFaultTurnsRPC/three at once", rpcFaultTurnsThreeAtOnce},
+		scenario[*rpcSession]{"TestFaultNoPayloadInWarnings/rpc-debug", func(t *testing.T, s *rpcSession) {
+			noPayloadCheck(t, s.c.b, noPayloadRPCDebug, func() {})
+		}},
+		scenario[*rpcSession]{"end of input", func(t *testing.T, s *rpcSession) { s.c.close() }},
+	)
+}
+
 // TestRPCRunLifecycle: initialize, a run with its events, bad input of
 // every kind, a busy runtime, run.cancel mid-stream (idempotent, retried,
 // nothing after cancelled), the dedupe window, and the connection going on.
-func TestRPCRunLifecycle(t *testing.T) {
-	t.Parallel()
-	c := startRPC(t, nil)
-
+func rpcRunLifecycle(t *testing.T, s *rpcSession) {
+	c := s.c
 	init := c.initialize("")
 	if init.Get("protocol_version").Str != "0" || init.Get("server.name").Str != "ccbridge" {
 		t.Errorf("initialize: %s", init.Raw)
@@ -150,7 +192,6 @@ func TestRPCRunLifecycle(t *testing.T) {
 			t.Errorf("a second run from a retried run.start: %s", l)
 		}
 	}
-	c.close()
 }
 
 // TestRPCShellExec: shell.exec with its exit code, stderr, timeout, output
@@ -630,18 +671,16 @@ func TestRPCSessions(t *testing.T) {
 	if s := list.Get(`#(session_id=="` + old + `")`); s.Get("message_count").Int() != 4 || s.Get("last_user_message").Str != "hello again "+again {
 		t.Errorf("the old session after resuming it: %s (current %s)", list.Raw, cur)
 	}
-	c.close()
 
-	// A session folder that cannot be read.
-	home2, dir2 := t.TempDir(), t.TempDir()
-	bad := filepath.Join(home2, ".claude", "projects")
-	if err := os.MkdirAll(bad, 0o755); err != nil {
+	// A session folder that cannot be read: the working directory's
+	// project folder is a file now (in the same connection, which has no
+	// run: a connection of its own would start a CLI only for this).
+	if err := os.Rename(projects, projects+".moved"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bad, clifiles.ProjectDirName(mustReal(t, dir2))), []byte("not a folder"), 0o644); err != nil {
+	if err := os.WriteFile(projects, []byte("not a folder"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c = startRPC(t, []string{"--cwd", dir2}, "HOME="+home2)
 	c.rpcError(c.call("session.list", `{}`), rpc.CodeSessionListFailed)
 	c.close()
 }
@@ -671,14 +710,38 @@ func alignStarts(c *rpcConn) int {
 	return n
 }
 
+// TestRPCLineCap: the rpc scenarios with a CLI line cap, each a
+// subtest named for the test it was alone, in one ccbridge and one CLI
+// (see inOneSession), then the end of input with the dialect's rules
+// checked on every line. The cap is TestRPCAlignCLILineTooLong's
+// (--max-cli-line 100000: under it the text deltas still pass, which it
+// checks); the 300 kB lines of TestFaultToolongRPC are over it as over
+// tooLongCap. The log level is info, which TestFaultNoPayloadInWarnings/rpc
+// is about (the CLI starts TestRPCAlignCLILineTooLong counts are logged
+// at info).
+func TestRPCLineCap(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T) *rpcSession {
+		return &rpcSession{c: startRPC(t, []string{"--max-cli-line", "100000"}, "CCBRIDGE_LOG_LEVEL=info")}
+	}
+	bind := func(s *rpcSession, t *testing.T) { s.c.t, s.c.b.t = t, t }
+	inOneSession(t, open, bind,
+		scenario[*rpcSession]{"TestRPCAlignCLILineTooLong", rpcAlignCLILineTooLong},
+		scenario[*rpcSession]{"TestFaultToolongRPC", rpcToolong},
+		scenario[*rpcSession]{"TestFaultNoPayloadInWarnings/rpc", func(t *testing.T, s *rpcSession) {
+			noPayloadCheck(t, s.c.b, noPayloadRPC, func() {})
+		}},
+		scenario[*rpcSession]{"end of input", func(t *testing.T, s *rpcSession) { s.c.close() }},
+	)
+}
+
 // TestRPCAlignCLILineTooLong: with --max-cli-line 100000, BIGTEXT 300000
 // makes the CLI write an assistant line and a result line over the limit.
 // Each is reported with runtime.error on the run; the CLI, asked, is idle,
 // so the run ends with error; the text still reached the UI as deltas, and
 // the next run works in the same CLI.
-func TestRPCAlignCLILineTooLong(t *testing.T) {
-	t.Parallel()
-	c := startRPC(t, []string{"--max-cli-line", "100000"})
+func rpcAlignCLILineTooLong(t *testing.T, s *rpcSession) {
+	c := s.c
 	c.initialize("")
 	pid := c.b.childPID()
 
@@ -717,22 +780,20 @@ func TestRPCAlignCLILineTooLong(t *testing.T) {
 	if c.b.childPID() != pid || alignStarts(c) != 1 {
 		t.Errorf("the CLI was replaced (%d started)", alignStarts(c))
 	}
-	c.close()
 }
 
 // TestRPCAlignResumeRefusedBeforeAnyChild: run.start into a session whose
 // file holds only a line that is no message, or that has no file, is
 // refused with -32005 / -32004 before any CLI is stopped or started; the
 // connection goes on in the CLI it had.
-func TestRPCAlignResumeRefusedBeforeAnyChild(t *testing.T) {
-	t.Parallel()
-	home, dir := t.TempDir(), t.TempDir()
-	c := startRPC(t, []string{"--cwd", dir}, "HOME="+home)
+func rpcAlignResumeRefusedBeforeAnyChild(t *testing.T, s *rpcSession) {
+	c, home, dir := s.c, s.home, s.dir
 	c.initialize("")
 	if _, _, status := c.runText("hello first"); status != rpc.StatusCompleted {
 		t.Fatalf("first run: %s", status)
 	}
 	pid := c.b.childPID()
+	starts := alignStarts(c) // the CLIs started so far, one unless a scenario before restarted it
 
 	empty := uuid.NewString()
 	file := filepath.Join(alignProjectDir(t, home, dir), empty+".jsonl")
@@ -746,16 +807,15 @@ func TestRPCAlignResumeRefusedBeforeAnyChild(t *testing.T) {
 	}
 	c.rpcError(c.call("run.start", `{"input":{"type":"text","text":"x"},"session_id":"`+uuid.NewString()+`"}`), rpc.CodeSessionNotFound)
 
-	if err := syscall.Kill(pid, 0); err != nil || c.b.childPID() != pid || alignStarts(c) != 1 {
-		t.Errorf("a CLI was stopped or started: pid %d (%v), %d started", pid, err, alignStarts(c))
+	if err := syscall.Kill(pid, 0); err != nil || c.b.childPID() != pid || alignStarts(c) != starts {
+		t.Errorf("a CLI was stopped or started: pid %d (%v), %d started, %d before", pid, err, alignStarts(c), starts)
 	}
 	if _, _, status := c.runText("hello again"); status != rpc.StatusCompleted {
 		t.Errorf("the run after the refusals: %s", status)
 	}
-	if c.b.childPID() != pid || alignStarts(c) != 1 {
-		t.Errorf("the CLI was replaced (%d started)", alignStarts(c))
+	if c.b.childPID() != pid || alignStarts(c) != starts {
+		t.Errorf("the CLI was replaced (%d started, %d before)", alignStarts(c), starts)
 	}
-	c.close()
 }
 
 // TestRPCAlignCancelWhileReadingABigSession: session.history and then
@@ -857,17 +917,11 @@ func writeBigSession(t *testing.T, path, sid string, size int) int {
 // TestRPCAlignSessionListLongCWD: a real turn in a working directory whose
 // path is over 200 characters (the CLI then names its project folder by a
 // cut name and a hash) is found by session.list.
-func TestRPCAlignSessionListLongCWD(t *testing.T) {
-	t.Parallel()
-	home := t.TempDir()
-	dir := filepath.Join(t.TempDir(), strings.Repeat("a", 70), strings.Repeat("b", 70), strings.Repeat("c", 70))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+func rpcAlignSessionListLongCWD(t *testing.T, s *rpcSession) {
+	c, home, dir := s.c, s.home, s.dir
 	if n := len(mustReal(t, dir)); n <= 200 {
 		t.Fatalf("the working directory has %d characters, want over 200", n)
 	}
-	c := startRPC(t, []string{"--cwd", dir}, "HOME="+home)
 	sid := c.initialize("").Get("runtime.session_id").Str
 	if _, _, status := c.runText("hello from a long path"); status != rpc.StatusCompleted {
 		t.Fatalf("run: %s", status)
@@ -875,22 +929,21 @@ func TestRPCAlignSessionListLongCWD(t *testing.T) {
 	if name := clifiles.ProjectDirName(mustReal(t, dir)); len(name) <= 201 {
 		t.Errorf("project folder name %q is not cut and hashed", name)
 	}
-	var s gjson.Result
+	var listed gjson.Result
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		list := c.result(c.call(rpc.MethodSessionList, `{}`)).Get("sessions")
-		if s = list.Get(`#(session_id=="` + sid + `")`); s.Exists() || time.Now().After(deadline) {
+		if listed = list.Get(`#(session_id=="` + sid + `")`); listed.Exists() || time.Now().After(deadline) {
 			break
 		}
 	}
-	if s.Get("last_user_message").Str != "hello from a long path" || s.Get("message_count").Int() < 1 {
+	if listed.Get("last_user_message").Str != "hello from a long path" || listed.Get("message_count").Int() < 1 {
 		entries, _ := os.ReadDir(filepath.Join(home, ".claude", "projects"))
 		var names []string
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		t.Errorf("session.list does not list %s: %s (project folders: %q)", sid, s.Raw, names)
+		t.Errorf("session.list does not list %s: %s (project folders: %q)", sid, listed.Raw, names)
 	}
-	c.close()
 }
 
 // TestRPCToolCallLogoutShellCache: one session with the real CLI.

@@ -11,10 +11,11 @@ package e2e
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
+
+	"github.com/ccbridge/ccbridge/fakemodel"
 )
 
 // steerCheckModel checks that the fake model got the steering text in
@@ -22,18 +23,22 @@ import (
 // (step 2) holds it, in the CLI's mid-turn system message.
 func steerCheckModel(t *testing.T, tok, steer string) {
 	t.Helper()
-	r := modelRequest(t, tok)
+	steerCheckModelIn(t, fakeAPI(t), tok, steer)
+}
+
+// steerCheckModelIn is steerCheckModel of the fake model api.
+func steerCheckModelIn(t *testing.T, api *fakemodel.Server, tok, steer string) {
+	t.Helper()
+	r := modelRequestIn(t, api, tok)
 	if r.Rule != "STEER" || r.Step != 2 {
 		t.Errorf("the latest request for the prompt is rule %q step %d, want STEER step 2 (one turn)", r.Rule, r.Step)
 	}
-	if !seenByModel(t, tok, "The user sent a new message while you were working:\\n"+steer) {
+	if !seenByModelIn(t, api, tok, "The user sent a new message while you were working:\\n"+steer) {
 		t.Errorf("the model's last request of the turn does not carry the steering text %q", steer)
 	}
 }
 
-func TestSteerLane004(t *testing.T) {
-	t.Parallel()
-	w := l4Start(t, ctlOpts{args: []string{"--permission-mode", "default"}})
+func l4Steer(t *testing.T, w *ctlWorker) {
 	c := l4Stdio(w)
 	text := func(s string) []any { return []any{map[string]any{"type": "text", "text": s}} }
 
@@ -92,9 +97,8 @@ func TestSteerLane004(t *testing.T) {
 	}
 }
 
-func TestSteerIPC(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t, "--permission-mode", "default")
+func ipcSteer(t *testing.T, s *ipcSession) {
+	b := s.b
 	tok := token("steer")
 	b.send(`{"type":"user_message","text":"STEER ` + tok + `"}`)
 	ipcUntil(t, b, "the first tool call", func(l []byte) bool { return typeOf(l) == "tool_use" })
@@ -119,7 +123,7 @@ func TestSteerIPC(t *testing.T) {
 	if taken != 1 {
 		t.Errorf("%d steer_taken, want 1", taken)
 	}
-	steerCheckModel(t, tok, steer)
+	steerCheckModelIn(t, b.api, tok, steer)
 	// No turn runs now: a steer is refused, and the session goes on.
 	b.send(`{"type":"steer","text":"late"}`)
 	l := ipcUntil(t, b, "the refusal", func(l []byte) bool { return typeOf(l) == "error" })
@@ -134,9 +138,8 @@ func TestSteerIPC(t *testing.T) {
 	}
 }
 
-func TestSteerRPC(t *testing.T) {
-	t.Parallel()
-	c := startRPC(t, []string{"--permission-mode", "default"})
+func rpcSteer(t *testing.T, s *rpcSession) {
+	c := s.c
 	if init := c.initialize(""); !init.Get("server_capabilities.supports_run_steer").Bool() {
 		t.Errorf("initialize does not claim run.steer: %s", init.Get("server_capabilities").Raw)
 	}
@@ -157,23 +160,20 @@ func TestSteerRPC(t *testing.T) {
 	if !strings.Contains(get(final, "params.event.content").Str, "Steered by: "+steer+". ") {
 		t.Errorf("the run's final event does not say it was steered by %q: %s", steer, final)
 	}
-	steerCheckModel(t, tok, steer)
+	steerCheckModelIn(t, c.b.api, tok, steer)
 	c.rpcError(c.call("run.steer", `{"run_id":`+jsonStr(run)+`,"text":"late"}`), -32002)
 	c.rpcError(c.call("run.steer", `{"run_id":`+jsonStr(run)+`}`), -32602)
 	if _, _, st := c.runText("hello"); st != "completed" {
 		t.Errorf("the run after the steered one ended %s", st)
 	}
-	c.close()
 }
 
-func TestSteerACP(t *testing.T) {
-	t.Parallel()
-	tok := token("steer")
-	steer := "mind " + token("steerw")
-	r := runACPScript(t, clientScript("acp_client.mjs"), t.TempDir(), t.TempDir(), 90*time.Second,
-		"SCENARIO=steer", "STEER_PROMPT=STEER "+tok, "STEER_TEXT="+steer)
-	if !r.response("initialize", 0).Get("result._meta.steering.supported").Bool() {
-		t.Errorf("initialize does not advertise steering: %s", r.response("initialize", 0).Raw)
+// TestSteerACP (in TestACPOneSession, its steer phase r; init is the
+// session's initialize response): the prompt STEER tok steered with
+// the text steer.
+func acpSteer(t *testing.T, init gjson.Result, r *acpRun, tok, steer string) {
+	if !init.Get("result._meta.steering.supported").Bool() {
+		t.Errorf("initialize does not advertise steering: %s", init.Raw)
 	}
 	const m = "_session/steering"
 	for i, want := range []string{`{"outcome":"promptRequired","reason":"noRunningTurn"}`, `{"outcome":"injected"}`, `{"outcome":"promptRequired","reason":"noRunningTurn"}`} {

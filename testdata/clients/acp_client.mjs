@@ -8,7 +8,7 @@
 import { pathToFileURL } from 'node:url';
 import { spawn } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
-import { existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, readlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 
 const acp = await import(pathToFileURL(process.env.ACP_SDK).href);
 const out = (o) => process.stdout.write(JSON.stringify(o) + '\n');
@@ -132,28 +132,6 @@ function descendants(pid) {
 const isChunk = (sid) => (p) => p.sessionId === sid && p.update.sessionUpdate === 'agent_message_chunk';
 
 const scenarios = {
-  // initialize, session/new, a text turn with thinking.
-  async basic() {
-    const c = connect('a', allowAll);
-    const sid = await newSession(c);
-    await prompt(c, sid, 'hello');
-    await c.close();
-  },
-
-  // WRITEFILE: the permission request allowed (once), or rejected.
-  async write_allow() {
-    const c = connect('a', async () => selected('allow'));
-    const sid = await newSession(c);
-    await prompt(c, sid, 'WRITEFILE please');
-    await c.close();
-  },
-  async write_reject() {
-    const c = connect('a', async () => selected('reject'));
-    const sid = await newSession(c);
-    await prompt(c, sid, 'WRITEFILE please');
-    await c.close();
-  },
-
   // An editor's session through another agent (AGENT_COMMAND): a text
   // turn, then a Write and a Bash command, each allowed once when its
   // permission request arrives; the processes below the agent are
@@ -169,38 +147,6 @@ const scenarios = {
     await prompt(c, sid, 'hello');
     await prompt(c, sid, 'WRITEFILE please');
     await prompt(c, sid, 'BASH please');
-    await c.close();
-  },
-
-  // session/cancel while the text streams; the permission request a
-  // cancel finds pending is answered cancelled; the session goes on.
-  async cancel() {
-    const c = connect('a', allowAll);
-    const sid = await newSession(c);
-    const p = prompt(c, sid, 'SLOW please');
-    await c.update(isChunk(sid));
-    out({ event: 'cancelling' });
-    await c.notify('session/cancel', { sessionId: sid });
-    await p;
-    await prompt(c, sid, 'hello again');
-    await c.close();
-  },
-  async cancel_permission() {
-    let release;
-    const c = connect('a', (method, params, signal) => new Promise((resolve) => {
-      // Never chooses: the cancel settles it.
-      release = () => resolve({ outcome: { outcome: 'cancelled' } });
-      signal.addEventListener('abort', () => resolve({ outcome: { outcome: 'cancelled' } }));
-    }));
-    const sid = await newSession(c);
-    const p = prompt(c, sid, 'WRITEFILE please');
-    await c.update((u) => u.sessionId === sid && u.update.sessionUpdate === 'tool_call_update' && u.update.rawInput?.file_path);
-    await new Promise((r) => setTimeout(r, 300));
-    out({ event: 'cancelling' });
-    await c.notify('session/cancel', { sessionId: sid });
-    release?.();
-    await p;
-    await prompt(c, sid, 'hello again');
     await c.close();
   },
 
@@ -231,27 +177,8 @@ const scenarios = {
     await c.close();
   },
 
-  // Modes and models: set_mode acceptEdits (a Write then needs no
-  // permission), set_config_option model, bad values, and plan mode left
-  // through ExitPlanMode's permission request.
-  async modes() {
-    const c = connect('a', async (method, params) => {
-      if (params.toolCall?.kind === 'switch_mode') return selected('acceptEdits');
-      return selected('allow');
-    });
-    const sid = await newSession(c);
-    await c.call('session/set_mode', { sessionId: sid, modeId: 'acceptEdits' });
-    await prompt(c, sid, 'WRITEFILE please');
-    await c.call('session/set_config_option', { sessionId: sid, configId: 'model', value: 'sonnet' });
-    await c.call('session/set_mode', { sessionId: sid, modeId: 'no-such-mode' });
-    await c.call('session/set_config_option', { sessionId: sid, configId: 'model', value: 'no-such-model' });
-    await c.call('session/set_config_option', { sessionId: sid, configId: 'mode', value: 'plan' });
-    await prompt(c, sid, 'EXITPLAN please');
-    await c.close();
-  },
-
   // AskUserQuestion: through an elicitation form when the client offers
-  // one, else as a permission request whose options are the answers.
+  // one (else as a permission request: one_session's question_permission).
   async question_elicitation() {
     const c = connect('a', async (method, params) => {
       if (method === 'elicitation/create') return { action: 'accept', content: { q0: 'Blue' } };
@@ -261,16 +188,6 @@ const scenarios = {
     await prompt(c, sid, 'ASKUSER please');
     await c.close();
   },
-  async question_permission() {
-    const c = connect('a', async (method, params) => {
-      const blue = params.options?.find((o) => o.name === 'Blue');
-      return selected(blue ? blue.optionId : 'allow');
-    });
-    const sid = await newSession(c);
-    await prompt(c, sid, 'ASKUSER please');
-    await c.close();
-  },
-
   // Two sessions in one process, prompted at the same time.
   async two_sessions() {
     const c = connect('a', async () => selected('allow'));
@@ -291,22 +208,6 @@ const scenarios = {
     await c.close();
   },
 
-  // The CLI killed mid-prompt: the prompt is answered, the next prompt
-  // resumes the session in a new CLI.
-  async child_killed() {
-    const c = connect('a', allowAll);
-    const sid = await newSession(c);
-    const p = prompt(c, sid, 'SLOW please');
-    await c.update(isChunk(sid));
-    const pids = cliPids(c.child.pid);
-    out({ event: 'killing', pids });
-    for (const pid of pids) process.kill(pid, 'SIGKILL');
-    await p;
-    await prompt(c, sid, 'hello after the crash');
-    out({ event: 'cli_pids', pids: cliPids(c.child.pid) });
-    await c.close();
-  },
-
   // The client's MCP servers reach the CLI (--mcp-config): the model calls
   // a tool of a stdio server given in session/new.
   async mcp() {
@@ -316,50 +217,6 @@ const scenarios = {
     const s = await c.call('session/new', { cwd, mcpServers: [
       { name: 'sdkmcp', command: process.execPath, args: [echo], env: [{ name: 'ECHO_TAG', value: 'from-env' }] }] });
     await prompt(c, s.result.sessionId, 'MCPECHO please');
-    await c.close();
-  },
-
-  // The CLI dies while a permission request is open: ccbridge withdraws it
-  // ($/cancel_request), the library aborts the handler, which answers
-  // cancelled; the prompt gets its error, the session goes on.
-  async withdrawn() {
-    let asked;
-    const seen = new Promise((r) => { asked = r; });
-    const c = connect('a', (method, params, signal) => new Promise((resolve) => {
-      asked();
-      signal.addEventListener('abort', () => {
-        out({ event: 'aborted', reason: String(signal.reason?.message ?? signal.reason) });
-        resolve({ outcome: { outcome: 'cancelled' } });
-      });
-    }));
-    const sid = await newSession(c);
-    const p = prompt(c, sid, 'WRITEFILE please');
-    await seen;
-    const pids = cliPids(c.child.pid);
-    out({ event: 'killing', pids });
-    for (const pid of pids) process.kill(pid, 'SIGKILL');
-    await p;
-    await prompt(c, sid, 'hello after the crash');
-    await c.close();
-  },
-
-  // _session/steering (the extension claude-agent-acp answers): with no
-  // prompt running and idleBehavior promptRequired it is left to the
-  // client; during STEER_PROMPT's tool loop (after its first tool call)
-  // STEER_TEXT is added to the running turn, whose prompt is then
-  // answered once.
-  async steer() {
-    const c = connect('a', allowAll);
-    const sid = await newSession(c);
-    const promptRequired = { steering: { idleBehavior: 'promptRequired' } };
-    const steer = (text, _meta) => c.call('_session/steering', { sessionId: sid, prompt: [{ type: 'text', text }], _meta });
-    await steer('too early', promptRequired);
-    const p = prompt(c, sid, process.env.STEER_PROMPT);
-    await c.update((u) => u.sessionId === sid && u.update.sessionUpdate === 'tool_call');
-    await steer(process.env.STEER_TEXT);
-    await p;
-    await steer('too late', promptRequired);
-    await prompt(c, sid, 'hello');
     await c.close();
   },
 
@@ -392,14 +249,143 @@ const scenarios = {
     await d.close();
   },
 
-  // A subagent's tool calls carry their parent in _meta.
-  async subagent() {
-    writeFileSync(cwd + '/hello.txt', 'hello world\n');
-    const c = connect('a', async () => selected('allow'));
+  // One connection and one session for the scenarios that leave the
+  // session idle (TestACPOneSession splits the events at each
+  // {"event":"phase","name":...} line; a phase's client policy is its
+  // own): basic (initialize, session/new, a text turn with thinking);
+  // write_reject and write_allow (WRITEFILE's permission request
+  // rejected, then allowed once); cancel (session/cancel while the text
+  // streams, then a prompt); cancel_permission (a permission request
+  // that a cancel finds pending is answered cancelled, then a prompt);
+  // question_permission (AskUserQuestion as a permission request whose
+  // options are the answers: Blue); subagent (its tool calls carry their
+  // parent in _meta); child_killed (the CLI killed mid-prompt: the prompt
+  // is answered, the next resumes the session in a new CLI); withdrawn
+  // (the CLI dies while a permission request is open: ccbridge withdraws
+  // it, the library aborts the handler, which answers cancelled; the
+  // prompt gets its error, the session goes on); steer (_session/steering
+  // with no prompt running and idleBehavior promptRequired is left to the
+  // client; during STEER_PROMPT's tool loop STEER_TEXT is added to the
+  // running turn, whose prompt is answered once); then modes (set_mode
+  // acceptEdits, a Write that needs no permission, set_config_option
+  // model, bad values, and plan mode left through ExitPlanMode's
+  // permission request), which changes the mode and the model. The phases
+  // that ask for a Write say whether written.txt is there at their end
+  // ({"event":"file"}); write_allow then removes it, so that the next
+  // Write creates it again.
+  async one_session() {
+    let policy = allowAll;
+    const c = connect('a', (method, params, signal) => policy(method, params, signal));
+    // The phase's name goes to stderr too, which ccbridge's log shares.
+    const phase = (name, p) => {
+      policy = p;
+      out({ event: 'phase', name });
+      process.stderr.write(JSON.stringify({ e2e_phase: name }) + '\n');
+    };
+    const file = () => {
+      const path = cwd + '/written.txt';
+      const exists = existsSync(path);
+      out({ event: 'file', exists, content: exists ? readFileSync(path, 'utf8') : null });
+    };
+    phase('basic', allowAll);
     const sid = await newSession(c);
+    await prompt(c, sid, 'hello');
+
+    phase('write_reject', async () => selected('reject'));
+    await prompt(c, sid, 'WRITEFILE please');
+    file();
+    phase('write_allow', async () => selected('allow'));
+    await prompt(c, sid, 'WRITEFILE please');
+    file();
+    unlinkSync(cwd + '/written.txt');
+
+    phase('cancel', allowAll);
+    let p = prompt(c, sid, 'SLOW please');
+    await c.update(isChunk(sid));
+    out({ event: 'cancelling' });
+    await c.notify('session/cancel', { sessionId: sid });
+    await p;
+    await prompt(c, sid, 'hello again');
+
+    let release;
+    phase('cancel_permission', (method, params, signal) => new Promise((resolve) => {
+      // Never chooses: the cancel settles it.
+      release = () => resolve({ outcome: { outcome: 'cancelled' } });
+      signal.addEventListener('abort', () => resolve({ outcome: { outcome: 'cancelled' } }));
+    }));
+    p = prompt(c, sid, 'WRITEFILE please');
+    await c.update((u) => u.sessionId === sid && u.update.sessionUpdate === 'tool_call_update' && u.update.rawInput?.file_path);
+    await new Promise((r) => setTimeout(r, 300));
+    out({ event: 'cancelling' });
+    await c.notify('session/cancel', { sessionId: sid });
+    release?.();
+    await p;
+    await prompt(c, sid, 'hello again');
+    file();
+
+    phase('question_permission', async (method, params) => {
+      const blue = params.options?.find((o) => o.name === 'Blue');
+      return selected(blue ? blue.optionId : 'allow');
+    });
+    await prompt(c, sid, 'ASKUSER please');
+
+    phase('subagent', async () => selected('allow'));
+    writeFileSync(cwd + '/hello.txt', 'hello world\n');
     await prompt(c, sid, 'SUBAGENT please');
+
+    phase('child_killed', allowAll);
+    p = prompt(c, sid, 'SLOW please');
+    await c.update(isChunk(sid));
+    let pids = cliPids(c.child.pid);
+    out({ event: 'killing', pids });
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
+    await p;
+    await prompt(c, sid, 'hello after the crash');
+    out({ event: 'cli_pids', pids: cliPids(c.child.pid) });
+
+    let asked;
+    const seen = new Promise((r) => { asked = r; });
+    phase('withdrawn', (method, params, signal) => new Promise((resolve) => {
+      asked();
+      signal.addEventListener('abort', () => {
+        out({ event: 'aborted', reason: String(signal.reason?.message ?? signal.reason) });
+        resolve({ outcome: { outcome: 'cancelled' } });
+      });
+    }));
+    p = prompt(c, sid, 'WRITEFILE please');
+    await seen;
+    pids = cliPids(c.child.pid);
+    out({ event: 'killing', pids });
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
+    await p;
+    await prompt(c, sid, 'hello after the crash');
+    file();
+
+    phase('steer', allowAll);
+    const promptRequired = { steering: { idleBehavior: 'promptRequired' } };
+    const steer = (text, _meta) => c.call('_session/steering', { sessionId: sid, prompt: [{ type: 'text', text }], _meta });
+    await steer('too early', promptRequired);
+    p = prompt(c, sid, process.env.STEER_PROMPT);
+    await c.update((u) => u.sessionId === sid && u.update.sessionUpdate === 'tool_call');
+    await steer(process.env.STEER_TEXT);
+    await p;
+    await steer('too late', promptRequired);
+    await prompt(c, sid, 'hello');
+
+    phase('modes', async (method, params) => {
+      if (params.toolCall?.kind === 'switch_mode') return selected('acceptEdits');
+      return selected('allow');
+    });
+    await c.call('session/set_mode', { sessionId: sid, modeId: 'acceptEdits' });
+    await prompt(c, sid, 'WRITEFILE please');
+    await c.call('session/set_config_option', { sessionId: sid, configId: 'model', value: 'sonnet' });
+    await c.call('session/set_mode', { sessionId: sid, modeId: 'no-such-mode' });
+    await c.call('session/set_config_option', { sessionId: sid, configId: 'model', value: 'no-such-model' });
+    await c.call('session/set_config_option', { sessionId: sid, configId: 'mode', value: 'plan' });
+    await prompt(c, sid, 'EXITPLAN please');
     await c.close();
   },
+
 };
 
 try {
