@@ -17,12 +17,14 @@ import (
 
 // geminiStart runs Gemini CLI under ccbridge (agentStart), with
 // variables in the environment that would send it to another API, model
-// or home if ccbridge passed them on.
+// or home if ccbridge passed them on, and CI=true and GITHUB_ACTIONS=true,
+// with which it would run headless (the gemini profile leaves them out).
 func geminiStart(t *testing.T) *ptyCtl {
 	t.Helper()
 	return agentStart(t, []string{realAgent(t, "gemini", "CCBRIDGE_TEST_GEMINI")},
 		"GEMINI_API_KEY=must-not-be-used", "GOOGLE_API_KEY=must-not-be-used", "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:1",
-		"GOOGLE_GENAI_USE_VERTEXAI=true", "GEMINI_MODEL=gemini-must-not-be-used", "GEMINI_CLI_HOME="+t.TempDir())
+		"GOOGLE_GENAI_USE_VERTEXAI=true", "GEMINI_MODEL=gemini-must-not-be-used", "GEMINI_CLI_HOME="+t.TempDir(),
+		"CI=true", "GITHUB_ACTIONS=true")
 }
 
 // geminiInput is the text of Gemini's input box: the rows between the

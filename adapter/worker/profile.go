@@ -46,6 +46,10 @@ type Profile struct {
 	Ready []string
 	// Approvals are the forms of its approval prompts.
 	Approvals []ApprovalForm
+	// DropEnv are variables left out of its environment: those that make
+	// it run headless whatever its terminal (under a pty it is there to be
+	// driven as a person would).
+	DropEnv []string
 }
 
 // ApprovalForm is how one kind of approval prompt looks on the screen: a
@@ -114,6 +118,9 @@ var profiles = map[string]Profile{
 		Working:       []string{"(esc to cancel, "},
 		WorkingRows:   12,
 		Ready:         []string{"Type your message or @path/to/file"},
+		// With CI=true or GITHUB_ACTIONS=true it runs headless: it reads
+		// a prompt from stdin and exits ("No input provided via stdin").
+		DropEnv: []string{"CI", "GITHUB_ACTIONS"},
 		// Its prompts replace the input box: "? Tool  what", the
 		// details, the question, the choices (a digit picks one, esc the
 		// last).

@@ -201,6 +201,9 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 	child.PTY = true
 	child.PTYCols, child.PTYRows = uint16(pc.Cols), uint16(pc.Rows)
 	child.Env = append(child.Env[:len(child.Env):len(child.Env)], "TERM=xterm-256color", "COLUMNS="+strconv.Itoa(pc.Cols), "LINES="+strconv.Itoa(pc.Rows))
+	if drop, also := prof.DropEnv, child.DropEnv; len(drop) > 0 {
+		child.DropEnv = func(name string) bool { return slices.Contains(drop, name) || also != nil && also(name) }
+	}
 	opts := c.Options
 	var base []string
 	if len(pc.Command) > 0 {
