@@ -447,10 +447,25 @@ func (w *webTab) send(text string) {
 		 [...document.querySelectorAll('#conversation .msg.user')].pop().textContent.includes(%s)`, before, jsq(text)))
 }
 
-// click clicks the element sel.
+// click clicks the element sel. The page may draw sel anew between the
+// moment the browser finds it and the click (a panel that re-renders on
+// an update from the session): the click then fails with "Could not find
+// node with given id" and is made again on the element now there, a few
+// times, within webWait.
 func (w *webTab) click(sel string) {
 	w.t.Helper()
-	w.do("clicking "+sel, webWait, chromedp.Click(chromedp.CSS(sel)))
+	ctx, cancel := context.WithTimeout(w.ctx, webWait)
+	defer cancel()
+	for try := 1; ; try++ {
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Could not find node with given id") || try == 5 {
+			w.fatalf("clicking %s: %v", sel, err)
+		}
+		w.t.Logf("clicking %s: the element was drawn anew (%v); again", sel, err)
+	}
 }
 
 // turnEnds returns the data-kind of every .turn-end shown, in order.
