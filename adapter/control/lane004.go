@@ -141,6 +141,9 @@ func (l *Lane004) Request(line []byte, replay func(after uint64)) (receipt []byt
 	switch {
 	case errors.Is(err, ErrStoreFull):
 		return l.refuse(&req, lane004.CodeWorkerUnavailable, "too many requests in flight; retry later"), false, &req
+	case errors.Is(err, ErrBusDown):
+		// Nothing claimed, nothing run: a retry once the bus is back.
+		return l.refuse(&req, lane004.CodeWorkerUnavailable, "this worker has lost the bus (NATS), where its receipts are kept, and is reconnecting; retry later"), false, &req
 	case err != nil:
 		return l.refuse(&req, lane004.CodeInternalError, "the receipt store failed: "+err.Error()), false, &req
 	case f == nil:
