@@ -349,6 +349,14 @@ func TestBusLane004(t *testing.T) {
 			}
 			return ""
 		})
+		// Its presence ends with the TTL of its last heartbeat.
+		busEventually(t, 15*time.Second, "the worker gone from GET …/workers", func() string {
+			_, _, b := g2.do(http.MethodGet, "", "", nil)
+			if gjson.GetBytes(b, `workers.#(worker_id=="`+wid+`")`).Exists() {
+				return string(b)
+			}
+			return ""
+		})
 		// A request done before: its receipt, from the bus, though its
 		// worker is gone.
 		for _, id := range turnIDs {

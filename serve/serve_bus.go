@@ -175,9 +175,7 @@ func (s *serveAPI) busRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	accepted := s.gw.Latest(ctx, id)
-	s.bg.Add(1)
 	receipt, err = s.gw.Request(ctx, id, body)
-	s.bg.Done()
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
 		s.accepted(w, body, accepted)
