@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -139,19 +140,36 @@ func (c *busCluster) ready(url string) {
 	}
 }
 
+// busWorker is a worker on the bus: its process, and its stdio as a
+// control lane (lane 000's identity is the ctl… one).
+type busWorker struct {
+	*bridge
+	sid   string
+	stdio *ctlLane
+}
+
 // busStartWorker runs `ccbridge --ui control --bus URLS` as worker id and
-// waits until it serves lane 004 on the bus; its stdout is read and
-// dropped (the checks go through the gateways).
-func busStartWorker(t *testing.T, id, urls string, args ...string) *bridge {
+// waits until it serves lane 004 on the bus; its stdout is kept (the
+// checks go through the gateways, and through its stdio where the bus is
+// away).
+func busStartWorker(t *testing.T, id, urls string, args ...string) *busWorker {
 	t.Helper()
-	b := startBridge(t, append([]string{"--ui", "control", "--worker-id", id, "--bus", urls, "--bus-replicas", "3",
-		"--session-id", uuid.NewString()}, args...), "CCBRIDGE_LOG_LEVEL=info")
+	w := &busWorker{sid: uuid.NewString()}
+	w.bridge = startBridge(t, append([]string{"--ui", "control", "--worker-id", id, "--bus", urls, "--bus-replicas", "3",
+		"--team", ctlTeam, "--agent-id", ctlAgent, "--allow-sender", ctlSender, "--session-id", w.sid}, args...), "CCBRIDGE_LOG_LEVEL=info")
+	out := make(chan []byte, 1<<16)
 	go func() {
-		for range b.lines {
+		defer close(out)
+		for l := range w.lines {
+			out <- l
 		}
 	}()
-	b.waitStderr(`"bus: serving lane 004"`)
-	return b
+	w.stdio = &ctlLane{t: t, name: "the worker's stdio", lines: out, write: func(s string) error {
+		_, err := io.WriteString(w.stdin, s+"\n")
+		return err
+	}}
+	w.waitStderr(`"bus: serving lane 004"`)
+	return w
 }
 
 // busGateway runs `ccbridge serve --bus URLS`.
@@ -401,6 +419,7 @@ func TestBusLane004(t *testing.T) {
 	})
 
 	t.Run("the bus goes away", func(t *testing.T) {
+		after := g2.status(wid).Get("latest_seq").Uint()
 		for i := range cl.nodes {
 			cl.kill(i)
 		}
@@ -418,12 +437,27 @@ func TestBusLane004(t *testing.T) {
 			t.Fatalf("the worker exited when the bus went away (code %d)", w.code)
 		default:
 		}
+		// On its own stdio, a lane-004 request is refused, nothing run;
+		// a prompt of lane 000 runs a turn, whose events wait for the bus.
+		w.stdio.t = t
+		id := ctlID("bus-stdio")
+		w.stdio.send(l4Req(id, "thread/list", nil))
+		r := w.stdio.got[w.stdio.waitFrom(len(w.stdio.got), "the refusal of "+id, l4IsReceipt(id))]
+		if get(r, "payload.code").Str != "worker_unavailable" || !strings.Contains(get(r, "payload.message").Str, "lost the bus") || get(r, "seq").Exists() {
+			t.Errorf("a lane-004 request on stdio while the bus is away: %s", r)
+		}
+		prompt := ctlID("bus-prompt")
+		w.stdio.send(ctlMsg{"type": "control.stdin.request", "v": 1, "request_id": prompt, "team": ctlTeam, "session_id": w.sid,
+			"agent_id": ctlAgent, "sender": ctlSender, "sent_at": ctlNow(), "content": "hello while the bus is away"}.String())
+		w.stdio.waitFrom(len(w.stdio.got), "the turn of "+prompt, func(l []byte) bool {
+			return typeOf(l) == "control.worker.turn" && bytes.Contains(l, []byte(prompt))
+		})
 		// The bus back: the worker reconnects by itself, its session and
 		// CLI kept (the same thread), and nothing acknowledged is lost.
 		for i := range cl.nodes {
 			cl.start(i)
 		}
-		id := ctlID("bus-back-again")
+		id = ctlID("bus-back-again")
 		busEventually(t, 60*time.Second, "a request once the bus is back", func() string {
 			code, b := busPost(g2, wid, id, "thread/list", nil)
 			if code != http.StatusOK {
@@ -434,6 +468,13 @@ func TestBusLane004(t *testing.T) {
 		})
 		if th := g2.status(wid).Get("status.thread_id").Str; th != restarted {
 			t.Errorf("the worker's thread after the bus came back: %q, want %q", th, restarted)
+		}
+		// The turn's events, made while the bus was away, are on it now,
+		// in order, before the receipt of the first request after.
+		lines := busReplay(t, g1, wid, after, l4Seq(receipts[id]))
+		l4Consecutive(t, "the events made while the bus was away", lines)
+		if count(lines, func(l []byte) bool { return get(l, "payload.method").Str == "turn/completed" }) != 1 {
+			t.Errorf("no turn/completed of the turn run while the bus was away:\n%s", lastLines(lines, 12))
 		}
 		busKept(t, "after the bus came back", g1, receipts)
 	})
