@@ -2,8 +2,9 @@ package e2e
 
 // Lane 004 on the bus end to end (docs/protocol/bus.md): real NATS
 // servers in this process (nats-server, JetStream on, a three-node
-// cluster with every stream and bucket replicated three times), a real
-// `ccbridge --ui control --bus` worker with the real CLI behind it, and
+// cluster with every stream and bucket replicated three times, and a
+// leaf node), a real `ccbridge --ui control --bus` worker with the real
+// CLI behind it (restarted once, behind the leaf node), and
 // two `ccbridge serve --bus` gateways in front, driven over HTTP with the
 // serve helpers (sv…). One worker serves every check, and is restarted
 // once. Helpers of this file start with bus.
@@ -16,6 +17,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,17 +59,18 @@ func busStartCluster(t *testing.T, n int) *busCluster {
 	t.Helper()
 	c := &busCluster{t: t}
 	var routes []string
-	ports := make([][2]int, n)
+	ports := make([][3]int, n)
 	for i := range ports {
-		ports[i] = [2]int{busFreePort(t), busFreePort(t)}
+		ports[i] = [3]int{busFreePort(t), busFreePort(t), busFreePort(t)}
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[i][1]))
 	}
 	for i := range n {
 		o := &server.Options{
 			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: ports[i][0],
-			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-			Cluster: server.ClusterOpts{Name: "ccbridge-e2e", Host: "127.0.0.1", Port: ports[i][1]},
-			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+			JetStream: true, JetStreamDomain: "hub", StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+			Cluster:  server.ClusterOpts{Name: "ccbridge-e2e", Host: "127.0.0.1", Port: ports[i][1]},
+			Routes:   server.RoutesFromStr(strings.Join(routes, ",")),
+			LeafNode: server.LeafNodeOpts{Host: "127.0.0.1", Port: ports[i][2]},
 		}
 		c.nodes = append(c.nodes, &busNode{opts: o})
 		c.start(i)
@@ -102,6 +105,31 @@ func (c *busCluster) kill(i int) {
 		s.WaitForShutdown()
 		c.nodes[i].srv = nil
 	}
+}
+
+// leaf starts a leaf node without JetStream that dials out to every
+// server of the cluster, as a desktop behind NAT would
+// (docs/protocol/bus.md), and returns its URL.
+func (c *busCluster) leaf() string {
+	c.t.Helper()
+	var hubs []*url.URL
+	for _, nd := range c.nodes {
+		hubs = append(hubs, &url.URL{Scheme: "nats-leaf", Host: fmt.Sprintf("127.0.0.1:%d", nd.opts.LeafNode.Port)})
+	}
+	s, err := server.NewServer(&server.Options{ServerName: "leaf", Host: "127.0.0.1", Port: busFreePort(c.t), NoLog: true, NoSigs: true,
+		LeafNode: server.LeafNodeOpts{ReconnectInterval: 100 * time.Millisecond, Remotes: []*server.RemoteLeafOpts{{URLs: hubs}}}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(20 * time.Second) {
+		c.t.Fatal("the leaf node did not start")
+	}
+	c.t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s.ClientURL()
 }
 
 func (c *busCluster) url(i int) string {
@@ -381,7 +409,8 @@ func TestBusLane004(t *testing.T) {
 			call(g2, id, "turn/start", l4Text(thread, "hello over the bus"), http.StatusOK)
 		}
 		before := g2.status(wid).Get("latest_seq").Uint()
-		w = busStartWorker(top, wid, cl.urls(1, 2), "--retain-events", "60") // the test's, not this subtest's
+		// Back behind a leaf node, which dials out to the cluster.
+		w = busStartWorker(top, wid, cl.leaf(), "--bus-domain", "hub", "--retain-events", "60") // the test's, not this subtest's
 		restarted = g2.status(wid).Get("status.thread_id").Str
 		id := ctlID("bus-back")
 		r := call(g2, id, "thread/list", nil, http.StatusOK)

@@ -52,6 +52,9 @@ type BusConfig struct {
 	// Replicas of the streams and buckets this process creates (1 when
 	// zero; 3 on a three-node cluster: --bus-replicas).
 	Replicas int
+	// Domain is the JetStream domain the streams and buckets are in
+	// (--bus-domain): a worker behind a leaf node names its hub's.
+	Domain string
 }
 
 // On reports whether lane 004 runs on the bus.
@@ -65,14 +68,15 @@ func BusFlags(fs *flag.FlagSet, c *BusConfig) {
 	fs.StringVar(&c.CA, "bus-ca", "", "--bus: TLS: the CA certificate (PEM) the servers' certificates are checked against")
 	fs.StringVar(&c.Cert, "bus-cert", "", "--bus: TLS: a client certificate (PEM); needs --bus-key")
 	fs.StringVar(&c.Key, "bus-key", "", "--bus: TLS: the client certificate's private key (PEM)")
+	fs.StringVar(&c.Domain, "bus-domain", "", "--bus: the JetStream domain of the streams and buckets (a leaf node's hub)")
 	fs.IntVar(&c.Replicas, "bus-replicas", 1, "--bus: replicas of the streams and buckets created (3 on a three-node cluster)")
 }
 
 // Check checks the options that go together.
 func (c BusConfig) Check() error {
 	switch {
-	case !c.On() && (c.Creds != "" || c.NKey != "" || c.CA != "" || c.Cert != "" || c.Key != ""):
-		return errors.New("--bus-creds, --bus-nkey, --bus-ca, --bus-cert and --bus-key go with --bus")
+	case !c.On() && (c.Creds != "" || c.NKey != "" || c.CA != "" || c.Cert != "" || c.Key != "" || c.Domain != ""):
+		return errors.New("--bus-creds, --bus-nkey, --bus-ca, --bus-cert, --bus-key and --bus-domain go with --bus")
 	case (c.Cert == "") != (c.Key == ""):
 		return errors.New("--bus-cert and --bus-key go together: give both or neither")
 	case c.Creds != "" && c.NKey != "":
@@ -184,18 +188,23 @@ func DialBus(c BusConfig, name string, log *slog.Logger) (*Bus, error) {
 		return nil, fmt.Errorf("--bus %s: %w", c.URLs, err)
 	}
 	b.nc = nc
-	if b.js, err = jetstream.New(nc); err != nil {
+	if c.Domain != "" {
+		b.js, err = jetstream.NewWithDomain(nc, c.Domain)
+	} else {
+		b.js, err = jetstream.New(nc)
+	}
+	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("--bus: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*busTimeout)
 	defer cancel()
-	b.receipts, err = b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	b.receipts, err = b.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket: BusReceipts, Description: "ccbridge lane 004: one receipt per (worker_id, request_id), for ever",
 		History: 1, Replicas: b.replicas, Storage: jetstream.FileStorage,
 	})
 	if err == nil {
-		b.presence, err = b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		b.presence, err = b.bucket(ctx, jetstream.KeyValueConfig{
 			Bucket: BusPresence, Description: "ccbridge lane 004: the live workers, each key with the TTL of its heartbeat",
 			History: 1, Replicas: b.replicas, Storage: jetstream.FileStorage, LimitMarkerTTL: time.Second,
 		})
@@ -205,6 +214,21 @@ func DialBus(c BusConfig, name string, log *slog.Logger) (*Bus, error) {
 		return nil, fmt.Errorf("--bus: the buckets: %w", err)
 	}
 	return b, nil
+}
+
+// bucket opens a bucket, or creates it when there is none: a bucket
+// that exists keeps its settings, so that processes of other
+// --bus-replicas do not change them back and forth.
+func (b *Bus) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := b.js.KeyValue(ctx, cfg.Bucket)
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return kv, err
+	}
+	kv, err = b.js.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		return b.js.KeyValue(ctx, cfg.Bucket)
+	}
+	return kv, err
 }
 
 // busTLS is --bus-ca, --bus-cert and --bus-key as a TLS configuration.
@@ -294,9 +318,18 @@ func (b *Bus) stream(ctx context.Context, workerID string, retain int) (jetstrea
 	})
 }
 
-// busErr says ErrBusDown for an error of a disconnected bus.
+// busErr says ErrBusDown for an error of a bus that is not reachable:
+// this connection is down, or JetStream does not answer behind it (a leaf
+// node whose hub is gone: the connection to the leaf is up, nobody
+// answers the JetStream API).
 func (b *Bus) busErr(err error) error {
-	if err != nil && !b.nc.IsConnected() {
+	switch {
+	case err == nil:
+		return nil
+	case !b.nc.IsConnected(),
+		errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled):
 		return fmt.Errorf("%w (%v)", ErrBusDown, err)
 	}
 	return err

@@ -26,6 +26,7 @@ func TestBusConfigCheck(t *testing.T) {
 		{BusConfig{}, ""},
 		{BusConfig{URLs: "nats://a:4222,nats://b:4222", Creds: "x.creds", CA: "ca.pem", Cert: "c.pem", Key: "k.pem", Replicas: 3}, ""},
 		{BusConfig{Creds: "x.creds"}, "go with --bus"},
+		{BusConfig{Domain: "hub"}, "go with --bus"},
 		{BusConfig{URLs: "nats://a", Cert: "c.pem"}, "--bus-cert and --bus-key go together"},
 		{BusConfig{URLs: "nats://a", Key: "k.pem"}, "--bus-cert and --bus-key go together"},
 		{BusConfig{URLs: "nats://a", Creds: "x", NKey: "y"}, "one or the other"},
