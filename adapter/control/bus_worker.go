@@ -103,12 +103,18 @@ func (w *busWorker) beat(id string) {
 	subj := "$KV." + BusPresence + "." + id
 	t := time.NewTicker(busBeat)
 	defer t.Stop()
+	failing := false // warned once per run of failures
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), busBeat)
 		_, err := w.b.js.Publish(ctx, subj, v, jetstream.WithMsgTTL(busBeatTTL))
 		cancel()
-		if err != nil && w.b.Connected() {
-			w.b.log.Warn("bus: presence heartbeat failed", "err", err)
+		switch {
+		case err != nil && !failing:
+			w.b.log.Warn("bus: presence heartbeat failed; the worker leaves GET …/workers until one succeeds", "err", err)
+			failing = true
+		case err == nil && failing:
+			w.b.log.Info("bus: presence heartbeat written again")
+			failing = false
 		}
 		select {
 		case <-t.C:

@@ -213,7 +213,7 @@ func Open(c Config, timeout time.Duration, log *slog.Logger, target Target, subm
 		cp.store.Close()
 		cp.store001.Close()
 		cp.audit.Close()
-		return nil, errors.New("--bus carries lane 004, which this worker does not serve (--ui control does)")
+		return nil, errors.New("--bus carries lane 004, which this dialect does not serve (--ui control without --pty does)")
 	}
 	if target004 != nil {
 		laneCfg.Lanes = append(laneCfg.Lanes, lanes.Lane004)

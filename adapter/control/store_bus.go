@@ -29,6 +29,8 @@ type busStore struct {
 	worker   string
 	instance string
 	st       jetstream.Stream
+	events   string // the events' subject
+	name     string // the stream's name
 
 	mu     sync.Mutex
 	revs   map[string]uint64 // claims this process holds: key → revision
@@ -48,7 +50,8 @@ func openBusStore(b *Bus, worker string, retain int) (*busStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--bus: worker %s's stream: %w", worker, err)
 	}
-	return &busStore{b: b, worker: worker, instance: nuid.Next(), st: st, revs: make(map[string]uint64)}, nil
+	return &busStore{b: b, worker: worker, instance: nuid.Next(), st: st, events: busEvents(worker), name: busStream(worker),
+		revs: make(map[string]uint64)}, nil
 }
 
 func (s *busStore) ctx() (context.Context, context.CancelFunc) {
@@ -242,7 +245,7 @@ func (s *busStore) appendEvents(lines []logEntry, _ int, fin *receiptFinish) err
 		if e.seq <= s.committed() {
 			continue
 		}
-		subject := busEvents(s.worker)
+		subject := s.events
 		if fin != nil && i == len(lines)-1 {
 			subject = busReceipt(s.worker, fin.key.RequestID)
 		}
@@ -260,7 +263,7 @@ func (s *busStore) appendEvents(lines []logEntry, _ int, fin *receiptFinish) err
 // lost may have been stored: the line at that seq, when it is this one,
 // counts as published.
 func (s *busStore) publish(ctx context.Context, subject string, e logEntry) error {
-	_, err := s.b.js.Publish(ctx, subject, e.line, jetstream.WithExpectLastSequence(e.seq-1), jetstream.WithExpectStream(busStream(s.worker)))
+	_, err := s.b.js.Publish(ctx, subject, e.line, jetstream.WithExpectLastSequence(e.seq-1), jetstream.WithExpectStream(s.name))
 	if err != nil {
 		m, gerr := s.st.GetMsg(ctx, e.seq)
 		if gerr != nil || !bytes.Equal(m.Data, e.line) {
