@@ -287,6 +287,12 @@ func TestBusLane004(t *testing.T) {
 		if st.Get("status.state").Str == "" || st.Get("status.state").Str == "unreachable" {
 			t.Errorf("the worker's status through gateway 2: %s", st.Raw)
 		}
+		// A second worker of the same id is refused (it would write the
+		// same stream), before it starts a CLI.
+		twin := startBridge(t, []string{"--ui", "control", "--worker-id", wid, "--bus", cl.url(2)})
+		if code := twin.wait(); code != 2 || !strings.Contains(twin.stderr.String(), "already on the bus") {
+			t.Errorf("a second worker %s: exit code %d:\n%s", wid, code, tail(twin.stderr.String(), 2000))
+		}
 	})
 
 	var thread string

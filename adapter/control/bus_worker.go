@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -64,6 +66,29 @@ func (cp *Plane) ServeBus(status func() ([]byte, bool)) error {
 	cp.busw = w
 	cp.log.Info("bus: serving lane 004", "worker", id, "server", cp.bus.nc.ConnectedUrlRedacted())
 	return nil
+}
+
+// alone waits until no other worker of this id is on the bus: a
+// presence that lapses within its TTL is one that stopped (killed, or cut
+// off); one still beating after it is a live worker, and two workers of
+// one id would write one stream. It runs before the worker touches its
+// stream.
+func (b *Bus) alone(id string) error {
+	deadline := time.Now().Add(busBeatTTL + busBeat)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), busTimeout)
+		e, err := b.presence.Get(ctx, id)
+		cancel()
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			return nil
+		case err != nil:
+			return b.busErr(err)
+		case time.Now().After(deadline):
+			return fmt.Errorf("worker id %q is already on the bus (%s): give this worker another --worker-id", id, e.Value())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // request carries out one request off the subscription's goroutine and

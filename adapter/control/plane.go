@@ -260,6 +260,10 @@ func (cp *Plane) open004(c *Config) error {
 		if cp.bus, err = DialBus(c.Bus, "ccbridge worker "+c.WorkerID, cp.log); err != nil {
 			return err
 		}
+		if err = cp.bus.alone(c.WorkerID); err != nil {
+			cp.bus.Close()
+			return fmt.Errorf("--bus: %w", err)
+		}
 		if cp.store004, err = openBusStore(cp.bus, c.WorkerID, c.RetainEvents); err != nil {
 			cp.bus.Close()
 			return err
