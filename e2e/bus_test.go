@@ -231,14 +231,46 @@ func busPost(s *svServer, worker, id, method string, params any) (int, []byte) {
 	return code, b
 }
 
-// busReplay reads the worker's whole stream from after through a
-// gateway, up to seq to.
+// busReplay reads the worker's stream from after through a gateway, up
+// to seq to, as a client does: a stream that ends (the gateway's server
+// electing a stream leader after a failure) is opened again after the
+// last seq read.
 func busReplay(t *testing.T, s *svServer, worker string, after, to uint64) [][]byte {
 	t.Helper()
-	c := s.stream(worker, "", "?after="+strconv.FormatUint(after, 10))
-	defer c.hangUp()
-	c.waitFrom(0, "seq "+strconv.FormatUint(to, 10), func(l []byte) bool { return l4Seq(l) >= to })
-	return c.got
+	var got [][]byte
+	cursor := after
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+		busEventually(t, 30*time.Second, "the gateway's status of "+worker, func() string {
+			code, _, b, err := svDo(s.client, http.MethodGet, s.base+"/"+worker, "", nil)
+			if err != nil || code != http.StatusOK {
+				return fmt.Sprintf("HTTP %d %v: %.300s", code, err, b)
+			}
+			return ""
+		})
+		c := s.stream(worker, "", "?after="+strconv.FormatUint(cursor, 10))
+		for ended := false; !ended; {
+			select {
+			case l, ok := <-c.lines:
+				if !ok {
+					ended = true
+					break
+				}
+				got = append(got, l)
+				if seq := l4Seq(l); seq > 0 {
+					cursor = seq
+				}
+				if cursor >= to {
+					c.hangUp()
+					return got
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("the stream of %s after %d: nothing for 30 s; the last lines:\n%s", worker, cursor, lastLines(got, 8))
+			}
+		}
+		c.hangUp()
+	}
+	t.Fatalf("the stream of %s: not up to seq %d within 60 s; the last lines:\n%s", worker, to, lastLines(got, 8))
+	return nil
 }
 
 // busOnce checks that the stream holds exactly one receipt for each id.

@@ -138,16 +138,9 @@ func (g *Gateway) Follow(ctx context.Context, worker string, cursor uint64, send
 		}
 		cursor = oldest - 1
 	}
-	c, err := g.b.js.OrderedConsumer(ctx, busStream(worker), jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: cursor + 1,
-		InactiveThreshold: time.Minute,
-	})
+	it, err := g.consume(ctx, worker, cursor)
 	if err != nil {
-		return g.b.busErr(err)
-	}
-	it, err := c.Messages(jetstream.PullMaxMessages(256))
-	if err != nil {
-		return g.b.busErr(err)
+		return err
 	}
 	lost := g.b.Lost()
 	finished := make(chan struct{})
@@ -182,6 +175,38 @@ func (g *Gateway) Follow(ctx context.Context, worker string, cursor uint64, send
 		}
 		if md.NumPending == 0 && !flush() {
 			return nil
+		}
+	}
+}
+
+// followRetry bounds how long Follow tries to start reading a stream
+// whose server does not answer yet (a stream leader being elected after a
+// server of the cluster failed) before it ends the stream with an error.
+const followRetry = 15 * time.Second
+
+// consume starts an ordered consumer of the worker's stream after cursor,
+// trying again while the cluster elects (not once the bus is lost).
+func (g *Gateway) consume(ctx context.Context, worker string, cursor uint64) (jetstream.MessagesContext, error) {
+	deadline := time.Now().Add(followRetry)
+	for {
+		c, err := g.b.js.OrderedConsumer(ctx, busStream(worker), jetstream.OrderedConsumerConfig{
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: cursor + 1,
+			InactiveThreshold: time.Minute,
+		})
+		if err == nil {
+			it, err := c.Messages(jetstream.PullMaxMessages(256))
+			if err == nil {
+				return it, nil
+			}
+		}
+		err = g.b.busErr(err)
+		if !g.b.Connected() || ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 }
