@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping/lane004"
@@ -201,7 +203,7 @@ func (s *serveAPI) busStatusObj(ctx context.Context, dst []byte, id string) ([]b
 	sctx, cancel := context.WithTimeout(ctx, gatewayStatusWait)
 	st, err := s.gw.Status(sctx, id)
 	cancel()
-	if err != nil {
+	if err != nil || !gjson.ValidBytes(st) || !gjson.ParseBytes(st).IsObject() {
 		st = []byte(`{"state":"unreachable"}`)
 	}
 	return jsonw.NewObj(dst).Str("worker_id", id).Int("latest_seq", int64(latest)).
