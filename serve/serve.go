@@ -275,6 +275,8 @@ func serveUsage(w io.Writer, fs *flag.FlagSet) {
 lane-004 workers (docs/protocol/worker.md), each a --ui control session with its own CLI.
 
   ccbridge serve [--dir DIR …] [--worker ID=DIR …] [flags] [-- extra CLI arguments]
+  ccbridge serve --bus URL[,URL…] [flags]   a stateless gateway to the workers on NATS
+                                            JetStream (docs/protocol/bus.md)
 
 The web UI: open http://127.0.0.1:8787/ (the page, and /api/web/… for its sessions);
 with --tls-cert and --tls-key serve answers HTTPS only (https://…).
