@@ -153,6 +153,7 @@ func (g *Gateway) Follow(ctx context.Context, worker string, cursor uint64, send
 		}
 		it.Stop()
 	}()
+	batch := 0
 	for {
 		m, err := it.Next()
 		if err != nil {
@@ -173,11 +174,21 @@ func (g *Gateway) Follow(ctx context.Context, worker string, cursor uint64, send
 		if !send(md.Sequence.Stream, m.Data()) {
 			return nil
 		}
-		if md.NumPending == 0 && !flush() {
+		// A batch ends where the stream does, or at followBatch lines
+		// (a long replay is written as it is read).
+		if batch++; md.NumPending > 0 && batch < followBatch {
+			continue
+		}
+		batch = 0
+		if !flush() {
 			return nil
 		}
 	}
 }
+
+// followBatch is the most lines Follow sends before a flush, as
+// Lane004.Follow reads the log.
+const followBatch = 256
 
 // followRetry bounds how long Follow tries to start reading a stream
 // whose server does not answer yet (a stream leader being elected after a
