@@ -1,11 +1,13 @@
 package control
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,5 +152,63 @@ func TestEventLogReceiptPublishedEntryNot(t *testing.T) {
 	next := l4Event(l, 2)
 	if seq := gjson.GetBytes(next, "seq").Uint(); seq != 2 {
 		t.Errorf("the next event took seq %d, want 2", seq)
+	}
+}
+
+// slowStore is a store whose Begin of one request id waits for a gate,
+// as a store on the bus waits for its round trips.
+type slowStore struct {
+	Store
+	slowID string
+	gate   chan struct{}
+	begun  chan string
+}
+
+func (s *slowStore) Begin(k Key, now time.Time) (Entry, bool, error) {
+	s.begun <- k.RequestID
+	if k.RequestID == s.slowID {
+		<-s.gate
+	}
+	return s.Store.Begin(k, now)
+}
+
+// TestLane004StoreOutsideLock: a store that is slow for one request id
+// holds up neither the requests of other ids nor a duplicate's answer,
+// which is the first request's.
+func TestLane004StoreOutsideLock(t *testing.T) {
+	s := &slowStore{Store: NewMemoryStore(StoreConfig{}), slowID: "slow", gate: make(chan struct{}), begun: make(chan string, 8)}
+	e := newL4Env(t, s, nil)
+	var once sync.Once
+	open := func() { once.Do(func() { close(s.gate) }) }
+	t.Cleanup(open)
+	slow := make(chan []byte, 2)
+	go func() { r, _, _ := e.lane.Request(l4Req("slow", "thread/list", ""), nil); slow <- r }()
+	if id := <-s.begun; id != "slow" {
+		t.Fatalf("begun %q", id)
+	}
+	dup := make(chan []byte, 1)
+	go func() { r, _, _ := e.lane.Request(l4Req("slow", "thread/list", ""), nil); dup <- r }()
+	done := make(chan []byte, 1)
+	go func() { r, _, _ := e.lane.Request(l4Req("other", "thread/list", ""), nil); done <- r }()
+	select {
+	case r := <-done:
+		if gjson.GetBytes(r, "payload.request_id").Str != "other" || gjson.GetBytes(r, "seq").Uint() != 1 {
+			t.Errorf("the other request's receipt: %s", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a request of another id waited for the slow store")
+	}
+	select {
+	case r := <-dup:
+		t.Fatalf("the duplicate answered before the first: %s", r)
+	default:
+	}
+	open()
+	first, second := <-slow, <-dup
+	if !bytes.Equal(first, second) || gjson.GetBytes(first, "seq").Uint() != 2 {
+		t.Errorf("the first and its duplicate:\n%s\n%s", first, second)
+	}
+	if calls := e.target.called(); len(calls) != 2 {
+		t.Errorf("Do ran %q, want once for each id", calls)
 	}
 }
