@@ -450,8 +450,28 @@ func TestBusLane004(t *testing.T) {
 		// Back behind a leaf node, which dials out to the cluster.
 		w = busStartWorker(top, wid, cl.leaf(), "--bus-domain", "hub", "--retain-events", "60") // the test's, not this subtest's
 		restarted = g2.status(wid).Get("status.thread_id").Str
+		// A receipt that takes longer than --request-wait (thread/start
+		// starts a CLI): 202 with the seq after which it comes on the
+		// stream, and the receipt itself to a retry at another gateway.
+		g3 := svStart(t, svOpts{external: true, args: []string{"--bus", cl.url(1), "--request-wait", "50ms"}})
+		c := g2.stream(wid, "", "")
+		start := ctlID("bus-202")
+		code, b := busPost(g3, wid, start, "thread/start", map[string]any{})
+		if code != http.StatusAccepted || get(b, "request_id").Str != start || !get(b, "accepted").Bool() {
+			t.Fatalf("thread/start with --request-wait 50ms: HTTP %d: %s", code, b)
+		}
+		from := c.waitFrom(0, "thread/start's receipt", l4IsReceipt(start))
+		c.hangUp()
+		if l4Seq(c.got[from]) <= get(b, "seq").Uint() {
+			t.Errorf("the receipt's seq %d is not after the 202's %s", l4Seq(c.got[from]), get(b, "seq").Raw)
+		}
+		r := call(g1, start, "thread/start", map[string]any{}, http.StatusOK)
+		if !bytes.Equal(r, c.got[from]) {
+			t.Errorf("the retry's receipt differs from the stream's:\n%s\n%s", r, c.got[from])
+		}
+		restarted = l4OK(t, "thread/start", r, "thread/start").Get("thread.id").Str
 		id := ctlID("bus-back")
-		r := call(g2, id, "thread/list", nil, http.StatusOK)
+		r = call(g2, id, "thread/list", nil, http.StatusOK)
 		if l4Seq(r) <= before {
 			t.Errorf("after the restart a receipt's seq %d is not after %d", l4Seq(r), before)
 		}
@@ -514,7 +534,7 @@ func TestBusLane004(t *testing.T) {
 			t.Errorf("a lane-004 request on stdio while the bus is away: %s", r)
 		}
 		prompt := ctlID("bus-prompt")
-		w.stdio.send(ctlMsg{"type": "control.stdin.request", "v": 1, "request_id": prompt, "team": ctlTeam, "session_id": w.sid,
+		w.stdio.send(ctlMsg{"type": "control.stdin.request", "v": 1, "request_id": prompt, "team": ctlTeam, "session_id": restarted,
 			"agent_id": ctlAgent, "sender": ctlSender, "sent_at": ctlNow(), "content": "hello while the bus is away"}.String())
 		w.stdio.waitFrom(len(w.stdio.got), "the turn of "+prompt, func(l []byte) bool {
 			return typeOf(l) == "control.worker.turn" && bytes.Contains(l, []byte(prompt))

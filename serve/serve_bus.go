@@ -24,8 +24,12 @@ import (
 	"github.com/ccbridge/ccbridge/mapping/lane004"
 )
 
-// gatewayStatusWait bounds a worker's answer to a status request.
-const gatewayStatusWait = 2 * time.Second
+// gatewayStatusWait bounds a worker's answer to a status request;
+// gatewayBusWait the reads of the bus before a request is handed on.
+const (
+	gatewayStatusWait = 2 * time.Second
+	gatewayBusWait    = 5 * time.Second
+)
 
 // serveGateway serves the API over the bus until ctx is done.
 func serveGateway(ctx context.Context, cfg serveConfig, log *slog.Logger) (int, error) {
@@ -164,10 +168,14 @@ func (s *serveAPI) busRequest(w http.ResponseWriter, r *http.Request) {
 	case prob != nil:
 		req.RequestID = prob.RequestID
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.requestWait)
-	defer cancel()
 	// A request done before: its receipt, whether its worker is here.
-	receipt, err := s.gw.Receipt(ctx, id, req.RequestID)
+	bctx, bcancel := context.WithTimeout(r.Context(), gatewayBusWait)
+	receipt, err := s.gw.Receipt(bctx, id, req.RequestID)
+	var accepted uint64
+	if err == nil && receipt == nil {
+		accepted = s.gw.Latest(bctx, id) // a 202's cursor
+	}
+	bcancel()
 	if err != nil {
 		s.busFailed(w, id, err)
 		return
@@ -176,7 +184,8 @@ func (s *serveAPI) busRequest(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, receiptStatus(receipt), receipt)
 		return
 	}
-	accepted := s.gw.Latest(ctx, id)
+	ctx, cancel := context.WithTimeout(r.Context(), s.requestWait)
+	defer cancel()
 	receipt, err = s.gw.Request(ctx, id, body)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:

@@ -66,6 +66,8 @@ func (g *Gateway) Request(ctx context.Context, worker string, body []byte) ([]by
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, ErrWorkerGone
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err() // the worker goes on; its receipt comes on the stream
 	case err != nil:
 		return nil, g.b.busErr(err)
 	case len(m.Data) == 0:
