@@ -84,6 +84,20 @@ var stdDenied = []struct {
 	{"adapter/control", []string{"net/http", "net/http/..."}},
 }
 
+// thirdPartyOnly are modules outside the standard library that only the
+// packages named may import (their tests included): the NATS client is
+// the control plane's (the bus, adapter/control/bus.go), and the NATS
+// server is a test fixture of e2e alone, so that it is compiled once in
+// a test run and never under -race (the product carries the client
+// only).
+var thirdPartyOnly = []struct {
+	mod string
+	may []string
+}{
+	{"github.com/nats-io/nats.go/...", []string{"adapter/control", "e2e"}},
+	{"github.com/nats-io/nats-server/...", []string{"e2e"}},
+}
+
 // clockReads are the calls that read the clock or wait on it; the codecs
 // make none (a caller passes the time).
 var clockReads = []string{"Now", "Since", "Until", "Sleep", "After", "AfterFunc", "Tick", "NewTimer", "NewTicker"}
@@ -174,6 +188,11 @@ func violations(p pkgInfo) []string {
 			}
 			continue
 		}
+		for _, d := range thirdPartyOnly {
+			if match(d.mod, imp) && !slices.Contains(d.may, p.rel) {
+				bad = append(bad, what+" imports "+imp+", which only "+strings.Join(d.may, " and ")+" may")
+			}
+		}
 		for _, d := range stdDenied {
 			if !p.tests && match(d.pkg, p.rel) && slices.ContainsFunc(d.denied, func(m string) bool { return match(m, imp) }) {
 				bad = append(bad, what+" imports "+imp)
@@ -211,6 +230,8 @@ func TestDepsPolicyBites(t *testing.T) {
 		{rel: "newpackage", imports: nil},
 		{rel: "", imports: []string{module + "/internal/adaptertest"}},
 		{rel: "adapter/echo", imports: []string{module + "/adapter/ipc"}, tests: true},
+		{rel: "serve", imports: []string{"github.com/nats-io/nats.go/jetstream"}},
+		{rel: "adapter/control", imports: []string{"github.com/nats-io/nats-server/v2/server"}, tests: true},
 	} {
 		if len(violations(p)) == 0 {
 			t.Errorf("%s importing %v passes the policy", p.rel, p.imports)

@@ -160,7 +160,7 @@ func (s *Settings) StartControl(t control.Target, submit func(func()) bool) (sto
 	if s.ControlHook != nil {
 		s.ControlHook(t, submit)
 	}
-	if s.Control.Socket == "" {
+	if s.Control.Socket == "" && !s.Control.Bus.On() {
 		return func() {}, nil
 	}
 	cp, err := control.Open(s.Control, s.ControlTimeout, s.Logger, t, submit)

@@ -65,6 +65,9 @@ type serveConfig struct {
 	requestWait time.Duration
 	stateDir    string
 	retain      int
+	// bus: --bus, a stateless gateway to the workers on NATS JetStream
+	// (serve_bus.go).
+	bus control.BusConfig
 	// The flags ccbridge takes too (--claude, --fake-model, --model,
 	// --log-level, the timeouts and the grace periods).
 	cliflags.Common
@@ -106,6 +109,13 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if cfg.bus.On() {
+		code, err := serveGateway(ctx, cfg, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "ccbridge serve: %v\n", err)
+		}
+		return code
+	}
 	child, stop, code, err := launch(cfg.Claude, cfg.FakeModel, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "ccbridge serve: %v\n", err)
@@ -147,6 +157,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.DurationVar(&cfg.requestWait, "request-wait", serveDefaultWait, "wait this long for a request's receipt, then answer 202 (the receipt comes on the stream)")
 	fs.StringVar(&cfg.stateDir, "state-dir", "", "keep each worker's control state (seq, receipts, events) under DIR/workers/ID, across restarts")
 	fs.IntVar(&cfg.retain, "retain-events", control.DefaultRetain, "how many of each worker's events are kept for replay")
+	control.BusFlags(fs, &cfg.bus)
 	cfg.Add(fs, "every session's CLI", ", unless the worker names its own")
 	fs.BoolVar(&cfg.web, "web", true, "serve the web UI at / and its sessions under /api/web (docs/protocol/web.md)")
 	fs.Func("dir", "a folder a web session may run in, with the folders below it (repeatable; default: the current folder)", func(v string) error {
@@ -191,7 +202,21 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		}
 		cfg.workers = append(cfg.workers, more...)
 	}
-	if len(cfg.workers) > 0 || !cfg.web {
+	if err := cfg.bus.Check(); err != nil {
+		return cfg, err
+	}
+	if cfg.bus.On() {
+		// A gateway: the workers are the bus's, the web UI is not served.
+		switch {
+		case len(cfg.workers) > 0:
+			return cfg, errors.New("--bus with --worker or --workers: not yet; a gateway serves the workers on the bus (ccbridge --ui control --bus)")
+		case len(cfg.dirs) > 0:
+			return cfg, errors.New("--dir is for the web UI, which a --bus gateway does not serve")
+		case cfg.stateDir != "":
+			return cfg, errors.New("--state-dir: a --bus gateway keeps no state; the bus does")
+		}
+		cfg.web = false
+	} else if len(cfg.workers) > 0 || !cfg.web {
 		if err := checkWorkers(cfg.workers); err != nil {
 			return cfg, err
 		}
@@ -210,7 +235,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return cfg, errors.New("--insecure-http is plain HTTP for a proxy that does TLS in front; with --tls-cert serve speaks HTTPS itself: give one or the other")
 	}
 	if cfg.tokenFile != "" {
-		ids := make(map[string]bool, len(cfg.workers))
+		var ids map[string]bool // nil: any worker id (a gateway's are the bus's)
+		if !cfg.bus.On() {
+			ids = make(map[string]bool, len(cfg.workers))
+		}
 		for _, w := range cfg.workers {
 			ids[w.ID] = true
 		}
@@ -247,6 +275,8 @@ func serveUsage(w io.Writer, fs *flag.FlagSet) {
 lane-004 workers (docs/protocol/worker.md), each a --ui control session with its own CLI.
 
   ccbridge serve [--dir DIR …] [--worker ID=DIR …] [flags] [-- extra CLI arguments]
+  ccbridge serve --bus URL[,URL…] [flags]   a stateless gateway to the workers on NATS
+                                            JetStream (docs/protocol/bus.md)
 
 The web UI: open http://127.0.0.1:8787/ (the page, and /api/web/… for its sessions);
 with --tls-cert and --tls-key serve answers HTTPS only (https://…).
@@ -422,7 +452,7 @@ func loadTokens(path string, workers map[string]bool) (*serveTokens, error) {
 		if len(fields) == 2 {
 			ids = map[string]bool{}
 			for _, id := range strings.Split(fields[1], ",") {
-				if !workers[id] {
+				if workers == nil && !control.BusWorkerID(id) || workers != nil && !workers[id] {
 					return nil, fmt.Errorf("%s:%d: no worker %q", path, n, id)
 				}
 				ids[id] = true

@@ -23,6 +23,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/adapter/worker"
 	"github.com/ccbridge/ccbridge/framing"
 	"github.com/ccbridge/ccbridge/internal/jsonw"
@@ -71,6 +72,9 @@ type serveAPI struct {
 	log     *slog.Logger
 	// web is the page and its sessions; nil: none (--web=false).
 	web *webHost
+	// gw: a gateway to the workers on the bus (serve --bus, serve_bus.go);
+	// workers is then empty.
+	gw *control.Gateway
 	// tlsProxy is --insecure-http: a reverse proxy in front speaks HTTPS
 	// to the browser, so the page's origin may be https:// though the
 	// request came in plain.
@@ -114,6 +118,9 @@ func newServeAPI(workers []*serveWorker, tokens *serveTokens, log *slog.Logger) 
 // handler routes the API; every other path is 404, another method on
 // these 405.
 func (s *serveAPI) handler() http.Handler {
+	if s.gw != nil {
+		return s.busHandler()
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+serveWorkerPath+"/requests", s.request)
 	mux.HandleFunc("GET "+serveWorkerPath+"/stream", s.stream)

@@ -66,6 +66,14 @@ type eventJournal interface {
 	appendEvents(lines []logEntry, keep int, fin *receiptFinish) error
 }
 
+// partialJournal is a journal whose appendEvents may commit some of its
+// lines and fail (the bus: each line is a publish of its own, the entry a
+// write of its own): committed is the last seq it holds, whose lines an
+// appendEvents called again skips.
+type partialJournal interface {
+	committed() uint64
+}
+
 // commitRetry is how long the log's committer waits after a failed
 // commit before it tries again (new events do not hurry it).
 const commitRetry = 200 * time.Millisecond
@@ -242,6 +250,14 @@ func (l *EventLog) AppendReceipt(s Store, k Key, result string, at time.Time, bu
 	l.pending = nil
 	l.wmu.Unlock()
 	err := l.j.appendEvents(batch, l.retain, &receiptFinish{k, Outcome{Result: result, Detail: string(e.line), At: at}})
+	if p, ok := l.j.(partialJournal); ok && err != nil && p.committed() >= seq {
+		// The lines are in the journal, the entry not finished (the bus:
+		// the receipt is in the stream, its claim not written over): the
+		// lines are shown and the seq is not given again; a retry of the
+		// request settles the entry from the journal.
+		l.showAll(batch)
+		return nil, err
+	}
 	if err != nil {
 		l.requeue(batch[:len(batch)-1], seq)
 		l.failed(err)

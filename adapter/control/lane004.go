@@ -130,30 +130,36 @@ func (l *Lane004) Request(line []byte, replay func(after uint64)) (receipt []byt
 		l.audit("duplicate", req.RequestID, req.Method, "in flight")
 		return f.line, false, &req
 	}
-	prev, isNew, err := l.cfg.Store.Begin(key, l.cfg.Now())
-	var f *flight
-	if err == nil && (isNew || !receiptLine(prev.Outcome.Detail)) {
-		f = &flight{done: make(chan struct{})}
-		l.flights[req.RequestID] = f
-	}
+	// The flight first, then the store, outside the lock: a store on the
+	// bus answers in round trips, which requests of other ids need not
+	// wait for; a duplicate meanwhile waits for this one's answer.
+	f := &flight{done: make(chan struct{})}
+	l.flights[req.RequestID] = f
 	l.mu.Unlock()
-
-	switch {
-	case errors.Is(err, ErrStoreFull):
-		return l.refuse(&req, lane004.CodeWorkerUnavailable, "too many requests in flight; retry later"), false, &req
-	case err != nil:
-		return l.refuse(&req, lane004.CodeInternalError, "the receipt store failed: "+err.Error()), false, &req
-	case f == nil:
-		// Done before: the same receipt, nothing run twice.
-		l.audit("duplicate", req.RequestID, req.Method, "cached receipt")
-		return []byte(prev.Outcome.Detail), false, &req
-	}
 	defer func() {
 		l.mu.Lock()
 		delete(l.flights, req.RequestID)
 		l.mu.Unlock()
 		close(f.done)
 	}()
+	prev, isNew, err := l.cfg.Store.Begin(key, l.cfg.Now())
+	switch {
+	case errors.Is(err, ErrStoreFull):
+		f.line = l.refuse(&req, lane004.CodeWorkerUnavailable, "too many requests in flight; retry later")
+		return f.line, false, &req
+	case errors.Is(err, ErrBusDown):
+		// Nothing claimed, nothing run: a retry once the bus is back.
+		f.line = l.refuse(&req, lane004.CodeWorkerUnavailable, "this worker has lost the bus (NATS), where its receipts are kept, and is reconnecting; retry later")
+		return f.line, false, &req
+	case err != nil:
+		f.line = l.refuse(&req, lane004.CodeInternalError, "the receipt store failed: "+err.Error())
+		return f.line, false, &req
+	case !isNew && receiptLine(prev.Outcome.Detail):
+		// Done before: the same receipt, nothing run twice.
+		l.audit("duplicate", req.RequestID, req.Method, "cached receipt")
+		f.line = []byte(prev.Outcome.Detail)
+		return f.line, false, &req
+	}
 	var recorded bool
 	switch {
 	case !isNew && prev.InFlight:

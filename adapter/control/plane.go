@@ -56,6 +56,9 @@ type Config struct {
 	// Worker004 keeps lane 004's events from the start (ccbridge serve);
 	// otherwise from the first lane-004 request.
 	Worker004 bool
+	// Bus puts lane 004 on NATS JetStream (--bus, bus.go): its receipts,
+	// seqs and events, and its requests from any gateway.
+	Bus BusConfig
 }
 
 // ReceiptTTL is how long lane 004 keeps a request's receipt for its
@@ -145,6 +148,9 @@ type Plane struct {
 	store004 Store
 	log004   *EventLog
 	lane004  *Lane004
+	// bus: lane 004 on the bus (--bus); busw serves it there (ServeBus).
+	bus  *Bus
+	busw *busWorker
 }
 
 // Open opens the store and the audit trail and makes the lanes that
@@ -152,6 +158,9 @@ type Plane struct {
 // input or an interrupt (--control-timeout; DefaultTimeout when 0).
 func Open(c Config, timeout time.Duration, log *slog.Logger, target Target, submit func(func()) bool) (*Plane, error) {
 	c.Defaults()
+	if err := c.Bus.Check(); err != nil {
+		return nil, err
+	}
 	cp := &Plane{cfg: c, submit: submit, log: log, screen: target}
 	scfg := StoreConfig{TTL: c.DedupeTTL, MaxKeys: c.DedupeMax}
 	var err error
@@ -200,6 +209,12 @@ func Open(c Config, timeout time.Duration, log *slog.Logger, target Target, subm
 		laneCfg.Lanes = []string{lanes.Lane000, lanes.Lane001}
 	}
 	target004, _ := target.(Target004)
+	if c.Bus.On() && target004 == nil {
+		cp.store.Close()
+		cp.store001.Close()
+		cp.audit.Close()
+		return nil, errors.New("--bus carries lane 004, which this dialect does not serve (--ui control without --pty does)")
+	}
 	if target004 != nil {
 		laneCfg.Lanes = append(laneCfg.Lanes, lanes.Lane004)
 		if err := cp.open004(&c); err != nil {
@@ -237,16 +252,36 @@ func Open(c Config, timeout time.Duration, log *slog.Logger, target Target, subm
 func (cp *Plane) open004(c *Config) error {
 	scfg := StoreConfig{TTL: ReceiptTTL, MaxKeys: c.DedupeMax, Events: true}
 	var err error
-	if c.StateDir != "" {
+	switch {
+	case c.Bus.On():
+		if err = checkBusWorker(c.WorkerID); err != nil {
+			return err
+		}
+		if cp.bus, err = DialBus(c.Bus, "ccbridge worker "+c.WorkerID, cp.log); err != nil {
+			return err
+		}
+		if err = cp.bus.alone(c.WorkerID); err != nil {
+			cp.bus.Close()
+			return fmt.Errorf("--bus: %w", err)
+		}
+		if cp.store004, err = openBusStore(cp.bus, c.WorkerID, c.RetainEvents); err != nil {
+			cp.bus.Close()
+			return err
+		}
+	case c.StateDir != "":
 		if cp.store004, err = OpenStore(filepath.Join(c.StateDir, "lane004"), scfg); err != nil {
 			return fmt.Errorf("--state-dir: %w", err)
 		}
-	} else {
+	default:
 		cp.store004 = NewMemoryStore(scfg)
 	}
 	lcfg := EventLogConfig{Retain: c.RetainEvents, Store: cp.store004, Logger: cp.log}
 	if cp.log004, err = OpenEventLog(lcfg); err != nil {
 		cp.store004.Close()
+		cp.bus.Close()
+		if c.Bus.On() {
+			return fmt.Errorf("--bus: %w", err)
+		}
 		return fmt.Errorf("--state-dir: %w", err)
 	}
 	return nil
@@ -407,10 +442,12 @@ func (cp *Plane) Close() error {
 	if cp.sock != nil {
 		errs = append(errs, cp.sock.Close())
 	}
+	cp.busw.close()
 	errs = append(errs, cp.store.Close(), cp.store001.Close(), cp.audit.Close())
 	if cp.log004 != nil {
 		errs = append(errs, cp.log004.Close(), cp.store004.Close())
 	}
+	cp.bus.Close()
 	return errors.Join(errs...)
 }
 
@@ -443,6 +480,7 @@ func Flags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.RunID, "run-id", "", "control lane 001: the run's id, which requests name in target.run_id (default: the session id)")
 	fs.StringVar(&c.WorkerID, "worker-id", DefaultWorkerID, "control lane 004: the worker's id in its receipts and events")
 	fs.IntVar(&c.RetainEvents, "retain-events", DefaultRetain, "control lane 004: how many of the worker's events are kept for replay")
+	BusFlags(fs, &c.Bus)
 }
 
 // Lane is lane 000's receiver.

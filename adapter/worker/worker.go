@@ -159,9 +159,14 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 	}
 	defer plane.Close()
 	w.plane = plane
-	w.w4.active = c.Control.Worker004 || plane.Log004().Latest() > 0
+	// On the bus the worker's events are kept from the start: a gateway
+	// may follow its stream before any request.
+	w.w4.active = c.Control.Worker004 || c.Control.Bus.On() || plane.Log004().Latest() > 0
 	if c.Hook != nil {
 		c.Hook(Lane004{Lane: plane.Lane004(), Log: plane.Log004(), Status: w.status004})
+	}
+	if err := plane.ServeBus(w.status004); err != nil {
+		return 2, fmt.Errorf("--bus: %w", err)
 	}
 	if err := plane.Listen(); err != nil {
 		return 2, err

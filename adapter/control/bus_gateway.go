@@ -1,0 +1,234 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ccbridge/ccbridge/mapping/lane004"
+)
+
+// Gateway is lane 004 as a gateway (ccbridge serve --bus) reaches it: it
+// holds no state of its own; receipts, seqs and events are the bus's.
+// Safe for concurrent use.
+type Gateway struct{ b *Bus }
+
+// NewGateway is the gateway of b.
+func NewGateway(b *Bus) *Gateway { return &Gateway{b: b} }
+
+// Errors of the gateway.
+var (
+	// ErrNoWorker: the bus has no stream for this worker id.
+	ErrNoWorker = errors.New("no such worker on the bus")
+	// ErrWorkerGone: the worker has a stream but takes no requests now
+	// (stopped, or cut off from the bus).
+	ErrWorkerGone = errors.New("the worker is not connected to the bus")
+)
+
+// Connected reports whether the gateway reaches the bus now.
+func (g *Gateway) Connected() bool { return g.b.Connected() }
+
+// Lost returns a channel closed once the bus is lost (Bus.Lost).
+func (g *Gateway) Lost() <-chan struct{} { return g.b.Lost() }
+
+// Receipt returns the receipt recorded for (worker, requestID), nil when
+// there is none yet (none, or in flight).
+func (g *Gateway) Receipt(ctx context.Context, worker, requestID string) ([]byte, error) {
+	if !BusWorkerID(worker) {
+		return nil, ErrNoWorker
+	}
+	e, err := g.b.receipts.Get(ctx, busReceiptKey(worker, requestID))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+		return nil, nil
+	case err != nil:
+		return nil, g.b.busErr(err)
+	}
+	if _, inFlight := busClaim(e.Value()); inFlight {
+		return nil, nil
+	}
+	return e.Value(), nil
+}
+
+// Request hands a request line to the worker and returns its receipt;
+// nil for a line that is a worker event. ErrWorkerGone when no worker
+// takes it; a deadline error when ctx ended first (the worker carries it
+// out all the same).
+func (g *Gateway) Request(ctx context.Context, worker string, body []byte) ([]byte, error) {
+	if !BusWorkerID(worker) {
+		return nil, ErrNoWorker
+	}
+	m, err := g.b.nc.RequestWithContext(ctx, busReqPf+worker, body)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, ErrWorkerGone
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err() // the worker goes on; its receipt comes on the stream
+	case err != nil:
+		return nil, g.b.busErr(err)
+	case len(m.Data) == 0:
+		return nil, nil
+	}
+	return m.Data, nil
+}
+
+// Seqs returns the worker's oldest kept seq and latest seq (oldest is
+// latest+1 when none is kept); ErrNoWorker when it has no stream.
+func (g *Gateway) Seqs(ctx context.Context, worker string) (oldest, latest uint64, err error) {
+	if !BusWorkerID(worker) {
+		return 0, 0, ErrNoWorker
+	}
+	st, err := g.b.js.Stream(ctx, busStream(worker))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, 0, ErrNoWorker
+	}
+	if err != nil {
+		return 0, 0, g.b.busErr(err)
+	}
+	s := st.CachedInfo().State
+	if s.Msgs == 0 {
+		return s.LastSeq + 1, s.LastSeq, nil
+	}
+	return s.FirstSeq, s.LastSeq, nil
+}
+
+// Status asks the worker for its status object; ErrWorkerGone when it
+// does not answer.
+func (g *Gateway) Status(ctx context.Context, worker string) ([]byte, error) {
+	m, err := g.b.nc.RequestWithContext(ctx, busStatusPf+worker, nil)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded):
+		return nil, ErrWorkerGone
+	case err != nil:
+		return nil, g.b.busErr(err)
+	}
+	return m.Data, nil
+}
+
+// Workers lists the live workers' ids (the presence bucket), sorted.
+func (g *Gateway) Workers(ctx context.Context) ([]string, error) {
+	keys, err := g.b.presence.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, g.b.busErr(err)
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// Follow sends the worker's events after cursor, oldest first, as they
+// come, until send or flush returns false, ctx ends or the bus is lost
+// (an error then: the client resumes from its cursor, at any gateway).
+// A cursor whose events are no longer kept, or from the future, first
+// gets a worker.cursor_stale line (seq 0) and the stream goes on after
+// its resume_after, as Lane004.Follow does.
+func (g *Gateway) Follow(ctx context.Context, worker string, cursor uint64, send func(seq uint64, line []byte) bool, flush func() bool) error {
+	oldest, latest, err := g.Seqs(ctx, worker)
+	if err != nil {
+		return err
+	}
+	if cursor > latest || cursor+1 < oldest {
+		line := lane004.AppendCursorStale(nil, worker, cursor, oldest-1, latest, time.Now())
+		if !send(0, line) || !flush() {
+			return nil
+		}
+		cursor = oldest - 1
+	}
+	it, err := g.consume(ctx, worker, cursor)
+	if err != nil {
+		return err
+	}
+	lost := g.b.Lost()
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-lost:
+		case <-ctx.Done():
+		case <-finished:
+		}
+		it.Stop()
+	}()
+	batch := 0
+	for {
+		m, err := it.Next()
+		if err != nil {
+			select {
+			case <-lost:
+				return ErrBusDown
+			default:
+			}
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			return g.b.busErr(err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		if !send(md.Sequence.Stream, m.Data()) {
+			return nil
+		}
+		// A batch ends where the stream does, or at followBatch lines
+		// (a long replay is written as it is read).
+		if batch++; md.NumPending > 0 && batch < followBatch {
+			continue
+		}
+		batch = 0
+		if !flush() {
+			return nil
+		}
+	}
+}
+
+// followBatch is the most lines Follow sends before a flush, as
+// Lane004.Follow reads the log.
+const followBatch = 256
+
+// followRetry bounds how long Follow tries to start reading a stream
+// whose server does not answer yet (a stream leader being elected after a
+// server of the cluster failed) before it ends the stream with an error.
+const followRetry = 15 * time.Second
+
+// consume starts an ordered consumer of the worker's stream after cursor,
+// trying again while the cluster elects (not once the bus is lost).
+func (g *Gateway) consume(ctx context.Context, worker string, cursor uint64) (jetstream.MessagesContext, error) {
+	deadline := time.Now().Add(followRetry)
+	for {
+		c, err := g.b.js.OrderedConsumer(ctx, busStream(worker), jetstream.OrderedConsumerConfig{
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: cursor + 1,
+			InactiveThreshold: time.Minute,
+		})
+		if err == nil {
+			it, err := c.Messages(jetstream.PullMaxMessages(256))
+			if err == nil {
+				return it, nil
+			}
+		}
+		err = g.b.busErr(err)
+		if !g.b.Connected() || ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Latest is the worker's latest seq, for a 202's cursor.
+func (g *Gateway) Latest(ctx context.Context, worker string) uint64 {
+	_, latest, err := g.Seqs(ctx, worker)
+	if err != nil {
+		return 0
+	}
+	return latest
+}

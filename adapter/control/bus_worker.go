@@ -1,0 +1,169 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ccbridge/ccbridge/internal/jsonw"
+	"github.com/ccbridge/ccbridge/mapping/lane004"
+)
+
+// The worker's side of the bus: its requests and status (request-reply
+// on ccbridge.req.ID and ccbridge.status.ID) and its presence.
+
+// Presence timings: a heartbeat every busBeat, each living busBeatTTL,
+// so that a worker gone without a word leaves the list within it.
+const (
+	busBeat    = 2 * time.Second
+	busBeatTTL = 3 * busBeat
+)
+
+// busMaxFlights bounds the requests a worker carries out at once from the
+// bus; more are refused worker_unavailable (retryable).
+const busMaxFlights = 64
+
+// busWorker serves one worker on the bus.
+type busWorker struct {
+	b      *Bus
+	lane   *Lane004
+	status func() ([]byte, bool)
+	subs   []*nats.Subscription
+	sem    chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
+}
+
+// ServeBus takes the worker's lane-004 requests and status requests from
+// the bus and announces it in the presence bucket until Close; status is
+// the worker's status object (false once its session ended). Nothing
+// when lane 004 is not on the bus.
+func (cp *Plane) ServeBus(status func() ([]byte, bool)) error {
+	if cp.bus == nil {
+		return nil
+	}
+	w := &busWorker{b: cp.bus, lane: cp.lane004, status: status, sem: make(chan struct{}, busMaxFlights),
+		quit: make(chan struct{}), done: make(chan struct{})}
+	id := cp.lane004.WorkerID()
+	for subj, h := range map[string]nats.MsgHandler{busReqPf + id: w.request, busStatusPf + id: w.statusReq} {
+		sub, err := cp.bus.nc.Subscribe(subj, h)
+		if err != nil {
+			w.unsubscribe()
+			return err
+		}
+		w.subs = append(w.subs, sub)
+	}
+	if err := cp.bus.nc.Flush(); err != nil {
+		w.unsubscribe()
+		return err
+	}
+	go w.beat(id)
+	cp.busw = w
+	cp.log.Info("bus: serving lane 004", "worker", id, "server", cp.bus.nc.ConnectedUrlRedacted())
+	return nil
+}
+
+// alone waits until no other worker of this id is on the bus: a
+// presence that lapses within its TTL is one that stopped (killed, or cut
+// off); one still beating after it is a live worker, and two workers of
+// one id would write one stream. It runs before the worker touches its
+// stream.
+func (b *Bus) alone(id string) error {
+	deadline := time.Now().Add(busBeatTTL + busBeat)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), busTimeout)
+		e, err := b.presence.Get(ctx, id)
+		cancel()
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			return nil
+		case err != nil:
+			return b.busErr(err)
+		case time.Now().After(deadline):
+			return fmt.Errorf("worker id %q is already on the bus (%s): give this worker another --worker-id", id, e.Value())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// request carries out one request off the subscription's goroutine and
+// answers its receipt; an empty answer: the body was a worker event.
+func (w *busWorker) request(m *nats.Msg) {
+	select {
+	case w.sem <- struct{}{}:
+	default:
+		p := &lane004.Problem{Code: lane004.CodeWorkerUnavailable, Message: "too many requests in flight on this worker; retry later"}
+		m.Respond(lane004.AppendProblem(nil, w.lane.WorkerID(), p, time.Now()))
+		return
+	}
+	go func() {
+		defer func() { <-w.sem }()
+		receipt, _, _ := w.lane.Request(m.Data, nil)
+		m.Respond(receipt) // lost: the receipt is recorded, a retry gets it
+	}()
+}
+
+func (w *busWorker) statusReq(m *nats.Msg) {
+	go func() {
+		st, ok := w.status()
+		if !ok {
+			st = []byte(`{"state":"stopped"}`)
+		}
+		m.Respond(st)
+	}()
+}
+
+// beat writes the worker's presence every busBeat, each write living
+// busBeatTTL, and deletes it at Close.
+func (w *busWorker) beat(id string) {
+	defer close(w.done)
+	host, _ := os.Hostname()
+	v := jsonw.NewObj(nil).Str("worker_id", id).Str("host", host).Int("pid", int64(os.Getpid())).
+		Str("since", time.Now().UTC().Format(time.RFC3339)).End()
+	subj := "$KV." + BusPresence + "." + id
+	t := time.NewTicker(busBeat)
+	defer t.Stop()
+	failing := false // warned once per run of failures
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), busBeat)
+		_, err := w.b.js.Publish(ctx, subj, v, jetstream.WithMsgTTL(busBeatTTL))
+		cancel()
+		switch {
+		case err != nil && !failing:
+			w.b.log.Warn("bus: presence heartbeat failed; the worker leaves GET …/workers until one succeeds", "err", err)
+			failing = true
+		case err == nil && failing:
+			w.b.log.Info("bus: presence heartbeat written again")
+			failing = false
+		}
+		select {
+		case <-t.C:
+		case <-w.quit:
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			w.b.presence.Delete(ctx, id) // best effort: else its TTL ends it
+			cancel()
+			return
+		}
+	}
+}
+
+func (w *busWorker) unsubscribe() {
+	for _, s := range w.subs {
+		s.Unsubscribe()
+	}
+}
+
+// close stops taking requests and leaves the presence bucket.
+func (w *busWorker) close() {
+	if w == nil {
+		return
+	}
+	w.unsubscribe()
+	close(w.quit)
+	<-w.done
+}

@@ -1,0 +1,277 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// busStore is lane 004's Store and event journal on the bus (bus.go):
+// Begin claims a request in the receipts bucket by Create, which one
+// writer wins, a second gets the key's value; the receipt is published
+// in the worker's stream and then written over the claim by Update with
+// the claim's revision. A claim found in flight is settled from the
+// stream when its receipt is there (a process that stopped between the
+// two writes), else counts as in flight when this process made it (its
+// receipt could not be recorded) or as left by a process that stopped
+// (Lane004 answers both with internal_error, once).
+//
+// Keys never expire: TTL and MaxKeys do not apply (the bucket's own
+// limits do). Release deletes the claim.
+type busStore struct {
+	b        *Bus
+	worker   string
+	instance string
+	st       jetstream.Stream
+	events   string // the events' subject
+	name     string // the stream's name
+
+	mu     sync.Mutex
+	revs   map[string]uint64 // claims this process holds: key → revision
+	latest uint64            // the last seq in the stream
+	closed bool
+}
+
+// openBusStore opens worker's receipts and stream, its stream keeping
+// retain events.
+func openBusStore(b *Bus, worker string, retain int) (*busStore, error) {
+	if err := checkBusWorker(worker); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*busTimeout)
+	defer cancel()
+	st, err := b.stream(ctx, worker, retain)
+	if err != nil {
+		return nil, fmt.Errorf("--bus: worker %s's stream: %w", worker, err)
+	}
+	return &busStore{b: b, worker: worker, instance: nuid.Next(), st: st, events: busEvents(worker), name: busStream(worker),
+		revs: make(map[string]uint64)}, nil
+}
+
+func (s *busStore) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), busTimeout)
+}
+
+func (s *busStore) Begin(k Key, now time.Time) (Entry, bool, error) {
+	key := busReceiptKey(s.worker, k.RequestID)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	for range 3 {
+		rev, err := s.b.receipts.Create(ctx, key, busInFlight(s.instance))
+		if err == nil {
+			s.hold(key, rev)
+			return Entry{}, true, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return Entry{}, false, s.b.busErr(err)
+		}
+		e, err := s.b.receipts.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			continue // released meanwhile: claim it again
+		}
+		if err != nil {
+			return Entry{}, false, s.b.busErr(err)
+		}
+		return s.settle(ctx, key, k.RequestID, e)
+	}
+	return Entry{}, false, errors.New("control store: the request's claim changed three times while it was read")
+}
+
+// settle reads a claim someone holds: a receipt, or a claim in flight,
+// which the stream may settle.
+func (s *busStore) settle(ctx context.Context, key, requestID string, e jetstream.KeyValueEntry) (Entry, bool, error) {
+	owner, inFlight := busClaim(e.Value())
+	if !inFlight {
+		return Entry{Outcome: Outcome{Detail: string(e.Value()), At: e.Created()}, Since: e.Created()}, false, nil
+	}
+	m, err := s.st.GetLastMsgForSubject(ctx, busReceipt(s.worker, requestID))
+	switch {
+	case err == nil:
+		// Published, not yet written over its claim: finish the claim.
+		if _, err := s.b.receipts.Update(ctx, key, m.Data, e.Revision()); err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return Entry{}, false, s.b.busErr(err)
+		}
+		s.drop(key)
+		return Entry{Outcome: Outcome{Detail: string(m.Data), At: m.Time}, Since: m.Time}, false, nil
+	case !errors.Is(err, jetstream.ErrMsgNotFound):
+		return Entry{}, false, s.b.busErr(err)
+	}
+	s.hold(key, e.Revision())
+	if owner == s.instance {
+		return Entry{InFlight: true, Since: e.Created()}, false, nil
+	}
+	// Left by a process that stopped: not a receipt line, so the lane
+	// answers it once with internal_error.
+	return Entry{Outcome: Outcome{Result: "in_flight_at_stop"}, Since: e.Created()}, false, nil
+}
+
+func (s *busStore) hold(key string, rev uint64) {
+	s.mu.Lock()
+	s.revs[key] = rev
+	s.mu.Unlock()
+}
+
+func (s *busStore) drop(key string) {
+	s.mu.Lock()
+	delete(s.revs, key)
+	s.mu.Unlock()
+}
+
+func (s *busStore) rev(key string) (uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.revs[key]
+	return r, ok
+}
+
+// Finish writes the receipt over the claim this process holds.
+func (s *busStore) Finish(k Key, o Outcome) error {
+	key := busReceiptKey(s.worker, k.RequestID)
+	rev, ok := s.rev(key)
+	if !ok {
+		return ErrNoEntry
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	if _, err := s.b.receipts.Update(ctx, key, []byte(o.Detail), rev); err != nil {
+		return s.b.busErr(err)
+	}
+	s.drop(key)
+	return nil
+}
+
+func (s *busStore) Release(k Key) error {
+	key := busReceiptKey(s.worker, k.RequestID)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	rev, ok := s.rev(key)
+	if !ok {
+		return nil
+	}
+	s.drop(key)
+	return s.b.busErr(s.b.receipts.Delete(ctx, key, jetstream.LastRevision(rev)))
+}
+
+func (s *busStore) NextSeq(string) (uint64, error) {
+	return 0, errors.New("control store: the bus keeps lane 004 only")
+}
+
+func (s *busStore) Durable() bool { return true }
+
+// Close forgets the claims; the bus is its owner's to close.
+func (s *busStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+// The event journal (eventJournal).
+
+func (s *busStore) keepsEvents() bool { return true }
+
+// loadEvents reads the stream's last n lines.
+func (s *busStore) loadEvents(n int) ([]logEntry, uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*busTimeout)
+	defer cancel()
+	info, err := s.st.Info(ctx)
+	if err != nil {
+		return nil, 0, s.b.busErr(err)
+	}
+	last := info.State.LastSeq
+	s.mu.Lock()
+	s.latest = last
+	s.mu.Unlock()
+	if info.State.Msgs == 0 || n <= 0 {
+		return nil, last, nil
+	}
+	from := info.State.FirstSeq
+	if last >= uint64(n) && last-uint64(n)+1 > from {
+		from = last - uint64(n) + 1
+	}
+	c, err := s.st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from})
+	if err != nil {
+		return nil, 0, s.b.busErr(err)
+	}
+	var lines []logEntry
+	for {
+		batch, err := c.Fetch(256, jetstream.FetchMaxWait(busTimeout))
+		if err != nil {
+			return nil, 0, s.b.busErr(err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, 0, err
+			}
+			lines = append(lines, logEntry{md.Sequence.Stream, bytes.Clone(m.Data())})
+			if md.Sequence.Stream >= last {
+				return lines, last, nil
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, 0, s.b.busErr(err)
+		}
+		if got == 0 {
+			return lines, last, nil
+		}
+	}
+}
+
+// committed is the last seq in the stream (partialJournal): a receipt
+// published whose claim could not be written is not given again.
+func (s *busStore) committed() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.latest
+}
+
+// appendEvents publishes lines in seq order, each expecting the one
+// before it (so that its seq is its stream sequence), skipping those an
+// earlier call published; with fin, the last line is a receipt, then
+// written over its claim. keep is the stream's own MaxMsgs.
+func (s *busStore) appendEvents(lines []logEntry, _ int, fin *receiptFinish) error {
+	ctx, cancel := context.WithTimeout(context.Background(), busTimeout)
+	defer cancel()
+	for i, e := range lines {
+		if e.seq <= s.committed() {
+			continue
+		}
+		subject := s.events
+		if fin != nil && i == len(lines)-1 {
+			subject = busReceipt(s.worker, fin.key.RequestID)
+		}
+		if err := s.publish(ctx, subject, e); err != nil {
+			return err
+		}
+	}
+	if fin == nil {
+		return nil
+	}
+	return s.Finish(fin.key, fin.o)
+}
+
+// publish publishes one line with its seq. A publish whose answer was
+// lost may have been stored: the line at that seq, when it is this one,
+// counts as published.
+func (s *busStore) publish(ctx context.Context, subject string, e logEntry) error {
+	_, err := s.b.js.Publish(ctx, subject, e.line, jetstream.WithExpectLastSequence(e.seq-1), jetstream.WithExpectStream(s.name))
+	if err != nil {
+		m, gerr := s.st.GetMsg(ctx, e.seq)
+		if gerr != nil || !bytes.Equal(m.Data, e.line) {
+			return s.b.busErr(err)
+		}
+	}
+	s.mu.Lock()
+	s.latest = e.seq
+	s.mu.Unlock()
+	return nil
+}
