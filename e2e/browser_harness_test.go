@@ -447,6 +447,13 @@ func (w *webTab) send(text string) {
 		 [...document.querySelectorAll('#conversation .msg.user')].pop().textContent.includes(%s)`, before, jsq(text)))
 }
 
+// setPrompt puts text in the composer at once, as a paste would, focused
+// for the keys that follow.
+func (w *webTab) setPrompt(text string) {
+	w.t.Helper()
+	webEval[bool](w, `(p => { p.focus(); p.value = `+jsq(text)+`; p.dispatchEvent(new Event('input', {bubbles: true})); return true; })(document.querySelector('#prompt'))`)
+}
+
 // click clicks the element sel. The page may draw sel anew between the
 // moment the browser finds it and the click (a panel that re-renders on
 // an update from the session): the click then fails with "Could not find
@@ -518,6 +525,21 @@ func (w *webTab) lastAssistant() string {
 		if (!m) return '';
 		return (m.querySelector('.md') || m).textContent;
 	})()`)
+}
+
+// assistantOfTurn returns the text of the last assistant message before
+// the n-th turn end (1 is the first): the answer of that turn, whatever
+// turns ended since.
+func (w *webTab) assistantOfTurn(n int) string {
+	w.t.Helper()
+	return webEval[string](w, fmt.Sprintf(`(() => {
+		const end = [...document.querySelectorAll('#conversation .turn-end')][%d];
+		if (!end) return '';
+		const m = [...document.querySelectorAll('#conversation .msg.assistant')]
+			.filter(m => m.compareDocumentPosition(end) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
+		if (!m) return '';
+		return (m.querySelector('.md') || m).textContent;
+	})()`, n-1))
 }
 
 // count returns how many elements match sel.

@@ -249,7 +249,7 @@ func TestWebControls(t *testing.T) {
 	}
 	clearPrompt := func() {
 		t.Helper()
-		webEval[bool](w, `(p => { p.value = ''; p.dispatchEvent(new Event('input', {bubbles: true})); return true; })(document.querySelector('#prompt'))`)
+		w.setPrompt("")
 		w.waitFor("the slash menu to close", `document.querySelector('#slash-menu').hidden`)
 	}
 	slash("before the first turn", "/compact", "/context", "/cost")

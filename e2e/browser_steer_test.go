@@ -39,23 +39,28 @@ func TestWebSteerFirstMinute(t *testing.T) {
 	if label := w.textOf("#send"); label != "Steer" || webEval[bool](w, `document.querySelector('#queue').hidden`) {
 		t.Errorf("during the turn #send is %q and #queue hidden=%v, want Steer and a Queue button", label, webEval[bool](w, `document.querySelector('#queue').hidden`))
 	}
+	// The steering text is put in the composer at once (typed key by key
+	// it took long enough, on a loaded machine, to miss the turn's tool
+	// loop: the fake model's STEER gives about four seconds), then Enter
+	// steers.
 	steer := "mind " + token("steerw")
-	w.do("typing the steering text and Enter", webWait,
-		chromedp.SendKeys(chromedp.CSS("#prompt"), steer),
-		chromedp.KeyEvent(kb.Enter))
+	w.setPrompt(steer)
+	w.do("pressing Enter", webWait, chromedp.KeyEvent(kb.Enter))
 	w.waitFor("the steer in the conversation", `[...document.querySelectorAll('#conversation .msg.user.steer')].some(m => m.textContent.includes(`+jsq(steer)+`))`)
 	w.do("typing a prompt and Alt+Enter", webWait,
 		chromedp.SendKeys(chromedp.CSS("#prompt"), "hello"),
 		chromedp.KeyEvent(kb.Enter, chromedp.KeyModifiers(kb.ModifierAlt)))
 	w.waitFor("the queued chip", `document.querySelector('#queued').textContent === '1 queued'`)
 
+	// The queued prompt's turn may have ended too by now: each turn's
+	// answer is read before its own end.
 	w.waitTurnEnd(1, "complete", false)
-	if got := w.lastAssistant(); !strings.Contains(got, "Steered by: "+steer+".") {
+	if got := w.assistantOfTurn(1); !strings.Contains(got, "Steered by: "+steer+".") {
 		t.Errorf("the steered turn's answer %q does not say it was steered by %q", got, steer)
 	}
 	steerCheckModel(t, tok, steer)
 	w.waitTurnEnd(2, "complete", false)
-	if got := w.lastAssistant(); !strings.Contains(got, webFallbackText) {
+	if got := w.assistantOfTurn(2); !strings.Contains(got, webFallbackText) {
 		t.Errorf("the queued prompt's answer: %q", got)
 	}
 	if ends := w.turnEnds(); len(ends) != 2 || w.count(".msg.user.steer.taken") != 1 || w.count(".msg.user") != 3 {

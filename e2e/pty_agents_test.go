@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,11 +104,9 @@ func (p *ptyCtl) agentAcceptance(a agentSpec) {
 	t := p.t
 	t.Helper()
 	p.waitState(0, "idle")
-	for _, s := range a.ready {
-		if !p.shows(s) {
-			t.Fatalf("idle, but %q is not on %s's screen", s, a.name)
-		}
-	}
+	p.waitFor(a.name+"'s screen when ready: "+strings.Join(a.ready, ", "), func() bool {
+		return !slices.ContainsFunc(a.ready, func(s string) bool { return !p.shows(s) })
+	})
 	for _, dialog := range a.dialogs {
 		if p.shows(dialog) {
 			t.Errorf("a dialog is open: %q", dialog)
