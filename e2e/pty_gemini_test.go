@@ -93,7 +93,7 @@ func TestPTYGemini(t *testing.T) {
 	t.Parallel()
 	p := geminiStart(t)
 	p.agentAcceptance(agentSpec{
-		name:  "Gemini CLI",
+		name: "Gemini CLI",
 		// Its header ("Authenticated with gemini-api-key") is not always
 		// drawn by the first idle on a loaded machine: the login is seen in
 		// its settings (homeHolds) and in answers from the fake.
