@@ -122,12 +122,14 @@ func TestFaultStdinIPCStoppedCLI(t *testing.T) {
 	})
 }
 
-// ipcStoppedCLIInterrupt is TestFaultStdinIPCStoppedCLI/interrupt (in
+func init() { ipcStoppedCLIInterrupt = ipcStoppedCLIInterruptLinux }
+
+// ipcStoppedCLIInterruptLinux is TestFaultStdinIPCStoppedCLI/interrupt (in
 // TestIPCChildKilled, whose ccbridge has --interrupt-timeout 2s): an
 // interrupt that the stopped CLI cannot take ends the prompt
 // turn_cancelled interrupt_timeout once the timeout has passed, the CLI
 // is gone, and the session goes on.
-func ipcStoppedCLIInterrupt(t *testing.T, s *ipcSession) {
+func ipcStoppedCLIInterruptLinux(t *testing.T, s *ipcSession) {
 	b, sid := s.b, s.sid
 	complete(t, turn(t, b, "hello"))
 	cli := b.childPID()

@@ -975,6 +975,11 @@ func TestIPCChildKilled(t *testing.T) {
 	)
 }
 
+// ipcStoppedCLIInterrupt is TestFaultStdinIPCStoppedCLI/interrupt; it
+// stops the CLI and reads /proc, so only Linux runs it
+// (fault_stdin_test.go).
+var ipcStoppedCLIInterrupt = func(t *testing.T, _ *ipcSession) { t.Skip("Linux only: SIGSTOP and /proc") }
+
 // TestIPCChildKilledMidTurn: the CLI is killed while a permission prompt is
 // open: control_request_cancelled for it, the turn ends with one error
 // child_exited (recoverable false); the next user_message resumes the same
