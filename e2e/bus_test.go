@@ -284,6 +284,7 @@ func busOnce(t *testing.T, what string, lines [][]byte, ids ...string) {
 }
 
 func TestBusLane004(t *testing.T) {
+	t.Parallel()
 	top := t
 	cl := busStartCluster(t, 3)
 	const wid = "bus-w1"
