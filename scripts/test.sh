@@ -58,19 +58,18 @@ unformatted=$(gofmt -l $(git ls-files '*.go'; git ls-files --others --exclude-st
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
 step
 
-echo "== compile and vet (go test -run '^$'), while the tools install; the unit tests run meanwhile"
-# ./e2e is built as the test command below builds it, whose TestMain
-# builds the race-built ccbridge, while npm installs the tools; the unit
-# tests (under -race, with vet) are built and run meanwhile, beside it:
-# they need no tool, but for the fake model's (fakemodel), which runs the
-# real CLI and Codex and waits for the end-to-end step. Their report is
-# printed there.
+echo "== compile and vet (go test -run '^$'), while the tools install"
+# What the test commands below build, built once now, while npm installs
+# the tools: the race-built unit tests (with vet), and ./e2e as those
+# commands build it, whose TestMain builds the race-built ccbridge. They
+# then find it all in the build cache. The end-to-end tests start as soon
+# as ./e2e is built and the tools are there; the unit tests once their
+# own build is done (two go commands building the same packages at once
+# would each build them).
 units=$(go list ./... | grep -vx "$(go list ./e2e)")
-tooled=$(go list ./fakemodel)
-early=$(grep -vx "$tooled" <<<"$units")
-go test -race -vet=all -count=1 -timeout 15m $early >"$work/units.log" 2>&1 &
-units_pid=$!
-bg_pids+=("$units_pid")
+go test -race -vet=all -count=1 -run '^$' $units >"$work/prewarm.log" 2>&1 &
+prewarm_units=$!
+bg_pids+=("$prewarm_units")
 CGO_ENABLED=0 CCBRIDGE_E2E_RACE=1 go test -trimpath -vet=all -count=1 -run '^$' ./e2e >"$work/prewarm-e2e.log" 2>&1 || {
   cat "$work/prewarm-e2e.log"; exit 1; }
 step
@@ -161,23 +160,25 @@ prebuild_pid=$!
 set +m
 bg_pids+=("-$prebuild_pid")
 
-echo "== go test -vet=all (end to end against the real CLI, ccbridge under -race; the unit tests, started above, under -race)"
-# ./e2e, the longest. Its test binary is built as the static build is
-# (CGO_ENABLED=0, -trimpath), so that the two share their compiled
-# packages, and the ccbridge it runs is built with -race
-# (CCBRIDGE_E2E_RACE=1): the race detector watches the product in every
-# end-to-end flow, while the harness (the fake model, the browser's
-# protocol client, the fake CLIs) runs at full speed. Beside it the fake
-# model's unit tests, which need the tools; the other unit tests run since
-# the compile step (vet's type information comes from the race-built
-# packages the tests link).
+echo "== go test -vet=all (unit tests under -race; end to end against the real CLI, ccbridge under -race)"
+# Two go commands at once. ./e2e, the longest, starts first. Its test
+# binary is built as the static build is (CGO_ENABLED=0, -trimpath), so
+# that the two share their compiled packages, and the ccbridge it runs is
+# built with -race (CCBRIDGE_E2E_RACE=1): the race detector watches the
+# product in every end-to-end flow, while the harness (the fake model, the
+# browser's protocol client, the fake CLIs) runs at full speed. The rest:
+# vet and the unit tests under -race in one command (vet's type
+# information comes from the race-built packages the tests link).
 CGO_ENABLED=0 CCBRIDGE_E2E_RACE=1 go test -trimpath -vet=all -count=1 -timeout 15m ./e2e &
 e2e_pid=$!
 bg_pids+=("$e2e_pid")
 tests_ok=true
-go test -race -vet=all -count=1 -timeout 15m $tooled || tests_ok=false
-if ! wait "$units_pid"; then tests_ok=false; fi
-cat "$work/units.log"
+if wait "$prewarm_units"; then
+  go test -race -vet=all -count=1 -timeout 15m $units || tests_ok=false
+else
+  cat "$work/prewarm.log"
+  tests_ok=false
+fi
 wait "$e2e_pid" || tests_ok=false
 step
 kill -- "-$prebuild_pid" 2>/dev/null || true
