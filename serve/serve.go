@@ -18,7 +18,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -557,46 +556,14 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 			grace: cfg.Grace, termGrace: cfg.TermGrace, fakeModel: cfg.FakeModel != "",
 		}, srv, log)
 	}
-	hs := &http.Server{
-		Handler:           srv.handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	served := make(chan error, 1)
-	scheme := "http"
-	if cfg.tls != nil {
-		// HTTPS only: net/http answers a plain HTTP request on this port
-		// with a 400 of its own, which no handler of ours sees.
-		scheme = "https"
-		hs.TLSConfig = cfg.tls
-		go func() { served <- hs.ServeTLS(ln, "", "") }()
-	} else {
-		go func() { served <- hs.Serve(ln) }()
-	}
-	log.Info("serving", "listen", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String()+"/",
+	hs, served := httpServe(ln, srv.handler(), cfg.tls, log,
 		"workers", len(api), "web", cfg.web, "auth", cfg.tokens != nil, "tls", cfg.tls != nil)
-
-	code := 0
-	var serveErr error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case err := <-served:
-		code, serveErr = 1, err
-		log.Error("serving ended", "err", err)
-	}
+	code, serveErr := awaitServe(ctx, served, log)
 	srv.shutdown()
 	if srv.web != nil {
 		srv.web.stopStreams()
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.requestWait+5*time.Second)
-	if err := hs.Shutdown(sctx); err != nil {
-		log.Warn("HTTP shutdown: closing the connections left", "err", err)
-		hs.Close()
-	}
-	cancel()
+	stopHTTP(hs, cfg.requestWait+5*time.Second, log)
 	stopAll()
 	if srv.web != nil {
 		srv.web.shutdown()

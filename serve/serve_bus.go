@@ -48,39 +48,10 @@ func serveGateway(ctx context.Context, cfg serveConfig, log *slog.Logger) (int, 
 	srv.tlsProxy = cfg.insecureHTTP
 	srv.maxBody = cfg.maxBody
 	srv.requestWait = cfg.requestWait
-	hs := &http.Server{
-		Handler:           srv.handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	served := make(chan error, 1)
-	scheme := "http"
-	if cfg.tls != nil {
-		scheme = "https"
-		hs.TLSConfig = cfg.tls
-		go func() { served <- hs.ServeTLS(ln, "", "") }()
-	} else {
-		go func() { served <- hs.Serve(ln) }()
-	}
-	log.Info("serving", "listen", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String()+"/",
-		"bus", cfg.bus.URLs, "auth", cfg.tokens != nil, "tls", cfg.tls != nil)
-	code := 0
-	var serveErr error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case err := <-served:
-		code, serveErr = 1, err
-		log.Error("serving ended", "err", err)
-	}
+	hs, served := httpServe(ln, srv.handler(), cfg.tls, log, "bus", cfg.bus.URLs, "auth", cfg.tokens != nil, "tls", cfg.tls != nil)
+	code, serveErr := awaitServe(ctx, served, log)
 	srv.shutdown()
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.requestWait+5*time.Second)
-	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close()
-	}
-	cancel()
+	stopHTTP(hs, cfg.requestWait+5*time.Second, log)
 	srv.wait()
 	return code, serveErr
 }

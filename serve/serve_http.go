@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -677,4 +678,53 @@ func (o *sseWriter) comment(text string) error {
 		return err
 	}
 	return o.flush()
+}
+
+// httpServe serves h on ln, over TLS when tlsCfg is set, and logs where
+// (with attrs); served gets the serving's end.
+func httpServe(ln net.Listener, h http.Handler, tlsCfg *tls.Config, log *slog.Logger, attrs ...any) (hs *http.Server, served <-chan error) {
+	hs = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	end := make(chan error, 1)
+	scheme := "http"
+	if tlsCfg != nil {
+		// HTTPS only: net/http answers a plain HTTP request on this port
+		// with a 400 of its own, which no handler of ours sees.
+		scheme = "https"
+		hs.TLSConfig = tlsCfg
+		go func() { end <- hs.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { end <- hs.Serve(ln) }()
+	}
+	log.Info("serving", append([]any{"listen", ln.Addr().String(), "url", scheme + "://" + ln.Addr().String() + "/"}, attrs...)...)
+	return hs, end
+}
+
+// awaitServe waits for ctx's end (code 0) or the serving's (code 1 and
+// its error).
+func awaitServe(ctx context.Context, served <-chan error, log *slog.Logger) (int, error) {
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+		return 0, nil
+	case err := <-served:
+		log.Error("serving ended", "err", err)
+		return 1, err
+	}
+}
+
+// stopHTTP shuts hs down, waiting up to wait for the requests in hand,
+// then closes the connections left.
+func stopHTTP(hs *http.Server, wait time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		log.Warn("HTTP shutdown: closing the connections left", "err", err)
+		hs.Close()
+	}
 }
