@@ -267,64 +267,11 @@ func (s *serveAPI) busStream(w http.ResponseWriter, r *http.Request) {
 	}
 	defer out.deadline()
 
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	batches := make(chan []sseLine)
-	acks := make(chan bool, 1)
-	followed := make(chan error, 1)
-	go func() {
-		var batch []sseLine
-		followed <- s.gw.Follow(ctx, id, cursor, func(seq uint64, line []byte) bool {
-			batch = append(batch, sseLine{seq, line})
-			return true
-		}, func() bool {
-			select {
-			case batches <- batch:
-			case <-ctx.Done():
-				return false
-			}
-			var ok bool
-			select {
-			case ok = <-acks:
-			case <-ctx.Done():
-				return false
-			}
-			clear(batch)
-			batch = batch[:0]
-			return ok
-		})
-	}()
-	defer func() {
-		cancel()
-		<-followed
-	}()
-	keep := time.NewTimer(s.keepAlive)
-	defer keep.Stop()
-	for {
-		select {
-		case b := <-batches:
-			err := out.lines(b)
-			acks <- err == nil
-			if err != nil {
-				s.streamEnded(id, err)
-				return
-			}
-			keep.Reset(s.keepAlive)
-		case <-keep.C:
-			if err := out.comment("keep-alive"); err != nil {
-				s.streamEnded(id, err)
-				return
-			}
-			keep.Reset(s.keepAlive)
-		case err := <-followed:
-			followed <- err // for the deferred wait
-			if err != nil {
-				s.log.Info("stream ended: the bus", "worker", id, "err", err)
-				out.comment("the gateway lost the bus: resume from your Last-Event-ID, here or at another gateway")
-			}
-			return
-		case <-s.closing:
-			return
-		}
+	ended, err := s.relay(r.Context(), out, id, func(ctx context.Context, add func(uint64, []byte) bool, flush func() bool) error {
+		return s.gw.Follow(ctx, id, cursor, add, flush)
+	})
+	if ended && err != nil {
+		s.log.Info("stream ended: the bus", "worker", id, "err", err)
+		out.comment("the gateway lost the bus: resume from your Last-Event-ID, here or at another gateway")
 	}
 }

@@ -469,11 +469,7 @@ type sseLine struct {
 }
 
 // stream is GET …/stream: the worker's events after the cursor, as
-// server-sent events, as they come. The lane's Follow runs on a goroutine
-// of its own and hands over its batches; this goroutine writes them, each
-// write bounded by writeTimeout, so that a reader that cannot keep up
-// has its stream ended (it resumes from its Last-Event-ID; the log keeps
-// the events) and nobody waits for it but itself.
+// server-sent events, as they come (relay).
 func (s *serveAPI) stream(w http.ResponseWriter, r *http.Request) {
 	wk := s.worker(w, r)
 	if wk == nil {
@@ -494,39 +490,53 @@ func (s *serveAPI) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	defer out.deadline() // the response's end is bounded too
 
-	stop := make(chan struct{})
+	s.relay(r.Context(), out, wk.id, func(ctx context.Context, add func(uint64, []byte) bool, flush func() bool) error {
+		wk.w.Lane.Follow(cursor, add, flush, nil, ctx.Done())
+		return nil // the worker's log was closed: its session ended
+	})
+}
+
+// relay runs follow on a goroutine of its own, which hands over its
+// batches (add, then flush, which waits for the write); this goroutine
+// writes them to out, each write bounded, with keep-alives between, so
+// that a reader that cannot keep up has its stream ended (it resumes from
+// its Last-Event-ID) and nobody waits for it but itself. It returns when
+// the follower ends (ended, with its error), the request ends, the stream
+// breaks or serve closes; follow's ctx is cancelled then.
+func (s *serveAPI) relay(parent context.Context, out *sseWriter, id string,
+	follow func(ctx context.Context, add func(seq uint64, line []byte) bool, flush func() bool) error) (ended bool, err error) {
+	ctx, cancel := context.WithCancel(parent)
 	batches := make(chan []sseLine)
 	acks := make(chan bool, 1)
-	followed := make(chan struct{})
+	followed := make(chan error, 1)
 	go func() {
-		defer close(followed)
 		var batch []sseLine
-		wk.w.Lane.Follow(cursor, func(seq uint64, line []byte) bool {
+		followed <- follow(ctx, func(seq uint64, line []byte) bool {
 			batch = append(batch, sseLine{seq, line})
 			return true
 		}, func() bool {
 			select {
 			case batches <- batch:
-			case <-stop:
+			case <-ctx.Done():
 				return false
 			}
 			var ok bool
 			select {
 			case ok = <-acks:
-			case <-stop:
+			case <-ctx.Done():
 				return false
 			}
 			clear(batch)
 			batch = batch[:0]
 			return ok
-		}, nil, stop)
+		})
 	}()
 	defer func() {
-		close(stop)
-		<-followed
+		cancel()
+		if !ended {
+			<-followed
+		}
 	}()
-
-	ctx := r.Context()
 	keep := time.NewTimer(s.keepAlive)
 	defer keep.Stop()
 	for {
@@ -535,22 +545,22 @@ func (s *serveAPI) stream(w http.ResponseWriter, r *http.Request) {
 			err := out.lines(b)
 			acks <- err == nil
 			if err != nil {
-				s.streamEnded(wk.id, err)
-				return
+				s.streamEnded(id, err)
+				return false, nil
 			}
 			keep.Reset(s.keepAlive)
 		case <-keep.C:
 			if err := out.comment("keep-alive"); err != nil {
-				s.streamEnded(wk.id, err)
-				return
+				s.streamEnded(id, err)
+				return false, nil
 			}
 			keep.Reset(s.keepAlive)
-		case <-followed:
-			return // the worker's log was closed: its session ended
-		case <-ctx.Done():
-			return
+		case err := <-followed:
+			return true, err
+		case <-parent.Done():
+			return false, nil
 		case <-s.closing:
-			return
+			return false, nil
 		}
 	}
 }
