@@ -450,19 +450,38 @@ func (b *bridge) childPID() int {
 		// A child that runs ccbridge's program is the guardian, or the CLI
 		// before its exec.
 		if pids := children(b.cmd.Process.Pid); len(pids) > 0 {
-			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pids[0])); exe != ccbridgeBin {
-				return pids[0]
-			}
-			if cli := children(pids[0]); len(cli) > 0 {
+			pid := pids[0]
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe == ccbridgeBin {
+				cli := children(pid)
+				if len(cli) == 0 {
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
 				// The guardian's first child; later ones are orphans of the
 				// CLI's. The same pid once it has run exec.
-				return slices.MinFunc(cli, func(a, b int) int { return cmp.Compare(startTime(a), startTime(b)) })
+				pid = slices.MinFunc(cli, func(a, b int) int { return cmp.Compare(startTime(a), startTime(b)) })
+			}
+			if hasExeced(pid) {
+				return pid
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	b.t.Fatal("ccbridge has no child process")
 	return 0
+}
+
+// hasExeced reports whether pid has finished its exec into a program other
+// than ccbridge: its exe link reads and its command line is set. Go's
+// Start returns once exec has begun, and for a moment after that the
+// kernel shows an empty command line.
+func hasExeced(pid int) bool {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil || exe == ccbridgeBin {
+		return false
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return len(cmdline) > 0
 }
 
 // startTime is when pid started, in clock ticks since boot (field 22 of
@@ -482,7 +501,7 @@ func startTime(pid int) uint64 {
 func execed(t *testing.T, pid int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe != ccbridgeBin {
+		if hasExeced(pid) {
 			return
 		}
 		if time.Now().After(deadline) {
