@@ -508,6 +508,14 @@ func TestBusLane004(t *testing.T) {
 
 	t.Run("the bus goes away", func(t *testing.T) {
 		after := g2.status(wid).Get("latest_seq").Uint()
+		// A turn under way (a lane-000 prompt on stdio, taken while the
+		// bus was there) goes on to its end while the bus is away.
+		w.stdio.t = t
+		slow := ctlID("bus-slow")
+		from := len(w.stdio.got)
+		w.stdio.send(ctlMsg{"type": "control.stdin.request", "v": 1, "request_id": slow, "team": ctlTeam, "session_id": restarted,
+			"agent_id": ctlAgent, "sender": ctlSender, "sent_at": ctlNow(), "content": "SLOW while the bus goes away"}.String())
+		w.stdio.waitFrom(from, "the text of "+slow, func(l []byte) bool { return typeOf(l) == "control.worker.text" })
 		for i := range cl.nodes {
 			cl.kill(i)
 		}
@@ -525,21 +533,25 @@ func TestBusLane004(t *testing.T) {
 			t.Fatalf("the worker exited when the bus went away (code %d)", w.code)
 		default:
 		}
+		w.stdio.waitFrom(from, "the turn of "+slow, func(l []byte) bool {
+			return typeOf(l) == "control.worker.turn" && bytes.Contains(l, []byte(slow))
+		})
 		// On its own stdio, a lane-004 request is refused, nothing run;
-		// a prompt of lane 000 runs a turn, whose events wait for the bus.
-		w.stdio.t = t
+		// so is a prompt of lane 000, whose request ids are on the bus.
 		id := ctlID("bus-stdio")
 		w.stdio.send(l4Req(id, "thread/list", nil))
 		r := w.stdio.got[w.stdio.waitFrom(len(w.stdio.got), "the refusal of "+id, l4IsReceipt(id))]
 		if get(r, "payload.code").Str != "worker_unavailable" || !strings.Contains(get(r, "payload.message").Str, "lost the bus") || get(r, "seq").Exists() {
 			t.Errorf("a lane-004 request on stdio while the bus is away: %s", r)
 		}
-		prompt := ctlID("bus-prompt")
-		w.stdio.send(ctlMsg{"type": "control.stdin.request", "v": 1, "request_id": prompt, "team": ctlTeam, "session_id": restarted,
-			"agent_id": ctlAgent, "sender": ctlSender, "sent_at": ctlNow(), "content": "hello while the bus is away"}.String())
-		w.stdio.waitFrom(len(w.stdio.got), "the turn of "+prompt, func(l []byte) bool {
-			return typeOf(l) == "control.worker.turn" && bytes.Contains(l, []byte(prompt))
-		})
+		prompt := ctlMsg{"type": "control.stdin.request", "v": 1, "request_id": ctlID("bus-prompt"), "team": ctlTeam, "session_id": restarted,
+			"agent_id": ctlAgent, "sender": ctlSender, "sent_at": ctlNow(), "content": "hello while the bus is away"}
+		from = len(w.stdio.got)
+		w.stdio.send(prompt.String())
+		a := w.stdio.got[w.stdio.waitFrom(from, "the ack of "+prompt.id(), func(l []byte) bool { return get(l, "request_id").Str == prompt.id() })]
+		if d := ctlAck(t, a, prompt, "internal_error", false); !strings.Contains(d, "the bus is not reachable") {
+			t.Errorf("a lane-000 prompt while the bus is away: %s", a)
+		}
 		// The bus back: the worker reconnects by itself, its session and
 		// CLI kept (the same thread), and nothing acknowledged is lost.
 		for i := range cl.nodes {

@@ -17,6 +17,16 @@ package control
 //	ccbridge.req.ID    the worker's requests (request-reply)
 //	ccbridge.status.ID the worker's status (request-reply)
 //
+// and lanes 000 and 001 (a worker's only):
+//
+//	ccbridge_dedupe    a KV bucket, one key per request id a lane took,
+//	                   the outcome living the lane's window (a TTL per key)
+//	ccbridge_runs      a KV bucket, lane 001's state of each run (paused)
+//	ccbridge.ctl.TEAM.AGENT     the lanes' requests to the worker of that
+//	                   team and agent id; every line answering one goes
+//	                   to its reply subject
+//	ccbridge.ctl.TEAM.AGENT.ev  lane 001's events (STATE, ABORT, …)
+//
 // Only the worker writes its stream, and each line is published with the
 // seq before it expected (Nats-Expected-Last-Sequence), so that the seq
 // the line carries is its stream sequence.
@@ -32,6 +42,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -91,6 +102,9 @@ func (c BusConfig) Check() error {
 const (
 	BusReceipts = "ccbridge_receipts"
 	BusPresence = "ccbridge_presence"
+	BusDedupe   = "ccbridge_dedupe"
+	BusRuns     = "ccbridge_runs"
+	busCtlPf    = "ccbridge.ctl."
 	busStreamPf = "ccbridge_ev_"
 	busEvPf     = "ccbridge.ev."
 	busReqPf    = "ccbridge.req."
@@ -133,9 +147,12 @@ type Bus struct {
 	replicas int
 	log      *slog.Logger
 
-	mu     sync.Mutex
-	lost   chan struct{} // closed while disconnected
-	isDown bool
+	mu      sync.Mutex
+	lost    chan struct{} // closed while disconnected
+	isDown  bool
+	closing atomic.Bool   // Close was called: a disconnection is no news
+	refusal error         // the server's last permissions violation
+	refused chan struct{} // signalled at each
 }
 
 // DialBus connects to the bus and makes sure of the buckets. name names
@@ -148,7 +165,7 @@ func DialBus(c BusConfig, name string, log *slog.Logger) (*Bus, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	b := &Bus{replicas: max(c.Replicas, 1), log: log, lost: make(chan struct{})}
+	b := &Bus{replicas: max(c.Replicas, 1), log: log, lost: make(chan struct{}), refused: make(chan struct{}, 1)}
 	opts := []nats.Option{
 		nats.Name(name),
 		nats.MaxReconnects(-1),
@@ -158,13 +175,33 @@ func DialBus(c BusConfig, name string, log *slog.Logger) (*Bus, error) {
 		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			b.setDown(true)
-			log.Warn("bus: disconnected; reconnecting", "err", err)
+			if !b.closing.Load() {
+				log.Warn("bus: disconnected; reconnecting", "err", err)
+			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			b.setDown(false)
 			log.Info("bus: reconnected", "server", nc.ConnectedUrlRedacted())
 		}),
 		nats.ClosedHandler(func(*nats.Conn) { b.setDown(true) }),
+		// An error the server sends on its own (a permissions violation
+		// above all), to the log rather than to stderr as it is.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				b.mu.Lock()
+				b.refusal = err
+				b.mu.Unlock()
+				select {
+				case b.refused <- struct{}{}:
+				default:
+				}
+			}
+			if sub != nil {
+				log.Warn("bus: the server refused", "err", err, "subject", sub.Subject)
+				return
+			}
+			log.Warn("bus: the server refused", "err", err)
+		}),
 	}
 	if c.Creds != "" {
 		opts = append(opts, nats.UserCredentials(c.Creds))
@@ -197,7 +234,7 @@ func DialBus(c BusConfig, name string, log *slog.Logger) (*Bus, error) {
 		nc.Close()
 		return nil, fmt.Errorf("--bus: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*busTimeout)
+	ctx, cancel := b.setupCtx()
 	defer cancel()
 	b.receipts, err = b.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket: BusReceipts, Description: "ccbridge lane 004: one receipt per (worker_id, request_id), for ever",
@@ -211,9 +248,35 @@ func DialBus(c BusConfig, name string, log *slog.Logger) (*Bus, error) {
 	}
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("--bus: the buckets: %w", err)
+		return nil, fmt.Errorf("--bus: the buckets: %w", b.withRefusal(err))
 	}
 	return b, nil
+}
+
+// setupCtx bounds the setting up of streams and buckets: 15 s, or until
+// the server refuses a call (a permissions violation, which a JetStream
+// call otherwise sees as no answer).
+func (b *Bus) setupCtx() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*busTimeout)
+	go func() {
+		select {
+		case <-b.refused:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// withRefusal adds to err the server's permissions violation, if there was
+// one: what was refused says what the user lacks.
+func (b *Bus) withRefusal(err error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err == nil || b.refusal == nil {
+		return err
+	}
+	return fmt.Errorf("%w (the bus refused: %v)", err, b.refusal)
 }
 
 // bucket opens a bucket, or creates it when there is none: a bucket
@@ -229,6 +292,26 @@ func (b *Bus) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstre
 		return b.js.KeyValue(ctx, cfg.Bucket)
 	}
 	return kv, err
+}
+
+// workerBuckets opens, or makes, the buckets of lanes 000 and 001.
+func (b *Bus) workerBuckets() (dedupe, runs jetstream.KeyValue, err error) {
+	ctx, cancel := b.setupCtx()
+	defer cancel()
+	dedupe, err = b.bucket(ctx, jetstream.KeyValueConfig{
+		Bucket: BusDedupe, Description: "ccbridge lanes 000 and 001: the request ids taken, each for its lane's window",
+		History: 1, Replicas: b.replicas, Storage: jetstream.FileStorage, LimitMarkerTTL: time.Second,
+	})
+	if err == nil {
+		runs, err = b.bucket(ctx, jetstream.KeyValueConfig{
+			Bucket: BusRuns, Description: "ccbridge lane 001: each run's state (paused, iteration, model)",
+			History: 1, Replicas: b.replicas, Storage: jetstream.FileStorage,
+		})
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("--bus: the buckets of lanes 000 and 001: %w", b.withRefusal(b.busErr(err)))
+	}
+	return dedupe, runs, nil
 }
 
 // busTLS is --bus-ca, --bus-cert and --bus-key as a TLS configuration.
@@ -281,6 +364,7 @@ func (b *Bus) Connected() bool { return b.nc.IsConnected() }
 // Close drains nothing: it closes the connection.
 func (b *Bus) Close() {
 	if b != nil {
+		b.closing.Store(true)
 		b.nc.Close()
 	}
 }

@@ -70,6 +70,45 @@ func TestBusNames(t *testing.T) {
 	if busStream("w1") != "ccbridge_ev_w1" || busEvents("w1") != "ccbridge.ev.w1.e" {
 		t.Errorf("names: %s %s", busStream("w1"), busEvents("w1"))
 	}
+	// The dedupe keys of lanes 000 and 001: valid keys of six tokens, the
+	// worker's first, and no two requests alike whatever their fields
+	// hold (a field's bytes never spill into the next).
+	d := &busDedupe{worker: "w1"}
+	seen := map[string]Key{}
+	for _, k := range []Key{
+		{Lane: "000", Team: "t", SessionID: "s", AgentID: "a", RequestID: "r"},
+		{Lane: "000", Team: "t.s", AgentID: "a", RequestID: "r"},
+		{Lane: "000", Team: "t", SessionID: ".s", AgentID: "a", RequestID: "r"},
+		{Lane: "001", RequestID: "r"},
+		{Lane: "001", RequestID: ""},
+		{Lane: "000", Team: "*", SessionID: ">", AgentID: "a b", RequestID: "ünï\x00"},
+		{Lane: "000", RequestID: strings.Repeat("z", 256)},
+	} {
+		key := d.key(k)
+		if !kvKey.MatchString(key) || strings.Count(key, ".") != 5 || !strings.HasPrefix(key, "w1._") || strings.Contains(key, "..") {
+			t.Errorf("%+v: key %q", k, key)
+		}
+		if prev, ok := seen[key]; ok {
+			t.Errorf("%+v and %+v: one key %q", prev, k, key)
+		}
+		seen[key] = k
+	}
+	if busRunKey("run.1") == busRunKey("run_1") || !kvKey.MatchString(busRunKey("a b.c")) {
+		t.Errorf("run keys: %q %q", busRunKey("run.1"), busRunKey("a b.c"))
+	}
+}
+
+func TestBusOutcome(t *testing.T) {
+	at := time.Date(2026, 11, 28, 9, 0, 0, 123456789, time.UTC)
+	o := Outcome{Result: "ok", Detail: "took \"it\"\n", At: at}
+	if got, ok := decodeBusOutcome(encodeBusOutcome(o)); !ok || got != o {
+		t.Errorf("an outcome reads back as %+v, %v", got, ok)
+	}
+	for _, bad := range []string{"", "\x00p1", `{"result":"ok"}`, `{"result":"ok","at":"yesterday"}`, `{`} {
+		if _, ok := decodeBusOutcome([]byte(bad)); ok {
+			t.Errorf("%q reads as an outcome", bad)
+		}
+	}
 }
 
 // downStore is a store whose bus is lost: Begin fails as busStore's does.

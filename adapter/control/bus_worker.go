@@ -12,6 +12,7 @@ import (
 
 	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping/lane004"
+	"github.com/ccbridge/ccbridge/mapping/lanes"
 )
 
 // The worker's side of the bus: its requests and status (request-reply
@@ -34,6 +35,7 @@ type busWorker struct {
 	lane   *Lane004
 	status func() ([]byte, bool)
 	subs   []*nats.Subscription
+	events *Outbox // lane 001's events on the bus; nil for none
 	sem    chan struct{}
 	quit   chan struct{}
 	done   chan struct{}
@@ -58,6 +60,23 @@ func (cp *Plane) ServeBus(status func() ([]byte, bool)) error {
 		}
 		w.subs = append(w.subs, sub)
 	}
+	if cp.cfg.Team != "" && cp.cfg.AgentID != "" {
+		subj := busCtlPf + cp.cfg.Team + "." + cp.cfg.AgentID
+		sub, err := cp.bus.nc.Subscribe(subj, cp.busControl)
+		if err != nil {
+			w.unsubscribe()
+			return err
+		}
+		w.subs = append(w.subs, sub)
+		if cp.target != nil {
+			// Lane 001's events, to whoever listens on the bus.
+			w.events = NewOutbox(func(line []byte) { cp.bus.nc.Publish(subj+".ev", line) }, cp.log)
+			cp.feed.Add(w.events)
+		}
+		cp.log.Info("bus: serving lanes 000 and 001", "subject", subj)
+	} else {
+		cp.log.Info("bus: lanes 000 and 001 stay off the bus: they need --team and --agent-id there (docs/protocol/bus.md)")
+	}
 	if err := cp.bus.nc.Flush(); err != nil {
 		w.unsubscribe()
 		return err
@@ -67,6 +86,35 @@ func (cp *Plane) ServeBus(status func() ([]byte, bool)) error {
 	cp.log.Info("bus: serving lane 004", "worker", id, "server", cp.bus.nc.ConnectedUrlRedacted())
 	return nil
 }
+
+// busControl answers a line of lane 000 or 001 from the bus, as a
+// socket connection's (planeConn), one at a time in the order they came:
+// every line that answers it goes to its reply subject.
+func (cp *Plane) busControl(m *nats.Msg) {
+	if m.Reply == "" {
+		cp.log.Warn("bus: a control line with no reply subject was ignored: nobody would read its answer", "subject", m.Subject)
+		return
+	}
+	p := busPeer{cp.bus.nc, m.Reply}
+	switch lanes.Classify(m.Data) {
+	case lanes.Lane001:
+		cp.lane001.Handle(m.Data, p)
+	case lanes.Lane004:
+		receipt, _, _ := cp.lane004.Request(m.Data, nil)
+		p.Send(receipt)
+	default:
+		cp.lane.Handle(m.Data, p.Send)
+	}
+}
+
+// busPeer is a reply subject, the controller of a line from the bus.
+type busPeer struct {
+	nc    *nats.Conn
+	reply string
+}
+
+func (p busPeer) Send(line []byte)       { p.nc.Publish(p.reply, line) }
+func (p busPeer) SendOnLoop(line []byte) { p.nc.Publish(p.reply, line) }
 
 // alone waits until no other worker of this id is on the bus: a
 // presence that lapses within its TTL is one that stopped (killed, or cut
@@ -164,6 +212,9 @@ func (w *busWorker) close() {
 		return
 	}
 	w.unsubscribe()
+	if w.events != nil {
+		w.events.Close()
+	}
 	close(w.quit)
 	<-w.done
 }

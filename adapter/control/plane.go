@@ -1,6 +1,8 @@
 package control
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/mapping/lane000"
@@ -148,9 +151,11 @@ type Plane struct {
 	store004 Store
 	log004   *EventLog
 	lane004  *Lane004
-	// bus: lane 004 on the bus (--bus); busw serves it there (ServeBus).
-	bus  *Bus
-	busw *busWorker
+	// bus: the lanes on the bus (--bus); busw serves them there
+	// (ServeBus); dedupe and runs are the buckets of lanes 000 and 001.
+	bus          *Bus
+	busw         *busWorker
+	dedupe, runs jetstream.KeyValue
 }
 
 // Open opens the store and the audit trail and makes the lanes that
@@ -162,28 +167,38 @@ func Open(c Config, timeout time.Duration, log *slog.Logger, target Target, subm
 		return nil, err
 	}
 	cp := &Plane{cfg: c, submit: submit, log: log, screen: target}
+	target004, _ := target.(Target004)
+	if c.Bus.On() {
+		if target004 == nil {
+			return nil, errors.New("--bus carries lane 004, which this dialect does not serve (--ui control without --pty does)")
+		}
+		if err := cp.dialBus(&c); err != nil {
+			return nil, err
+		}
+	}
 	scfg := StoreConfig{TTL: c.DedupeTTL, MaxKeys: c.DedupeMax}
+	scfg001 := StoreConfig{TTL: DedupeWindow001, MaxKeys: c.DedupeMax}
 	var err error
-	if c.StateDir != "" {
+	switch {
+	case cp.bus != nil:
+		cp.store = openBusDedupe(cp.bus, cp.dedupe, c.WorkerID, scfg)
+		cp.store001 = openBusDedupe(cp.bus, cp.dedupe, c.WorkerID, scfg001)
+	case c.StateDir != "":
 		if cp.store, err = OpenStore(c.StateDir, scfg); err != nil {
 			return nil, fmt.Errorf("--state-dir: %w", err)
 		}
-	} else {
+		if cp.store001, err = OpenStore(filepath.Join(c.StateDir, "lane001"), scfg001); err != nil {
+			cp.store.Close()
+			return nil, fmt.Errorf("--state-dir: %w", err)
+		}
+	default:
 		cp.store = NewMemoryStore(scfg)
-	}
-	scfg001 := StoreConfig{TTL: DedupeWindow001, MaxKeys: c.DedupeMax}
-	if c.StateDir != "" {
-		cp.store001, err = OpenStore(filepath.Join(c.StateDir, "lane001"), scfg001)
-	} else {
 		cp.store001 = NewMemoryStore(scfg001)
-	}
-	if err != nil {
-		cp.store.Close()
-		return nil, fmt.Errorf("--state-dir: %w", err)
 	}
 	if cp.audit, err = OpenAudit(c.AuditLog, c.AuditPayloads); err != nil {
 		cp.store.Close()
 		cp.store001.Close()
+		cp.bus.Close()
 		return nil, fmt.Errorf("--audit-log: %w", err)
 	}
 	if timeout <= 0 {
@@ -208,19 +223,13 @@ func Open(c Config, timeout time.Duration, log *slog.Logger, target Target, subm
 	if cp.target != nil {
 		laneCfg.Lanes = []string{lanes.Lane000, lanes.Lane001}
 	}
-	target004, _ := target.(Target004)
-	if c.Bus.On() && target004 == nil {
-		cp.store.Close()
-		cp.store001.Close()
-		cp.audit.Close()
-		return nil, errors.New("--bus carries lane 004, which this dialect does not serve (--ui control without --pty does)")
-	}
 	if target004 != nil {
 		laneCfg.Lanes = append(laneCfg.Lanes, lanes.Lane004)
 		if err := cp.open004(&c); err != nil {
 			cp.store.Close()
 			cp.store001.Close()
 			cp.audit.Close()
+			cp.bus.Close()
 			return nil, err
 		}
 	}
@@ -253,19 +262,8 @@ func (cp *Plane) open004(c *Config) error {
 	scfg := StoreConfig{TTL: ReceiptTTL, MaxKeys: c.DedupeMax, Events: true}
 	var err error
 	switch {
-	case c.Bus.On():
-		if err = checkBusWorker(c.WorkerID); err != nil {
-			return err
-		}
-		if cp.bus, err = DialBus(c.Bus, "ccbridge worker "+c.WorkerID, cp.log); err != nil {
-			return err
-		}
-		if err = cp.bus.alone(c.WorkerID); err != nil {
-			cp.bus.Close()
-			return fmt.Errorf("--bus: %w", err)
-		}
+	case cp.bus != nil:
 		if cp.store004, err = openBusStore(cp.bus, c.WorkerID, c.RetainEvents); err != nil {
-			cp.bus.Close()
 			return err
 		}
 	case c.StateDir != "":
@@ -278,11 +276,79 @@ func (cp *Plane) open004(c *Config) error {
 	lcfg := EventLogConfig{Retain: c.RetainEvents, Store: cp.store004, Logger: cp.log}
 	if cp.log004, err = OpenEventLog(lcfg); err != nil {
 		cp.store004.Close()
-		cp.bus.Close()
 		if c.Bus.On() {
 			return fmt.Errorf("--bus: %w", err)
 		}
 		return fmt.Errorf("--state-dir: %w", err)
+	}
+	return nil
+}
+
+// dialBus connects a worker to the bus (--bus): its id and identity
+// checked, alone on the bus, the buckets of lanes 000 and 001 open.
+func (cp *Plane) dialBus(c *Config) error {
+	if err := checkBusWorker(c.WorkerID); err != nil {
+		return err
+	}
+	for _, f := range [...]struct{ flag, v string }{{"--team", c.Team}, {"--agent-id", c.AgentID}} {
+		if f.v != "" && !BusWorkerID(f.v) {
+			return fmt.Errorf("%s %q: with --bus it names subjects (docs/protocol/bus.md), so it is 1 to 64 of A-Z a-z 0-9 _ -", f.flag, f.v)
+		}
+	}
+	var err error
+	if cp.bus, err = DialBus(c.Bus, "ccbridge worker "+c.WorkerID, cp.log); err != nil {
+		return err
+	}
+	if err = cp.bus.alone(c.WorkerID); err != nil {
+		cp.bus.Close()
+		return fmt.Errorf("--bus: %w", err)
+	}
+	if cp.dedupe, cp.runs, err = cp.bus.workerBuckets(); err != nil {
+		cp.bus.Close()
+		return err
+	}
+	return nil
+}
+
+// LoadRun reads the kept state of lane 001's run runID: from the bus
+// (--bus) or --state-dir. kept is false when neither keeps runs; a run
+// never kept is the zero state.
+func (cp *Plane) LoadRun(runID string) (st RunState, kept bool, err error) {
+	switch {
+	case cp.runs != nil:
+		ctx, cancel := context.WithTimeout(context.Background(), busTimeout)
+		defer cancel()
+		e, err := cp.runs.Get(ctx, busRunKey(runID))
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			return RunState{RunID: runID}, true, nil
+		}
+		if err != nil {
+			return RunState{RunID: runID}, true, fmt.Errorf("run state on the bus: %w", cp.bus.busErr(err))
+		}
+		st, err := decodeRun(e.Value(), runID)
+		return st, true, err
+	case cp.cfg.StateDir != "":
+		st, err := LoadRun(RunFile(cp.cfg.StateDir, runID), runID)
+		return st, true, err
+	}
+	return RunState{RunID: runID}, false, nil
+}
+
+// SaveRun keeps st where LoadRun reads it (nothing when nowhere).
+func (cp *Plane) SaveRun(st RunState) error {
+	switch {
+	case cp.runs != nil:
+		b, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), busTimeout)
+		defer cancel()
+		if _, err := cp.runs.Put(ctx, busRunKey(st.RunID), b); err != nil {
+			return fmt.Errorf("run state on the bus: %w", cp.bus.busErr(err))
+		}
+	case cp.cfg.StateDir != "":
+		return SaveRun(RunFile(cp.cfg.StateDir, st.RunID), st)
 	}
 	return nil
 }

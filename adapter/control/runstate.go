@@ -42,15 +42,28 @@ func LoadRun(path, runID string) (RunState, error) {
 	if err != nil {
 		return RunState{RunID: runID}, fmt.Errorf("run state %s: %w", path, err)
 	}
+	st, err := decodeRun(b, runID)
+	if err != nil {
+		return st, fmt.Errorf("run state %s: not a run state file (move it aside to start afresh): %w", path, err)
+	}
+	return st, nil
+}
+
+// decodeRun reads a kept run state; one of another run id (a hash
+// collision) is the zero state of runID.
+func decodeRun(b []byte, runID string) (RunState, error) {
 	var st RunState
 	if err := json.Unmarshal(b, &st); err != nil {
-		return RunState{RunID: runID}, fmt.Errorf("run state %s: not a run state file (move it aside to start afresh): %w", path, err)
+		return RunState{RunID: runID}, err
 	}
 	if st.RunID != runID {
 		return RunState{RunID: runID}, nil
 	}
 	return st, nil
 }
+
+// busRunKey is run runID's key in the runs bucket.
+func busRunKey(runID string) string { return "_" + busKeyPart(runID) }
 
 // SaveRun writes st to path atomically (a new file renamed over the old
 // one, synced first), so that a crash leaves either state, never half of

@@ -44,11 +44,11 @@ func openBusStore(b *Bus, worker string, retain int) (*busStore, error) {
 	if err := checkBusWorker(worker); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*busTimeout)
+	ctx, cancel := b.setupCtx()
 	defer cancel()
 	st, err := b.stream(ctx, worker, retain)
 	if err != nil {
-		return nil, fmt.Errorf("--bus: worker %s's stream: %w", worker, err)
+		return nil, fmt.Errorf("--bus: worker %s's stream: %w", worker, b.withRefusal(err))
 	}
 	return &busStore{b: b, worker: worker, instance: nuid.Next(), st: st, events: busEvents(worker), name: busStream(worker),
 		revs: make(map[string]uint64)}, nil

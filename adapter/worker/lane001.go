@@ -55,7 +55,7 @@ type escalation struct {
 type runState struct {
 	control.RunState
 	id       string // --run-id; "" names the run by the session id
-	file     string // where it is kept (--state-dir), "" for nowhere
+	kept     bool   // the plane keeps it (--state-dir, --bus)
 	loaded   bool
 	mode     string // the CLI's permission mode
 	max      int    // --max-turns, 0 when not given
@@ -82,9 +82,9 @@ func (w *controlWorker) loadRun() {
 	}
 	w.run.loaded = true
 	w.run.RunID = w.RunID()
-	if dir := w.cfg.Control.StateDir; dir != "" {
-		w.run.file = control.RunFile(dir, w.run.RunID)
-		st, err := control.LoadRun(w.run.file, w.run.RunID)
+	st, kept, err := w.plane.LoadRun(w.run.RunID)
+	w.run.kept = kept
+	if kept {
 		if err != nil {
 			w.log.Warn("control lane 001: the run's state could not be read; it starts afresh", "err", err)
 			return
@@ -100,13 +100,13 @@ func (w *controlWorker) loadRun() {
 	}
 }
 
-// saveRun keeps the run's state (--state-dir).
+// saveRun keeps the run's state (--state-dir, --bus).
 func (w *controlWorker) saveRun() {
-	if w.run.file == "" {
+	if !w.run.kept {
 		return
 	}
 	w.run.UpdatedAt = w.loop.Now()
-	if err := control.SaveRun(w.run.file, w.run.RunState); err != nil {
+	if err := w.plane.SaveRun(w.run.RunState); err != nil {
 		w.log.Warn("control lane 001: the run's state could not be kept", "err", err)
 	}
 }

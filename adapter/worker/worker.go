@@ -151,7 +151,6 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 	}
 	w.worker = lane000.Worker{Team: c.Control.Team, AgentID: c.Control.AgentID, SessionID: opts.ID()}
 	w.run.id, w.run.Model, w.run.max = c.Control.RunID, opts.Model, maxTurns(opts.Extra)
-	w.loadRun()
 	w.sup = w.loop.NewSupervisor(adapter.SupervisorConfig{Child: c.Child, BaseArgs: ControlArgs, Started: w.started})
 	plane, err := control.Open(c.Control, c.ControlTimeout, c.Logger, w, w.loop.Submit)
 	if err != nil {
@@ -159,6 +158,7 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 	}
 	defer plane.Close()
 	w.plane = plane
+	w.loadRun() // where the plane keeps runs (--state-dir, --bus)
 	// On the bus the worker's events are kept from the start: a gateway
 	// may follow its stream before any request.
 	w.w4.active = c.Control.Worker004 || c.Control.Bus.On() || plane.Log004().Latest() > 0
