@@ -217,6 +217,25 @@ func TestBusLanes000And001(t *testing.T) {
 	if !seenByModel(t, tok2, tok1) {
 		t.Errorf("the restarted worker did not resume the session")
 	}
+
+	// ccbridge serve --bus with a worker of its own: its worker on the
+	// bus too, served beside the other, by it and by any gateway.
+	sv := svStart(t, svOpts{workers: []string{"bus-served"}, external: true, args: []string{"--bus", url}})
+	for _, id := range []string{"bus-served", wid} {
+		if code, r := busPost(sv, id, ctlID("served-"+id), "thread/list", nil); code != 200 || l4Seq(r) == 0 {
+			t.Errorf("thread/list of %s through serve --bus --worker: HTTP %d: %s", id, code, r)
+		}
+	}
+	busEventually(t, 10*time.Second, "both workers in GET …/workers", func() string {
+		if _, _, list := sv.do("GET", "", "", nil); !strings.Contains(string(list), `"bus-served"`) || !strings.Contains(string(list), `"`+wid+`"`) {
+			return string(list)
+		}
+		return ""
+	})
+	st, err := nc.Request("ccbridge.status.bus-served", nil, 5*time.Second)
+	if err != nil || get(st.Data, "state").Str == "" {
+		t.Errorf("serve's worker's status on the bus: %v %s", err, st.Data)
+	}
 }
 
 // TestBusTeamPermissions: the permissions docs/protocol/bus.md gives a
@@ -244,6 +263,9 @@ func TestBusTeamPermissions(t *testing.T) {
 		t.Errorf("a worker with a wrong password: code %d after %v:\n%s", code, time.Since(start), tail(b.stderr.String(), 1000))
 	}
 
+	if strings.Contains(b.stderr.String(), "wrong") {
+		t.Errorf("the password is in the worker's log:\n%s", b.stderr.String())
+	}
 	// A worker id its user may not write: refused at start, and why.
 	b = startBridge(t, []string{"--ui", "control", "--team", ctlTeam, "--agent-id", ctlAgent, "--bus", as("worker"), "--worker-id", "perm-x"})
 	start = time.Now()
@@ -291,6 +313,9 @@ func TestBusTeamPermissions(t *testing.T) {
 	}
 	if _, _, list := g.do("GET", "", "", nil); !strings.Contains(string(list), `"perm-w"`) {
 		t.Errorf("GET …/workers: %s", list)
+	}
+	if strings.Contains(g.stderr.String(), "gateway-pw") || strings.Contains(w.b.stderr.String(), "worker-pw") {
+		t.Errorf("a password in a log:\n%s\n%s", g.stderr.String(), w.b.stderr.String())
 	}
 	// Another team's controller may neither send to this team's worker
 	// nor listen to its events; the worker never sees its request.

@@ -108,20 +108,22 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	if cfg.bus.On() {
-		code, err := serveGateway(ctx, cfg, log)
-		if err != nil {
+	var child func(dir string) session.Config
+	if !cfg.bus.On() || len(cfg.workers) > 0 {
+		var stop func()
+		var code int
+		if child, stop, code, err = launch(cfg.Claude, cfg.FakeModel, log); err != nil {
 			fmt.Fprintf(stderr, "ccbridge serve: %v\n", err)
+			return code
 		}
-		return code
+		defer stop()
 	}
-	child, stop, code, err := launch(cfg.Claude, cfg.FakeModel, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "ccbridge serve: %v\n", err)
-		return code
+	var code int
+	if cfg.bus.On() {
+		code, err = serveGateway(ctx, cfg, child, log)
+	} else {
+		code, err = serveWorkers(ctx, cfg, child, log)
 	}
-	defer stop()
-	code, err = serveWorkers(ctx, cfg, child, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "ccbridge serve: %v\n", err)
 	}
@@ -206,9 +208,17 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if cfg.bus.On() {
 		// A gateway: the workers are the bus's, the web UI is not served.
+		for _, w := range cfg.workers {
+			if !control.BusWorkerID(w.ID) {
+				return cfg, fmt.Errorf("worker %q: %w", w.ID, control.ErrBusWorkerID)
+			}
+		}
+		if len(cfg.workers) > 0 {
+			if err := checkWorkers(cfg.workers); err != nil {
+				return cfg, err
+			}
+		}
 		switch {
-		case len(cfg.workers) > 0:
-			return cfg, errors.New("--bus with --worker or --workers: not yet; a gateway serves the workers on the bus (ccbridge --ui control --bus)")
 		case len(cfg.dirs) > 0:
 			return cfg, errors.New("--dir is for the web UI, which a --bus gateway does not serve")
 		case cfg.stateDir != "":
@@ -274,8 +284,9 @@ func serveUsage(w io.Writer, fs *flag.FlagSet) {
 lane-004 workers (docs/protocol/worker.md), each a --ui control session with its own CLI.
 
   ccbridge serve [--dir DIR …] [--worker ID=DIR …] [flags] [-- extra CLI arguments]
-  ccbridge serve --bus URL[,URL…] [flags]   a stateless gateway to the workers on NATS
-                                            JetStream (docs/protocol/bus.md)
+  ccbridge serve --bus URL[,URL…] [--worker ID=DIR …] [flags]
+                                a gateway to the workers on NATS JetStream, running
+                                its own --worker entries there (docs/protocol/bus.md)
 
 The web UI: open http://127.0.0.1:8787/ (the page, and /api/web/… for its sessions);
 with --tls-cert and --tls-key serve answers HTTPS only (https://…).
@@ -501,47 +512,12 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 	}
 	defer ln.Close()
 
-	base := adapter.Settings{
-		Options:          session.Options{Model: cfg.Model, PermissionMode: cfg.PermissionMode, Extra: cfg.extra},
-		InterruptTimeout: cfg.InterruptTimeout,
-		ControlTimeout:   cfg.ControlTimeout,
-		Control:          control.Config{RetainEvents: cfg.retain, Worker004: true},
-		Logger:           log,
+	base := baseSettings(cfg, log)
+	hosted, api, err := startWorkers(cfg, base, child, log)
+	if err != nil {
+		return 2, err
 	}
-	var hosted []*hostedWorker
-	var api []*serveWorker
-	stopAll := func() {
-		for _, h := range hosted {
-			h.stdin.Close()
-		}
-		for _, h := range hosted {
-			<-h.done
-		}
-	}
-	for _, spec := range cfg.workers {
-		s := base
-		s.Child = child(spec.Dir)
-		if cfg.Grace != 0 {
-			s.Child.Grace = cfg.Grace
-		}
-		if cfg.TermGrace != 0 {
-			s.Child.TermGrace = cfg.TermGrace
-		}
-		s.Options.Model = cmp.Or(spec.Model, cfg.Model)
-		s.Options.PermissionMode = cmp.Or(spec.PermissionMode, cfg.PermissionMode)
-		s.Options.Extra = slices.Clone(cfg.extra)
-		s.Control.WorkerID = spec.ID
-		if cfg.stateDir != "" {
-			s.Control.StateDir = filepath.Join(cfg.stateDir, "workers", spec.ID)
-		}
-		h, w, err := startWorker(s, spec, log.With("worker", spec.ID))
-		if err != nil {
-			stopAll()
-			return 2, fmt.Errorf("worker %s: %w", spec.ID, err)
-		}
-		hosted = append(hosted, h)
-		api = append(api, w)
-	}
+	stopAll := func() { stopWorkers(hosted) }
 
 	srv := newServeAPI(api, cfg.tokens, log)
 	srv.tlsProxy = cfg.insecureHTTP
@@ -575,6 +551,62 @@ func serveWorkers(ctx context.Context, cfg serveConfig, child func(dir string) s
 		}
 	}
 	return code, serveErr
+}
+
+// baseSettings are the settings every worker (and the web UI's
+// sessions) start from.
+func baseSettings(cfg serveConfig, log *slog.Logger) adapter.Settings {
+	return adapter.Settings{
+		Options:          session.Options{Model: cfg.Model, PermissionMode: cfg.PermissionMode, Extra: cfg.extra},
+		InterruptTimeout: cfg.InterruptTimeout,
+		ControlTimeout:   cfg.ControlTimeout,
+		Control:          control.Config{RetainEvents: cfg.retain, Worker004: true, Bus: cfg.bus},
+		Logger:           log,
+	}
+}
+
+// startWorkers starts cfg's workers, each with its own CLI in its
+// folder (and on the bus with --bus), and waits until each serves lane
+// 004; on an error the ones started are stopped.
+func startWorkers(cfg serveConfig, base adapter.Settings, child func(dir string) session.Config, log *slog.Logger) ([]*hostedWorker, []*serveWorker, error) {
+	var hosted []*hostedWorker
+	var api []*serveWorker
+	for _, spec := range cfg.workers {
+		s := base
+		s.Child = child(spec.Dir)
+		if cfg.Grace != 0 {
+			s.Child.Grace = cfg.Grace
+		}
+		if cfg.TermGrace != 0 {
+			s.Child.TermGrace = cfg.TermGrace
+		}
+		s.Options.Model = cmp.Or(spec.Model, cfg.Model)
+		s.Options.PermissionMode = cmp.Or(spec.PermissionMode, cfg.PermissionMode)
+		s.Options.Extra = slices.Clone(cfg.extra)
+		s.Control.WorkerID = spec.ID
+		if cfg.stateDir != "" {
+			s.Control.StateDir = filepath.Join(cfg.stateDir, "workers", spec.ID)
+		}
+		h, w, err := startWorker(s, spec, log.With("worker", spec.ID))
+		if err != nil {
+			stopWorkers(hosted)
+			return nil, nil, fmt.Errorf("worker %s: %w", spec.ID, err)
+		}
+		hosted = append(hosted, h)
+		api = append(api, w)
+	}
+	return hosted, api, nil
+}
+
+// stopWorkers closes each worker's input (its CLI finishes and exits)
+// and waits for all.
+func stopWorkers(hosted []*hostedWorker) {
+	for _, h := range hosted {
+		h.stdin.Close()
+	}
+	for _, h := range hosted {
+		<-h.done
+	}
 }
 
 // startWorker runs one worker's control session on an in-process pipe

@@ -22,6 +22,7 @@ import (
 	"github.com/ccbridge/ccbridge/adapter/control"
 	"github.com/ccbridge/ccbridge/internal/jsonw"
 	"github.com/ccbridge/ccbridge/mapping/lane004"
+	"github.com/ccbridge/ccbridge/session"
 )
 
 // gatewayStatusWait bounds a worker's answer to a status request;
@@ -31,8 +32,10 @@ const (
 	gatewayBusWait    = 5 * time.Second
 )
 
-// serveGateway serves the API over the bus until ctx is done.
-func serveGateway(ctx context.Context, cfg serveConfig, log *slog.Logger) (int, error) {
+// serveGateway serves the API over the bus until ctx is done, and runs
+// cfg's workers (--worker, --workers) on the bus: the API serves them as
+// it serves every other worker there.
+func serveGateway(ctx context.Context, cfg serveConfig, child func(dir string) session.Config, log *slog.Logger) (int, error) {
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return 1, fmt.Errorf("--listen: %w", err)
@@ -43,12 +46,17 @@ func serveGateway(ctx context.Context, cfg serveConfig, log *slog.Logger) (int, 
 		return 1, err
 	}
 	defer b.Close()
+	hosted, _, err := startWorkers(cfg, baseSettings(cfg, log), child, log)
+	if err != nil {
+		return 2, err
+	}
+	defer stopWorkers(hosted)
 	srv := newServeAPI(nil, cfg.tokens, log)
 	srv.gw = control.NewGateway(b)
 	srv.tlsProxy = cfg.insecureHTTP
 	srv.maxBody = cfg.maxBody
 	srv.requestWait = cfg.requestWait
-	hs, served := httpServe(ln, srv.handler(), cfg.tls, log, "bus", cfg.bus.URLs, "auth", cfg.tokens != nil, "tls", cfg.tls != nil)
+	hs, served := httpServe(ln, srv.handler(), cfg.tls, log, "bus", cfg.bus.Redacted(), "workers", len(hosted), "auth", cfg.tokens != nil, "tls", cfg.tls != nil)
 	code, serveErr := awaitServe(ctx, served, log)
 	srv.shutdown()
 	stopHTTP(hs, cfg.requestWait+5*time.Second, log)

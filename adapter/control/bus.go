@@ -40,7 +40,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +68,23 @@ type BusConfig struct {
 	// Domain is the JetStream domain the streams and buckets are in
 	// (--bus-domain): a worker behind a leaf node names its hub's.
 	Domain string
+}
+
+// Redacted is URLs with each password or token replaced, for logs and
+// errors.
+func (c BusConfig) Redacted() string {
+	urls := strings.Split(c.URLs, ",")
+	for i, u := range urls {
+		if p, err := url.Parse(strings.TrimSpace(u)); err == nil && p.User != nil {
+			if _, has := p.User.Password(); has {
+				p.User = url.UserPassword(p.User.Username(), "xxxxx")
+			} else {
+				p.User = url.User("xxxxx") // a token
+			}
+			urls[i] = p.String()
+		}
+	}
+	return strings.Join(urls, ",")
 }
 
 // On reports whether lane 004 runs on the bus.
@@ -222,7 +241,7 @@ func DialBus(c BusConfig, name string, log *slog.Logger) (*Bus, error) {
 	}
 	nc, err := nats.Connect(c.URLs, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("--bus %s: %w", c.URLs, err)
+		return nil, fmt.Errorf("--bus %s: %w", c.Redacted(), err)
 	}
 	b.nc = nc
 	if c.Domain != "" {

@@ -44,6 +44,19 @@ func TestBusConfigCheck(t *testing.T) {
 	}
 }
 
+func TestBusRedacted(t *testing.T) {
+	for in, want := range map[string]string{
+		"nats://a:4222": "nats://a:4222",
+		"nats://u:secret@a:4222,tls://v:s3@b:4222": "nats://u:xxxxx@a:4222,tls://v:xxxxx@b:4222",
+		"nats://a-token@a:4222":                    "nats://xxxxx@a:4222",
+		"nats://u:p%40ss@a:4222, nats://b:4222":    "nats://u:xxxxx@a:4222, nats://b:4222",
+	} {
+		if got := (BusConfig{URLs: in}).Redacted(); got != want {
+			t.Errorf("%q redacted: %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestBusNames(t *testing.T) {
 	for id, ok := range map[string]bool{"a": true, "desk-1_B": true, "": false, "a.b": false, "a*": false, "a>": false, "a b": false, strings.Repeat("x", 65): false} {
 		if BusWorkerID(id) != ok {
