@@ -150,10 +150,6 @@ func (s *serveAPI) busRequest(w http.ResponseWriter, r *http.Request) {
 	// A request done before: its receipt, whether its worker is here.
 	bctx, bcancel := context.WithTimeout(r.Context(), gatewayBusWait)
 	receipt, err := s.gw.Receipt(bctx, id, req.RequestID)
-	var accepted uint64
-	if err == nil && receipt == nil {
-		accepted = s.gw.Latest(bctx, id) // a 202's cursor
-	}
 	bcancel()
 	if err != nil {
 		s.busFailed(w, id, err)
@@ -168,7 +164,7 @@ func (s *serveAPI) busRequest(w http.ResponseWriter, r *http.Request) {
 	receipt, err = s.gw.Request(ctx, id, body)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
-		s.accepted(w, body, accepted)
+		s.busAccepted(w, r, id, req.RequestID, body)
 	case r.Context().Err() != nil:
 		// The client is gone; the worker goes on.
 	case err != nil:
@@ -177,6 +173,25 @@ func (s *serveAPI) busRequest(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, http.StatusBadRequest, id, lane004.CodeInvalidRequest, "the body is a worker event, not a request")
 	default:
 		writeJSON(w, receiptStatus(receipt), receipt)
+	}
+}
+
+// busAccepted answers a request the worker has not answered within
+// --request-wait: 202 with the seq after which its receipt comes on the
+// stream. That seq is read first, then the stream is searched for the
+// receipt: one published by then is the answer (200), and one not yet
+// published will come after the seq read.
+func (s *serveAPI) busAccepted(w http.ResponseWriter, r *http.Request, id, requestID string, body []byte) {
+	ctx, cancel := context.WithTimeout(r.Context(), gatewayBusWait)
+	defer cancel()
+	receipt, latest, err := s.gw.Published(ctx, id, requestID)
+	switch {
+	case err != nil:
+		s.busFailed(w, id, err)
+	case receipt != nil:
+		writeJSON(w, receiptStatus(receipt), receipt)
+	default:
+		s.accepted(w, body, latest)
 	}
 }
 

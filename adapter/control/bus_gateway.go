@@ -49,9 +49,41 @@ func (g *Gateway) Receipt(ctx context.Context, worker, requestID string) ([]byte
 		return nil, g.b.busErr(err)
 	}
 	if _, inFlight := busClaim(e.Value()); inFlight {
-		return nil, nil
+		// Claimed: its receipt may be in the stream already (the worker
+		// writes it over its claim after publishing it, or stopped in
+		// between).
+		receipt, _, err := g.Published(ctx, worker, requestID)
+		if errors.Is(err, ErrNoWorker) {
+			return nil, nil
+		}
+		return receipt, err
 	}
 	return e.Value(), nil
+}
+
+// Published returns the receipt of (worker, requestID) in the worker's
+// stream, nil when it has not been published (or is no longer kept),
+// and the stream's latest seq read before it was looked for.
+func (g *Gateway) Published(ctx context.Context, worker, requestID string) (receipt []byte, latest uint64, err error) {
+	if !BusWorkerID(worker) {
+		return nil, 0, ErrNoWorker
+	}
+	st, err := g.b.js.Stream(ctx, busStream(worker))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, 0, ErrNoWorker
+	}
+	if err != nil {
+		return nil, 0, g.b.busErr(err)
+	}
+	latest = st.CachedInfo().State.LastSeq
+	m, err := st.GetLastMsgForSubject(ctx, busReceipt(worker, requestID))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil, latest, nil
+	case err != nil:
+		return nil, 0, g.b.busErr(err)
+	}
+	return m.Data, latest, nil
 }
 
 // Request hands a request line to the worker and returns its receipt;
@@ -222,13 +254,4 @@ func (g *Gateway) consume(ctx context.Context, worker string, cursor uint64) (je
 			return nil, ctx.Err()
 		}
 	}
-}
-
-// Latest is the worker's latest seq, for a 202's cursor.
-func (g *Gateway) Latest(ctx context.Context, worker string) uint64 {
-	_, latest, err := g.Seqs(ctx, worker)
-	if err != nil {
-		return 0
-	}
-	return latest
 }

@@ -32,6 +32,8 @@ type busStore struct {
 	events   string // the events' subject
 	name     string // the stream's name
 
+	finishing sync.WaitGroup // claims being written over (appendEvents)
+
 	mu     sync.Mutex
 	revs   map[string]uint64 // claims this process holds: key → revision
 	latest uint64            // the last seq in the stream
@@ -164,8 +166,10 @@ func (s *busStore) NextSeq(string) (uint64, error) {
 
 func (s *busStore) Durable() bool { return true }
 
-// Close forgets the claims; the bus is its owner's to close.
+// Close waits for the claims being written over and forgets the rest;
+// the bus is its owner's to close.
 func (s *busStore) Close() error {
+	s.finishing.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
@@ -256,7 +260,27 @@ func (s *busStore) appendEvents(lines []logEntry, _ int, fin *receiptFinish) err
 	if fin == nil {
 		return nil
 	}
-	return s.Finish(fin.key, fin.o)
+	// The receipt is in the stream, which settles its claim for anyone
+	// who finds the claim still in flight (Begin, the gateways): the
+	// claim is written over after the answer, not before it.
+	key := busReceiptKey(s.worker, fin.key.RequestID)
+	rev, ok := s.rev(key)
+	if !ok {
+		return ErrNoEntry
+	}
+	s.finishing.Add(1)
+	go func() {
+		defer s.finishing.Done()
+		ctx, cancel := s.ctx()
+		defer cancel()
+		_, err := s.b.receipts.Update(ctx, key, []byte(fin.o.Detail), rev)
+		if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			s.b.log.Warn("bus: a receipt is in the stream, its claim not written over (a retry settles it from the stream)",
+				"request_id", fin.key.RequestID, "err", s.b.busErr(err))
+		}
+		s.drop(key)
+	}()
+	return nil
 }
 
 // publish publishes one line with its seq. A publish whose answer was
