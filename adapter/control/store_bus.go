@@ -64,25 +64,43 @@ func (s *busStore) Begin(k Key, now time.Time) (Entry, bool, error) {
 	key := busReceiptKey(s.worker, k.RequestID)
 	ctx, cancel := s.ctx()
 	defer cancel()
+	rev, e, err := s.b.claim(ctx, s.b.receipts, key, busInFlight(s.instance))
+	switch {
+	case err != nil:
+		return Entry{}, false, err
+	case e == nil:
+		s.hold(key, rev)
+		return Entry{}, true, nil
+	}
+	return s.settle(ctx, key, k.RequestID, e)
+}
+
+// errClaimChanged: a key was claimed and released three times over while
+// it was read.
+var errClaimChanged = errors.New("control store: the request's claim changed three times while it was read")
+
+// claim claims key in kv with the value v by Create, which one writer
+// wins: its revision, or, when the key is held, the entry that holds it
+// (a key released meanwhile is claimed again).
+func (b *Bus) claim(ctx context.Context, kv jetstream.KeyValue, key string, v []byte) (uint64, jetstream.KeyValueEntry, error) {
 	for range 3 {
-		rev, err := s.b.receipts.Create(ctx, key, busInFlight(s.instance))
+		rev, err := kv.Create(ctx, key, v)
 		if err == nil {
-			s.hold(key, rev)
-			return Entry{}, true, nil
+			return rev, nil, nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return Entry{}, false, s.b.busErr(err)
+			return 0, nil, b.busErr(err)
 		}
-		e, err := s.b.receipts.Get(ctx, key)
+		e, err := kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			continue // released meanwhile: claim it again
+			continue
 		}
 		if err != nil {
-			return Entry{}, false, s.b.busErr(err)
+			return 0, nil, b.busErr(err)
 		}
-		return s.settle(ctx, key, k.RequestID, e)
+		return 0, e, nil
 	}
-	return Entry{}, false, errors.New("control store: the request's claim changed three times while it was read")
+	return 0, nil, errClaimChanged
 }
 
 // settle reads a claim someone holds: a receipt, or a claim in flight,

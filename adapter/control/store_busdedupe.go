@@ -69,20 +69,13 @@ func (s *busDedupe) Begin(k Key, now time.Time) (Entry, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), busTimeout)
 	defer cancel()
 	for range 3 {
-		rev, err := s.kv.Create(ctx, key, busInFlight(s.instance))
-		if err == nil {
+		rev, e, err := s.b.claim(ctx, s.kv, key, busInFlight(s.instance))
+		switch {
+		case err != nil:
+			return Entry{}, false, err
+		case e == nil:
 			s.hold(key, rev, nil)
 			return Entry{}, true, nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return Entry{}, false, s.b.busErr(err)
-		}
-		e, err := s.kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			continue // released, or expired, meanwhile: claim it again
-		}
-		if err != nil {
-			return Entry{}, false, s.b.busErr(err)
 		}
 		if owner, inFlight := busClaim(e.Value()); inFlight {
 			if owner == s.instance {
@@ -129,7 +122,7 @@ func (s *busDedupe) Begin(k Key, now time.Time) (Entry, bool, error) {
 		s.hold(key, rev, nil)
 		return Entry{}, true, nil
 	}
-	return Entry{}, false, errors.New("control store: the request's claim changed three times while it was read")
+	return Entry{}, false, errClaimChanged
 }
 
 // Finish writes the outcome over the claim this process holds, to live
