@@ -40,7 +40,9 @@ func serveGateway(ctx context.Context, cfg serveConfig, log *slog.Logger) (int, 
 	defer ln.Close()
 	b, err := control.DialBus(cfg.bus, "ccbridge gateway "+ln.Addr().String(), log)
 	if err != nil {
-		return 1, err
+		// Not reached at the start (a wrong address, credentials or CA):
+		// a configuration error, code 2, as a worker on the bus says it.
+		return 2, err
 	}
 	defer b.Close()
 	srv := newServeAPI(nil, cfg.tokens, log)
