@@ -159,7 +159,7 @@ func (s *serveAPI) busRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.requestWait)
 	defer cancel()
-	receipt, err = s.gw.Request(ctx, id, body)
+	receipt, err = s.gw.Request(ctx, id, req.RequestID, body)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
 		s.accepted(w, body, accepted)
