@@ -10,6 +10,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
 	"net"
@@ -62,10 +63,11 @@ func l4Caps(t *testing.T, lane string, l []byte) {
 // connection to the socket.
 type l4Conn struct {
 	*ctlLane
-	conn net.Conn // nil for stdio
+	conn   net.Conn // nil for stdio
+	worker string   // the worker id its lines carry: l4Worker when ""
 }
 
-func l4Stdio(w *ctlWorker) *l4Conn { return &l4Conn{ctlLane: w.stdio} }
+func l4Stdio(w *ctlWorker) *l4Conn { return &l4Conn{ctlLane: w.stdio, worker: w.worker} }
 
 // l4Dial connects to the worker's socket; the first line must be the
 // capabilities.
@@ -77,7 +79,7 @@ func l4Dial(t *testing.T, w *ctlWorker) *l4Conn {
 	}
 	t.Cleanup(func() { conn.Close() })
 	ch := ctlReadLines(conn, 1<<16)
-	c := &l4Conn{conn: conn, ctlLane: &ctlLane{t: t, name: "socket", lines: ch, write: func(s string) error {
+	c := &l4Conn{conn: conn, worker: w.worker, ctlLane: &ctlLane{t: t, name: "socket", lines: ch, write: func(s string) error {
 		conn.SetWriteDeadline(time.Now().Add(ctlWait))
 		_, err := io.WriteString(conn, s+"\n")
 		return err
@@ -285,12 +287,18 @@ func (c *l4Conn) checkShapes() {
 	c.t.Helper()
 	for _, l := range c.got {
 		if l4IsWorker(l) {
-			l4Shape(c.t, c.name, l)
+			l4ShapeOf(c.t, c.name, cmp.Or(c.worker, l4Worker), l)
 		}
 	}
 }
 
 func l4Shape(t *testing.T, lane string, l []byte) {
+	t.Helper()
+	l4ShapeOf(t, lane, l4Worker, l)
+}
+
+// l4ShapeOf is l4Shape of a line of worker id.
+func l4ShapeOf(t *testing.T, lane, worker string, l []byte) {
 	t.Helper()
 	root := gjson.ParseBytes(l)
 	typ := root.Get("event_type").Str
@@ -330,8 +338,8 @@ func l4Shape(t *testing.T, lane string, l []byte) {
 	if k := l1Keys(root.Get("payload")); !slices.Equal(k, payload) {
 		t.Errorf("%s: payload keys %v, want %v: %.400s", lane, k, payload, l)
 	}
-	if root.Get("worker_id").Str != l4Worker {
-		t.Errorf("%s: worker_id %q, want %q", lane, root.Get("worker_id").Str, l4Worker)
+	if root.Get("worker_id").Str != worker {
+		t.Errorf("%s: worker_id %q, want %q", lane, root.Get("worker_id").Str, worker)
 	}
 	if s := root.Get("seq"); s.Exists() && (s.Type != gjson.Number || s.Uint() == 0) {
 		t.Errorf("%s: seq %s", lane, s.Raw)

@@ -52,12 +52,13 @@ type ctlOpts struct {
 
 // ctlWorker is one ccbridge with the control plane.
 type ctlWorker struct {
-	t     *testing.T
-	b     *bridge
-	sid   string
-	sock  string   // the --control path, "" for none
-	stdio *ctlLane // the stdio lane of --ui control, nil otherwise
-	o     ctlOpts
+	t      *testing.T
+	b      *bridge
+	sid    string
+	sock   string   // the --control path, "" for none
+	stdio  *ctlLane // the stdio lane of --ui control, nil otherwise
+	o      ctlOpts
+	worker string // its lane-004 worker id when not l4Worker
 }
 
 // ctlStart runs ccbridge with the worker's identity and a known session

@@ -357,7 +357,7 @@ func (s *svServer) stream(worker, lastID, query string) *svStream {
 	hangUp := func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(hangUp)
 	lane := &ctlLane{t: t, name: name, lines: ch, write: func(string) error { return errors.New("a stream takes no requests") }}
-	return &svStream{l4Conn: &l4Conn{ctlLane: lane}, hangUp: hangUp}
+	return &svStream{l4Conn: &l4Conn{ctlLane: lane, worker: worker}, hangUp: hangUp}
 }
 
 // svCheckEvent checks one server-sent event of worker's stream.

@@ -43,7 +43,9 @@ func serveGateway(ctx context.Context, cfg serveConfig, child func(dir string) s
 	defer ln.Close()
 	b, err := control.DialBus(cfg.bus, "ccbridge gateway "+ln.Addr().String(), log)
 	if err != nil {
-		return 1, err
+		// Not reached at the start (a wrong address, credentials or CA):
+		// a configuration error, code 2, as a worker on the bus says it.
+		return 2, err
 	}
 	defer b.Close()
 	hosted, _, err := startWorkers(cfg, baseSettings(cfg, log), child, log)
@@ -161,7 +163,7 @@ func (s *serveAPI) busRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.requestWait)
 	defer cancel()
-	receipt, err = s.gw.Request(ctx, id, body)
+	receipt, err = s.gw.Request(ctx, id, req.RequestID, body)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
 		s.busAccepted(w, r, id, req.RequestID, body)

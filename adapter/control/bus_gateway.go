@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,10 +16,23 @@ import (
 // Gateway is lane 004 as a gateway (ccbridge serve --bus) reaches it: it
 // holds no state of its own; receipts, seqs and events are the bus's.
 // Safe for concurrent use.
-type Gateway struct{ b *Bus }
+type Gateway struct {
+	b *Bus
+
+	mu    sync.Mutex
+	calls map[string]*gatewayCall // the requests on their way to a worker, by worker and request id
+}
+
+// gatewayCall is one request on its way to its worker, which every
+// request of its id that comes meanwhile waits for.
+type gatewayCall struct {
+	done    chan struct{}
+	receipt []byte
+	err     error
+}
 
 // NewGateway is the gateway of b.
-func NewGateway(b *Bus) *Gateway { return &Gateway{b: b} }
+func NewGateway(b *Bus) *Gateway { return &Gateway{b: b, calls: make(map[string]*gatewayCall)} }
 
 // Errors of the gateway.
 var (
@@ -86,14 +100,51 @@ func (g *Gateway) Published(ctx context.Context, worker, requestID string) (rece
 	return m.Data, latest, nil
 }
 
-// Request hands a request line to the worker and returns its receipt;
-// nil for a line that is a worker event. ErrWorkerGone when no worker
-// takes it; a deadline error when ctx ended first (the worker carries it
-// out all the same).
-func (g *Gateway) Request(ctx context.Context, worker string, body []byte) ([]byte, error) {
+// Request hands a request line of requestID to the worker and returns
+// its receipt; nil for a line that is a worker event. ErrWorkerGone when
+// no worker takes it; a deadline error when ctx ended first (the worker
+// carries it out all the same). The requests of one id that come while
+// one is on its way share its answer, bounded by the first one's ctx
+// deadline: a burst of retries of one request takes one of the worker's
+// places for requests at once (busMaxFlights), not one each, so that none
+// is refused for the others.
+func (g *Gateway) Request(ctx context.Context, worker, requestID string, body []byte) ([]byte, error) {
 	if !BusWorkerID(worker) {
 		return nil, ErrNoWorker
 	}
+	key := worker + "." + busKeyPart(requestID)
+	g.mu.Lock()
+	c := g.calls[key]
+	if c == nil {
+		c = &gatewayCall{done: make(chan struct{})}
+		g.calls[key] = c
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			deadline = time.Now().Add(busTimeout)
+		}
+		go func() {
+			// Not the first caller's ctx: a client that hangs up does not
+			// end the others' wait.
+			cctx, cancel := context.WithDeadline(context.Background(), deadline)
+			c.receipt, c.err = g.request(cctx, worker, body)
+			cancel()
+			g.mu.Lock()
+			delete(g.calls, key)
+			g.mu.Unlock()
+			close(c.done)
+		}()
+	}
+	g.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.receipt, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// request is one request to the worker.
+func (g *Gateway) request(ctx context.Context, worker string, body []byte) ([]byte, error) {
 	m, err := g.b.nc.RequestWithContext(ctx, busReqPf+worker, body)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):

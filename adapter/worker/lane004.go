@@ -10,6 +10,7 @@ package worker
 import (
 	"cmp"
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +82,47 @@ func (w *controlWorker) currentTurn() string {
 }
 
 func (w *controlWorker) threadID() string { return w.worker.SessionID }
+
+// endLostTurns ends the turns the last ccbridge on this log left running
+// (it was killed during them: the log has their turn/started and no
+// turn/completed) with turn/completed failed, before this run writes
+// anything, so that a client waiting for a turn's end gets it, once.
+func (w *controlWorker) endLostTurns() {
+	l := w.log004()
+	if l == nil || !w.w4.active || l.Latest() == 0 {
+		return
+	}
+	type lost struct{ turn, thread string }
+	var open []lost
+	var buf [][]byte
+	for cursor := l.Oldest() - 1; ; {
+		lines, _, _ := l.After(cursor, 256, buf[:0])
+		if len(lines) == 0 {
+			break
+		}
+		for _, line := range lines {
+			cursor = gjson.GetBytes(line, "seq").Uint()
+			r := gjson.GetManyBytes(line, "event_type", "payload.method", "payload.params.turn.id", "payload.params.threadId")
+			if r[0].Str != "worker.event" {
+				continue
+			}
+			switch r[1].Str {
+			case "turn/started":
+				open = append(open, lost{r[2].Str, r[3].Str})
+			case "turn/completed":
+				open = slices.DeleteFunc(open, func(o lost) bool { return o.turn == r[2].Str })
+			}
+		}
+		buf = lines
+	}
+	const msg = "ccbridge stopped during the turn (killed, or its machine stopped); the turn did not finish"
+	for _, o := range open {
+		w.log.Warn("control lane 004: a turn the last run left running ends failed", "turn", o.turn, "thread", o.thread)
+		turn := jsonw.NewObj(nil).Str("id", o.turn).Raw("items", "[]").Str("status", "failed").
+			Raw("error", jsonw.NewObj(nil).Str("message", msg).String()).String()
+		w.event("turn/completed", jsonw.NewObj(nil).Str("threadId", o.thread).Raw("turn", turn).End())
+	}
+}
 
 // Do implements control.Target004.
 func (w *controlWorker) Do(req *lane004.Request, done func(control.Receipt004)) {

@@ -162,6 +162,7 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 	// On the bus the worker's events are kept from the start: a gateway
 	// may follow its stream before any request.
 	w.w4.active = c.Control.Worker004 || c.Control.Bus.On() || plane.Log004().Latest() > 0
+	w.endLostTurns()
 	if c.Hook != nil {
 		c.Hook(Lane004{Lane: plane.Lane004(), Log: plane.Log004(), Status: w.status004})
 	}
