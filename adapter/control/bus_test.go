@@ -264,3 +264,31 @@ func TestLane004StoreOutsideLock(t *testing.T) {
 		t.Errorf("Do ran %q, want once for each id", calls)
 	}
 }
+
+// TestOpenBusRefusals: what --bus cannot go with is refused before the
+// bus is dialled, each saying why.
+func TestOpenBusRefusals(t *testing.T) {
+	type worker struct {
+		Target
+		*l4Target
+	}
+	w := worker{nil, newL4Target(t, nil)}
+	bus := BusConfig{URLs: "nats://127.0.0.1:1"}
+	for _, c := range []struct {
+		cfg    Config
+		target Target
+		want   string
+	}{
+		{Config{Bus: bus, StateDir: t.TempDir()}, w, "--state-dir and --bus"},
+		{Config{Bus: bus}, nil, "--bus carries lane 004"},
+		{Config{Bus: bus, Team: "team.a"}, w, `--team "team.a": with --bus it names subjects`},
+		{Config{Bus: bus, Team: "t", AgentID: "a*"}, w, `--agent-id "a*"`},
+		{Config{Bus: bus, WorkerID: "w.1"}, w, `--worker-id "w.1"`},
+	} {
+		cp, err := Open(c.cfg, 0, nil, c.target, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error saying %q", c.cfg, err, c.want)
+		}
+		cp.Close()
+	}
+}

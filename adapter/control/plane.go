@@ -169,6 +169,9 @@ func Open(c Config, timeout time.Duration, log *slog.Logger, target Target, subm
 	cp := &Plane{cfg: c, submit: submit, log: log, screen: target}
 	target004, _ := target.(Target004)
 	if c.Bus.On() {
+		if c.StateDir != "" {
+			return nil, errors.New("--state-dir and --bus: the bus keeps what --state-dir would (request ids, receipts, events, runs); give one or the other")
+		}
 		if target004 == nil {
 			return nil, errors.New("--bus carries lane 004, which this dialect does not serve (--ui control without --pty does)")
 		}
