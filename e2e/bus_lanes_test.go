@@ -128,6 +128,11 @@ func TestBusLanes000And001(t *testing.T) {
 		}
 		return ""
 	})
+	// A second worker of this team and agent (another worker id) would
+	// take the same subject's requests: refused at start, before a CLI,
+	// once the first's presence has not lapsed (some 8 s; it runs beside
+	// the checks below).
+	twin := startBridge(t, []string{"--ui", "control", "--team", ctlTeam, "--agent-id", ctlAgent, "--bus", url, "--worker-id", "bus-lanes-twin"})
 	ctlAck(t, busCtl(t, nc, subj, m1.String()), m1, "ok", false)
 	w1.turn(m1.id(), "success")
 	ctlAck(t, busCtl(t, nc, subj, m1.String()), m1, "ok", true)
@@ -170,6 +175,10 @@ func TestBusLanes000And001(t *testing.T) {
 	busNext(t, events, "a STATE paused", func(b []byte) bool {
 		return get(b, "event").Str == "STATE" && get(b, "stack.0.state").Str == "paused"
 	})
+
+	if code := twin.wait(); code != 2 || !strings.Contains(twin.stderr.String(), `a worker of team "`+ctlTeam+`" and agent "`+ctlAgent+`" is already on the bus`) {
+		t.Errorf("a second worker of one team and agent: code %d:\n%s", code, tail(twin.stderr.String(), 1000))
+	}
 
 	// Killed, and started again on the same session with the same
 	// worker id (once its presence lapsed): the bus kept both lanes.
@@ -353,7 +362,7 @@ const busPermsConf = `
 authorization {
   users = [
     { user: worker, password: worker-pw, permissions: {
-        publish: [ "ccbridge.ev.perm-w.>", "$KV.ccbridge_receipts.perm-w.>", "$KV.ccbridge_presence.perm-w",
+        publish: [ "ccbridge.ev.perm-w.>", "$KV.ccbridge_receipts.perm-w.>", "$KV.ccbridge_presence.perm-w", "$KV.ccbridge_presence.ctl.>",
                    "$KV.ccbridge_dedupe.perm-w.>", "$KV.ccbridge_runs.>", "ccbridge.ctl.team-e2e.agent-e2e.ev",
                    "$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.DIRECT.GET.>", "$JS.API.CONSUMER.>",
                    "$JS.API.STREAM.CREATE.ccbridge_ev_perm-w", "$JS.API.STREAM.UPDATE.ccbridge_ev_perm-w",

@@ -156,6 +156,21 @@ func BusWorkerID(id string) bool {
 	return true
 }
 
+// busSubjectToken reports whether s can be one token of a subject as
+// it is (a team or an agent id, which permissions name): 1 to 128
+// bytes, no space or control character, no '.', '*' or '>'.
+func busSubjectToken(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == 0x7f || c == '.' || c == '*' || c == '>' {
+			return false
+		}
+	}
+	return true
+}
+
 // Bus is one connection to the bus with its buckets: a worker's or a
 // gateway's. Safe for concurrent use.
 type Bus struct {

@@ -201,6 +201,8 @@ func (g *Gateway) Workers(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, g.b.busErr(err)
 	}
+	// A worker's id; not its team and agent's key (busCtlKey).
+	keys = slices.DeleteFunc(keys, func(k string) bool { return !BusWorkerID(k) })
 	slices.Sort(keys)
 	return keys, nil
 }

@@ -106,6 +106,17 @@ func TestBusNames(t *testing.T) {
 		}
 		seen[key] = k
 	}
+	// Teams and agent ids name subject tokens as they are: the seed's
+	// "codex:abc123" among them.
+	for tok, ok := range map[string]bool{"team-e2e": true, "codex:abc123": true, "ünï": true, "a/b=c": true,
+		"": false, "a.b": false, "a*": false, "a>": false, "a b": false, "a\tb": false, "a\x7f": false, strings.Repeat("x", 129): false} {
+		if busSubjectToken(tok) != ok {
+			t.Errorf("busSubjectToken(%q) = %v", tok, !ok)
+		}
+	}
+	if k := busCtlKey("codex:abc123", "t.1"); !kvKey.MatchString(k) || BusWorkerID(k) || strings.Count(k, ".") != 2 {
+		t.Errorf("a team and agent's presence key %q", k)
+	}
 	if busRunKey("run.1") == busRunKey("run_1") || !kvKey.MatchString(busRunKey("a b.c")) {
 		t.Errorf("run keys: %q %q", busRunKey("run.1"), busRunKey("a b.c"))
 	}
@@ -281,8 +292,9 @@ func TestOpenBusRefusals(t *testing.T) {
 	}{
 		{Config{Bus: bus, StateDir: t.TempDir()}, w, "--state-dir and --bus"},
 		{Config{Bus: bus}, nil, "--bus carries lane 004"},
-		{Config{Bus: bus, Team: "team.a"}, w, `--team "team.a": with --bus it names subjects`},
+		{Config{Bus: bus, Team: "team.a"}, w, `--team "team.a": with --bus it names a subject`},
 		{Config{Bus: bus, Team: "t", AgentID: "a*"}, w, `--agent-id "a*"`},
+		{Config{Bus: bus, Team: "t", AgentID: "a b"}, w, `--agent-id "a b"`},
 		{Config{Bus: bus, WorkerID: "w.1"}, w, `--worker-id "w.1"`},
 	} {
 		cp, err := Open(c.cfg, 0, nil, c.target, nil)

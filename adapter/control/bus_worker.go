@@ -81,7 +81,11 @@ func (cp *Plane) ServeBus(status func() ([]byte, bool)) error {
 		w.unsubscribe()
 		return err
 	}
-	go w.beat(id)
+	keys := []string{id}
+	if cp.cfg.Team != "" && cp.cfg.AgentID != "" {
+		keys = append(keys, busCtlKey(cp.cfg.Team, cp.cfg.AgentID))
+	}
+	go w.beat(id, keys)
 	cp.busw = w
 	cp.log.Info("bus: serving lane 004", "worker", id, "server", cp.bus.nc.ConnectedUrlRedacted())
 	return nil
@@ -116,16 +120,17 @@ type busPeer struct {
 func (p busPeer) Send(line []byte)       { p.nc.Publish(p.reply, line) }
 func (p busPeer) SendOnLoop(line []byte) { p.nc.Publish(p.reply, line) }
 
-// alone waits until no other worker of this id is on the bus: a
-// presence that lapses within its TTL is one that stopped (killed, or cut
-// off); one still beating after it is a live worker, and two workers of
-// one id would write one stream. It runs before the worker touches its
-// stream.
-func (b *Bus) alone(id string) error {
+// alone waits until no other worker holds presence key (its id, or
+// its team and agent: busCtlKey) on the bus: a presence that lapses
+// within its TTL is one that stopped (killed, or cut off); one still
+// beating after it is a live worker. Two workers of one id would write
+// one stream; two of one team and agent would both take its requests.
+// It runs before the worker touches its stream. flag names what to change.
+func (b *Bus) alone(key, name, flag string) error {
 	deadline := time.Now().Add(busBeatTTL + busBeat)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), busTimeout)
-		e, err := b.presence.Get(ctx, id)
+		e, err := b.presence.Get(ctx, key)
 		cancel()
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
@@ -133,10 +138,17 @@ func (b *Bus) alone(id string) error {
 		case err != nil:
 			return b.busErr(err)
 		case time.Now().After(deadline):
-			return fmt.Errorf("worker id %q is already on the bus (%s): give this worker another --worker-id", id, e.Value())
+			return fmt.Errorf("%s is already on the bus (%s): give this worker another %s", name, e.Value(), flag)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// busCtlKey is the presence key of the worker of a team and agent id,
+// which takes the lanes' requests on ccbridge.ctl.TEAM.AGENT (not a
+// worker id: GET …/workers lists those alone).
+func busCtlKey(team, agent string) string {
+	return "ctl._" + busKeyPart(team) + "._" + busKeyPart(agent)
 }
 
 // request carries out one request off the subscription's goroutine and
@@ -166,21 +178,25 @@ func (w *busWorker) statusReq(m *nats.Msg) {
 	}()
 }
 
-// beat writes the worker's presence every busBeat, each write living
-// busBeatTTL, and deletes it at Close.
-func (w *busWorker) beat(id string) {
+// beat writes the worker's presence keys every busBeat, each write
+// living busBeatTTL, and deletes them at Close.
+func (w *busWorker) beat(id string, keys []string) {
 	defer close(w.done)
 	host, _ := os.Hostname()
 	v := jsonw.NewObj(nil).Str("worker_id", id).Str("host", host).Int("pid", int64(os.Getpid())).
 		Str("since", time.Now().UTC().Format(time.RFC3339)).End()
-	subj := "$KV." + BusPresence + "." + id
 	t := time.NewTicker(busBeat)
 	defer t.Stop()
 	failing := false // warned once per run of failures
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), busBeat)
-		_, err := w.b.js.Publish(ctx, subj, v, jetstream.WithMsgTTL(busBeatTTL))
-		cancel()
+		var err error
+		for _, k := range keys {
+			ctx, cancel := context.WithTimeout(context.Background(), busBeat)
+			if _, perr := w.b.js.Publish(ctx, "$KV."+BusPresence+"."+k, v, jetstream.WithMsgTTL(busBeatTTL)); perr != nil {
+				err = perr
+			}
+			cancel()
+		}
 		switch {
 		case err != nil && !failing:
 			w.b.log.Warn("bus: presence heartbeat failed; the worker leaves GET …/workers until one succeeds", "err", err)
@@ -192,9 +208,11 @@ func (w *busWorker) beat(id string) {
 		select {
 		case <-t.C:
 		case <-w.quit:
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			w.b.presence.Delete(ctx, id) // best effort: else its TTL ends it
-			cancel()
+			for _, k := range keys {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				w.b.presence.Delete(ctx, k) // best effort: else its TTL ends it
+				cancel()
+			}
 			return
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -294,15 +295,19 @@ func (cp *Plane) dialBus(c *Config) error {
 		return err
 	}
 	for _, f := range [...]struct{ flag, v string }{{"--team", c.Team}, {"--agent-id", c.AgentID}} {
-		if f.v != "" && !BusWorkerID(f.v) {
-			return fmt.Errorf("%s %q: with --bus it names subjects (docs/protocol/bus.md), so it is 1 to 64 of A-Z a-z 0-9 _ -", f.flag, f.v)
+		if f.v != "" && !busSubjectToken(f.v) {
+			return fmt.Errorf("%s %q: with --bus it names a subject (docs/protocol/bus.md), so it is 1 to 128 bytes with no space, control character, '.', '*' or '>'", f.flag, f.v)
 		}
 	}
 	var err error
 	if cp.bus, err = DialBus(c.Bus, "ccbridge worker "+c.WorkerID, cp.log); err != nil {
 		return err
 	}
-	if err = cp.bus.alone(c.WorkerID); err != nil {
+	err = cp.bus.alone(c.WorkerID, "worker id "+strconv.Quote(c.WorkerID), "--worker-id")
+	if err == nil && c.Team != "" && c.AgentID != "" {
+		err = cp.bus.alone(busCtlKey(c.Team, c.AgentID), "a worker of team "+strconv.Quote(c.Team)+" and agent "+strconv.Quote(c.AgentID), "--agent-id")
+	}
+	if err != nil {
 		cp.bus.Close()
 		return fmt.Errorf("--bus: %w", err)
 	}
