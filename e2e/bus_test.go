@@ -181,6 +181,7 @@ func (c *busCluster) ready(url string) {
 type busWorker struct {
 	*bridge
 	sid   string
+	agent string // its --agent-id: one worker of a team and agent on the bus
 	stdio *ctlLane
 }
 
@@ -190,9 +191,9 @@ type busWorker struct {
 // away).
 func busStartWorker(t *testing.T, id, urls string, args ...string) *busWorker {
 	t.Helper()
-	w := &busWorker{sid: uuid.NewString()}
+	w := &busWorker{sid: uuid.NewString(), agent: ctlAgent + "-" + id}
 	w.bridge = startBridge(t, append([]string{"--ui", "control", "--worker-id", id, "--bus", urls, "--bus-replicas", "3",
-		"--team", ctlTeam, "--agent-id", ctlAgent, "--allow-sender", ctlSender, "--session-id", w.sid}, args...), "CCBRIDGE_LOG_LEVEL=info")
+		"--team", ctlTeam, "--agent-id", w.agent, "--allow-sender", ctlSender, "--session-id", w.sid}, args...), "CCBRIDGE_LOG_LEVEL=info")
 	out := make(chan []byte, 1<<16)
 	go func() {
 		defer close(out)
@@ -658,7 +659,7 @@ func TestBusLane004(t *testing.T) {
 		slow := ctlID("bus-slow")
 		from := len(w.stdio.got)
 		w.stdio.send(ctlMsg{"type": "control.stdin.request", "v": 1, "request_id": slow, "team": ctlTeam, "session_id": restarted,
-			"agent_id": ctlAgent, "sender": ctlSender, "sent_at": ctlNow(), "content": "SLOW while the bus goes away"}.String())
+			"agent_id": w.agent, "sender": ctlSender, "sent_at": ctlNow(), "content": "SLOW while the bus goes away"}.String())
 		w.stdio.waitFrom(from, "the text of "+slow, func(l []byte) bool { return typeOf(l) == "control.worker.text" })
 		for i := range cl.nodes {
 			cl.kill(i)
@@ -689,7 +690,7 @@ func TestBusLane004(t *testing.T) {
 			t.Errorf("a lane-004 request on stdio while the bus is away: %s", r)
 		}
 		prompt := ctlMsg{"type": "control.stdin.request", "v": 1, "request_id": ctlID("bus-prompt"), "team": ctlTeam, "session_id": restarted,
-			"agent_id": ctlAgent, "sender": ctlSender, "sent_at": ctlNow(), "content": "hello while the bus is away"}
+			"agent_id": w.agent, "sender": ctlSender, "sent_at": ctlNow(), "content": "hello while the bus is away"}
 		from = len(w.stdio.got)
 		w.stdio.send(prompt.String())
 		a := w.stdio.got[w.stdio.waitFrom(from, "the ack of "+prompt.id(), func(l []byte) bool { return get(l, "request_id").Str == prompt.id() })]
