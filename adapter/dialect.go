@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -170,6 +171,10 @@ func (s *Settings) StartControl(t control.Target, submit func(func()) bool) (sto
 	if err := cp.Listen(); err != nil {
 		cp.Close()
 		return nil, err
+	}
+	if err := cp.ServeBus(nil); err != nil {
+		cp.Close()
+		return nil, fmt.Errorf("--bus: %w", err)
 	}
 	return func() {
 		if err := cp.Close(); err != nil {

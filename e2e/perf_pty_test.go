@@ -176,7 +176,7 @@ func TestPerfPTY(t *testing.T) {
 	switch agent {
 	case "codex":
 		cli = realAgent(t, "codex", "CCBRIDGE_TEST_CODEX")
-		p = codexStart(t)
+		p = codexStart(t, nil)
 		p.waitState(0, "idle")
 		answered = p.codexAnswered
 	case "gemini":

@@ -37,7 +37,7 @@ func realAgent(t *testing.T, name, envVar string) string {
 // own fake model, in a fresh git repository (where an agent would ask to
 // trust the folder: ccbridge's home for it trusts it), with a control
 // socket beside stdio and env, and reads the capabilities.
-func agentStart(t *testing.T, cmd []string, env ...string) *ptyCtl {
+func agentStart(t *testing.T, cmd, bridgeArgs []string, env ...string) *ptyCtl {
 	t.Helper()
 	dir := mustReal(t, t.TempDir())
 	if err := os.Mkdir(dir+"/.git", 0o755); err != nil {
@@ -45,7 +45,8 @@ func agentStart(t *testing.T, cmd []string, env ...string) *ptyCtl {
 	}
 	sid, sock := uuid.NewString(), ctlSocketPath(t)
 	args := []string{"--ui", "control", "--pty", "--team", ctlTeam, "--agent-id", ctlAgent, "--allow-sender", ctlSender,
-		"--session-id", sid, "--stable-after", "1s", "--cwd", dir, "--control", sock, "--fake-model", "default", "--"}
+		"--session-id", sid, "--stable-after", "1s", "--cwd", dir, "--control", sock, "--fake-model", "default"}
+	args = append(append(args, bridgeArgs...), "--")
 	p := ptyBridge(t, sid, dir, append(args, cmd...), env...)
 	// --session-id is the Claude CLI's: another program's worker names a
 	// session of its own, which the capabilities say.
@@ -117,7 +118,13 @@ func (p *ptyCtl) agentAcceptance(a agentSpec) {
 	h := a.prompt("hello", "hello "+tok, tok)
 	p.waitFor("the answer to the prompt with "+tok+", and idle", func() bool { return p.answeredBelow(a.echo, tok, a.answer) && p.state() == "idle" })
 	for n := 1; n <= 20; n++ {
-		ctlAck(t, p.stdio.request(h.with("meta", map[string]any{"retry_count": n}, "sent_at", ctlNow()).String()), h, "ok", true)
+		retry := h.with("meta", map[string]any{"retry_count": n}, "sent_at", ctlNow()).String()
+		if p.bus != nil && n%2 == 1 {
+			// On the bus (--bus): the request ids are kept there.
+			ctlAck(t, busCtl(t, p.bus, "ccbridge.ctl."+ctlTeam+"."+ctlAgent, retry), h, "ok", true)
+			continue
+		}
+		ctlAck(t, p.stdio.request(retry), h, "ok", true)
 	}
 	p.screenNow()
 	if n := len(p.echoes(a.echo, tok)); n != 1 {

@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // codexAnswer is what Codex's TUI draws for the fake model's fallback
@@ -20,10 +23,10 @@ const codexAnswer = "Hello from the mock model."
 // codexStart runs Codex (with codexArgs) under ccbridge (agentStart),
 // with variables in the environment that would send it to the real API
 // if ccbridge passed them on.
-func codexStart(t *testing.T, codexArgs ...string) *ptyCtl {
+func codexStart(t *testing.T, bridgeArgs []string, codexArgs ...string) *ptyCtl {
 	t.Helper()
 	cmd := append([]string{realAgent(t, "codex", "CCBRIDGE_TEST_CODEX")}, codexArgs...)
-	return agentStart(t, cmd, "OPENAI_API_KEY=sk-must-not-be-used", "OPENAI_BASE_URL=http://127.0.0.1:1/v1")
+	return agentStart(t, cmd, bridgeArgs, "OPENAI_API_KEY=sk-must-not-be-used", "OPENAI_BASE_URL=http://127.0.0.1:1/v1")
 }
 
 // approval waits for a control.worker.approval line of status after the
@@ -53,7 +56,26 @@ func (p *ptyCtl) codexAnswered(tok string) bool { return p.answeredBelow("› ",
 // asked about).
 func TestPTYCodex(t *testing.T) {
 	t.Parallel()
-	p := codexStart(t, "-s", "read-only", "-a", "on-request")
+	// On the bus too (docs/protocol/bus.md, "Lanes 000 and 001"): half of
+	// the retries come there, and a screen is asked for there.
+	url := busStartServer(t, nil)
+	p := codexStart(t, []string{"--bus", url}, "-s", "read-only", "-a", "on-request")
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	p.bus = nc
+	busEventually(t, 20*time.Second, "the worker's screen on the bus", func() string {
+		m, err := nc.Request("ccbridge.ctl."+ctlTeam+"."+ctlAgent, []byte(`{"type":"control.screen.request","v":1,"request_id":"bus-screen"}`), time.Second)
+		if err != nil {
+			return err.Error()
+		}
+		if typeOf(m.Data) != "control.screen" || get(m.Data, "request_id").Str != "bus-screen" || len(get(m.Data, "lines").Array()) == 0 {
+			return string(m.Data)
+		}
+		return ""
+	})
 	p.agentAcceptance(agentSpec{
 		name:    "Codex",
 		ready:   []string{"Ask Codex to do anything"},

@@ -21,7 +21,7 @@ import (
 // with which it would run headless (the gemini profile leaves them out).
 func geminiStart(t *testing.T) *ptyCtl {
 	t.Helper()
-	return agentStart(t, []string{realAgent(t, "gemini", "CCBRIDGE_TEST_GEMINI")},
+	return agentStart(t, []string{realAgent(t, "gemini", "CCBRIDGE_TEST_GEMINI")}, nil,
 		"GEMINI_API_KEY=must-not-be-used", "GOOGLE_API_KEY=must-not-be-used", "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:1",
 		"GOOGLE_GENAI_USE_VERTEXAI=true", "GEMINI_MODEL=gemini-must-not-be-used", "GEMINI_CLI_HOME="+t.TempDir(),
 		"CI=true", "GITHUB_ACTIONS=true")

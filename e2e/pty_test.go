@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/fakemodel"
@@ -43,6 +44,8 @@ type ptyCtl struct {
 	rows   []string // the screen: control.worker.screen (and control.screen) rows
 	scroll []string // control.worker.scrollback lines, oldest first
 	states []string // control.worker.state states, in order
+	// bus: a connection to the bus the worker is on (--bus), nil for none
+	bus *nats.Conn
 }
 
 // ptyStart runs the TUI under ccbridge with --stable-after 1s (and

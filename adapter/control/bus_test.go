@@ -291,7 +291,8 @@ func TestOpenBusRefusals(t *testing.T) {
 		want   string
 	}{
 		{Config{Bus: bus, StateDir: t.TempDir()}, w, "--state-dir and --bus"},
-		{Config{Bus: bus}, nil, "--bus carries lane 004"},
+		{Config{Bus: bus}, nil, "--bus without lane 004"},
+		{Config{Bus: bus, Team: "t"}, nil, "give --team and --agent-id"},
 		{Config{Bus: bus, Team: "team.a"}, w, `--team "team.a": with --bus it names a subject`},
 		{Config{Bus: bus, Team: "t", AgentID: "a*"}, w, `--agent-id "a*"`},
 		{Config{Bus: bus, Team: "t", AgentID: "a b"}, w, `--agent-id "a b"`},

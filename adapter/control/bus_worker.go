@@ -9,8 +9,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/internal/jsonw"
+	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/mapping/lane004"
 	"github.com/ccbridge/ccbridge/mapping/lanes"
 )
@@ -51,14 +53,18 @@ func (cp *Plane) ServeBus(status func() ([]byte, bool)) error {
 	}
 	w := &busWorker{b: cp.bus, lane: cp.lane004, status: status, sem: make(chan struct{}, busMaxFlights),
 		quit: make(chan struct{}), done: make(chan struct{})}
-	id := cp.lane004.WorkerID()
-	for subj, h := range map[string]nats.MsgHandler{busReqPf + id: w.request, busStatusPf + id: w.statusReq} {
-		sub, err := cp.bus.nc.Subscribe(subj, h)
-		if err != nil {
-			w.unsubscribe()
-			return err
+	var keys []string
+	id := cp.cfg.WorkerID
+	if cp.log004 != nil {
+		for subj, h := range map[string]nats.MsgHandler{busReqPf + id: w.request, busStatusPf + id: w.statusReq} {
+			sub, err := cp.bus.nc.Subscribe(subj, h)
+			if err != nil {
+				w.unsubscribe()
+				return err
+			}
+			w.subs = append(w.subs, sub)
 		}
-		w.subs = append(w.subs, sub)
+		keys = append(keys, id)
 	}
 	if cp.cfg.Team != "" && cp.cfg.AgentID != "" {
 		subj := busCtlPf + cp.cfg.Team + "." + cp.cfg.AgentID
@@ -73,6 +79,7 @@ func (cp *Plane) ServeBus(status func() ([]byte, bool)) error {
 			w.events = NewOutbox(func(line []byte) { cp.bus.nc.Publish(subj+".ev", line) }, cp.log)
 			cp.feed.Add(w.events)
 		}
+		keys = append(keys, busCtlKey(cp.cfg.Team, cp.cfg.AgentID))
 		cp.log.Info("bus: serving lanes 000 and 001", "subject", subj)
 	} else {
 		cp.log.Info("bus: lanes 000 and 001 stay off the bus: they need --team and --agent-id there (docs/protocol/bus.md)")
@@ -81,13 +88,11 @@ func (cp *Plane) ServeBus(status func() ([]byte, bool)) error {
 		w.unsubscribe()
 		return err
 	}
-	keys := []string{id}
-	if cp.cfg.Team != "" && cp.cfg.AgentID != "" {
-		keys = append(keys, busCtlKey(cp.cfg.Team, cp.cfg.AgentID))
-	}
 	go w.beat(id, keys)
 	cp.busw = w
-	cp.log.Info("bus: serving lane 004", "worker", id, "server", cp.bus.nc.ConnectedUrlRedacted())
+	if cp.log004 != nil {
+		cp.log.Info("bus: serving lane 004", "worker", id, "server", cp.bus.nc.ConnectedUrlRedacted())
+	}
 	return nil
 }
 
@@ -107,6 +112,11 @@ func (cp *Plane) busControl(m *nats.Msg) {
 		receipt, _, _ := cp.lane004.Request(m.Data, nil)
 		p.Send(receipt)
 	default:
+		if s, ok := cp.screen.(screenTarget); ok && gjson.GetBytes(m.Data, "type").Str == lane000.TypeScreenRequest {
+			id := gjson.GetBytes(m.Data, "request_id").Str
+			cp.submit(func() { p.Send(s.ScreenAnswer(id)) })
+			return
+		}
 		cp.lane.Handle(m.Data, p.Send)
 	}
 }

@@ -173,10 +173,10 @@ func Open(c Config, timeout time.Duration, log *slog.Logger, target Target, subm
 		if c.StateDir != "" {
 			return nil, errors.New("--state-dir and --bus: the bus keeps what --state-dir would (request ids, receipts, events, runs); give one or the other")
 		}
-		if target004 == nil {
-			return nil, errors.New("--bus carries lane 004, which this dialect does not serve (--ui control without --pty does)")
+		if target004 == nil && (c.Team == "" || c.AgentID == "") {
+			return nil, errors.New("--bus without lane 004 (which --ui control without --pty serves) carries lanes 000 and 001 alone, on ccbridge.ctl.TEAM.AGENT: give --team and --agent-id")
 		}
-		if err := cp.dialBus(&c); err != nil {
+		if err := cp.dialBus(&c, target004 != nil); err != nil {
 			return nil, err
 		}
 	}
@@ -290,7 +290,7 @@ func (cp *Plane) open004(c *Config) error {
 
 // dialBus connects a worker to the bus (--bus): its id and identity
 // checked, alone on the bus, the buckets of lanes 000 and 001 open.
-func (cp *Plane) dialBus(c *Config) error {
+func (cp *Plane) dialBus(c *Config, lane004 bool) error {
 	if err := checkBusWorker(c.WorkerID); err != nil {
 		return err
 	}
@@ -303,7 +303,9 @@ func (cp *Plane) dialBus(c *Config) error {
 	if cp.bus, err = DialBus(c.Bus, "ccbridge worker "+c.WorkerID, cp.log); err != nil {
 		return err
 	}
-	err = cp.bus.alone(c.WorkerID, "worker id "+strconv.Quote(c.WorkerID), "--worker-id")
+	if lane004 {
+		err = cp.bus.alone(c.WorkerID, "worker id "+strconv.Quote(c.WorkerID), "--worker-id")
+	}
 	if err == nil && c.Team != "" && c.AgentID != "" {
 		err = cp.bus.alone(busCtlKey(c.Team, c.AgentID), "a worker of team "+strconv.Quote(c.Team)+" and agent "+strconv.Quote(c.AgentID), "--agent-id")
 	}
@@ -431,6 +433,7 @@ func (c *planeConn) Handle(line []byte) {
 // screenTarget is a worker with a screen (--pty): screen.request
 // is answered on the socket too.
 type screenTarget interface{ ScreenAnswer(requestID string) []byte }
+
 
 // Follower writes lane 004's stream to one peer, on a goroutine of its
 // own (Lane004.Follow).

@@ -249,6 +249,9 @@ func (c *ControlUI) runPTY(ctx context.Context, uiIn io.Reader, uiOut io.Writer,
 	if err := plane.Listen(); err != nil {
 		return 2, err
 	}
+	if err := plane.ServeBus(nil); err != nil {
+		return 2, fmt.Errorf("--bus: %w", err)
+	}
 	w.loop.Emit(plane.Lane().CapabilitiesOf(w.worker.SessionID))
 	if _, err := w.sup.Start(opts, false); err != nil {
 		return 1, err
