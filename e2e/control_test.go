@@ -1225,10 +1225,8 @@ func TestControlSocketRegularFile(t *testing.T) {
 // keeps its stream-json stdio: a controller's prompt reaches the model
 // once (a retry is a duplicate), the host sees that turn's result and
 // none of the lane's lines, and an interrupt from the controller ends the
-// host's own slow turn.
-func TestControlSocketStream(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{ui: "stream", socket: true})
+// host's own slow turn. It runs in TestStreamOneSession's ccbridge.
+func ctlSocketStream(t *testing.T, w *ctlWorker) {
 	b := w.b
 	sock := w.dial()
 
@@ -1258,9 +1256,6 @@ func TestControlSocketStream(t *testing.T) {
 	if r := res[len(res)-1]; !strings.HasPrefix(gjson.GetBytes(r, "terminal_reason").Str, "aborted") {
 		t.Errorf("the host's turn after the controller's interrupt: %.400s", r)
 	}
-	b.stdin.Close()
-	b.rest()
-	b.wait()
 }
 
 // TestFaultControlSentAtFarAhead (defect 6): lane 000 requests whose
