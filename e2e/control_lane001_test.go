@@ -577,14 +577,13 @@ func l1SocketControl(t *testing.T, w *ctlWorker) {
 	l1After(sock, "req-sock-unpause", "the STATE after the resume", l1IsEvent("STATE"))
 }
 
-// TestLane001Socket: lane 001 on --control beside --ui ipc, whose worker
-// cannot be paused (invalid_state). Beside --ui control it is
+// TestLane001Socket/ipc: lane 001 on --control beside --ui ipc, whose
+// worker cannot be paused (invalid_state), on a connection of its own. It
+// runs in TestControlSocketIPC's ccbridge; beside --ui control it is
 // TestLane001OneWorker's TestLane001Socket/control.
-func TestLane001Socket(t *testing.T) {
-	t.Parallel()
-	ipc := ctlStart(t, ctlOpts{ui: "ipc", socket: true})
-	isock := ipc.dial()
-	_, res := l1Command(t, isock, l1Req("req-ipc-pause", "pause", ipc.sid, "", nil))
+func l1SocketIPC(t *testing.T, w *ctlWorker) {
+	isock := w.dial()
+	_, res := l1Command(t, isock, l1Req("req-ipc-pause", "pause", w.sid, "", nil))
 	l1Status(t, "pause beside ipc", res, "failure", "invalid_state")
 }
 

@@ -1037,7 +1037,9 @@ func TestControlInternalError(t *testing.T) {
 // capabilities, its acks and nothing else, the UI never sees a control
 // line; a prompt, an interrupt of the UI's turn, a prompt with interrupt
 // true, not_found, rejected, bad input, one request id from 10
-// controllers at once; and not_live once SIGTERM began the shutdown.
+// controllers at once; and not_live once SIGTERM began the shutdown. A
+// subtest first, in the same ccbridge, is TestLane001Socket's ipc half:
+// one CLI start fewer than a worker of its own.
 func TestControlSocketIPC(t *testing.T) {
 	t.Parallel()
 	path := ctlSocketPath(t)
@@ -1059,6 +1061,15 @@ func TestControlSocketIPC(t *testing.T) {
 		t.Errorf("the control socket that replaced the stale one: %v, mode %v", err, fi.Mode())
 	}
 	sock, other := w.dial(), w.dial()
+
+	// Lane 001 on a connection of its own: a worker of ipc cannot be
+	// paused. Nothing of it reaches the UI or the other connections (the
+	// checks at the end).
+	t.Run("TestLane001Socket/ipc", func(st *testing.T) {
+		w.t = st
+		defer func() { w.t = t }()
+		l1SocketIPC(st, w)
+	})
 
 	// A prompt from the controller: the UI sees its turn.
 	tok := token("IPCMULTI")
