@@ -706,14 +706,34 @@ func TestServeErrors(t *testing.T) {
 	}
 }
 
+// TestServeOneWorker: TestServeDedupe and TestServeReconnect, each a
+// subtest named for the test it was alone, one after the other in one
+// serve and one worker (see inOneSession): one CLI start where they took
+// two. The model is the test's own (TestServeDedupe counts its requests;
+// its scenario is the default one --fake-model gives). TestServeDedupe
+// comes first: it counts the turn/started lines of its whole stream.
+// TestServeReconnect compares three streams opened at one moment, and
+// reads the events of its own turn.
+func TestServeOneWorker(t *testing.T) {
+	t.Parallel()
+	api := fakeAPI(t)
+	open := func(t *testing.T) *svServer { return svStart(t, svOpts{workers: []string{l4Worker}, external: true}) }
+	bind := func(s *svServer, t *testing.T) {
+		s.t = t
+		useFakeAPI(t, api)
+	}
+	inOneSession(t, open, bind,
+		scenario[*svServer]{"TestServeDedupe", svDedupe},
+		scenario[*svServer]{"TestServeReconnect", svReconnect},
+	)
+}
+
 // TestServeDedupe: one turn/start POSTed 1,000 times one after the other,
 // then another 50 times by each of 20 clients at once (each its own
 // connections): every answer 200 and byte-identical, the receipt once on
 // the stream, one turn/started, and the model (the test's own, so that
 // its requests can be counted) got exactly one request for the prompt.
-func TestServeDedupe(t *testing.T) {
-	t.Parallel()
-	s := svStart(t, svOpts{workers: []string{l4Worker}, external: true})
+func svDedupe(t *testing.T, s *svServer) {
 	sid := s.status(l4Worker).Get("status.thread_id").Str
 	c := s.stream(l4Worker, "", "")
 	url := s.base + "/" + l4Worker + "/requests"
@@ -818,9 +838,7 @@ func TestServeDedupe(t *testing.T) {
 // each read before and after is exactly what a client that stayed read up
 // to the turn's end (interrupted meanwhile), byte for byte, in order, none
 // twice.
-func TestServeReconnect(t *testing.T) {
-	t.Parallel()
-	s := svStart(t, svOpts{workers: []string{l4Worker}})
+func svReconnect(t *testing.T, s *svServer) {
 	sid := s.status(l4Worker).Get("status.thread_id").Str
 	obs := s.stream(l4Worker, "", "")
 	s1 := s.stream(l4Worker, "", "")
