@@ -515,16 +515,19 @@ func ctlNoAnswers(t *testing.T, lane string, lines [][]byte, ids []string) {
 // TestControlOneWorker: the control scenarios that leave the worker as
 // they found it (idle, not paused, the same CLI), each a subtest named for
 // the test it was alone, in one ccbridge --ui control --control and one
-// CLI, one after the other (see inOneSession): one CLI start for six
+// CLI, one after the other (see inOneSession): one CLI start for seven
 // rules. Each dials its own connections; what one checks of the stdio
 // lane is about its own request ids, except TestControlBadInput's last
 // check, that no turn on stdio has more than one request. The limits
 // (--stdin-hard-limit 1000, --max-line 100000) are TestControlBadInput's;
-// the others send no line near them.
+// the others send no line near them. The grace periods
+// (CCBRIDGE_GRACE=300ms, CCBRIDGE_TERM_GRACE=10s) are TestControlNotLive's,
+// for its shutdown; it comes last, as it ends ccbridge.
 func TestControlOneWorker(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *ctlWorker {
-		return ctlStart(t, ctlOpts{socket: true, args: []string{"--stdin-hard-limit", "1000", "--max-line", "100000"}})
+		return ctlStart(t, ctlOpts{socket: true, args: []string{"--stdin-hard-limit", "1000", "--max-line", "100000"},
+			env: []string{"CCBRIDGE_GRACE=300ms", "CCBRIDGE_TERM_GRACE=10s"}})
 	}
 	bind := func(w *ctlWorker, t *testing.T) {
 		w.t, w.b.t, w.stdio.t = t, t, t
@@ -537,6 +540,7 @@ func TestControlOneWorker(t *testing.T) {
 		scenario[*ctlWorker]{"TestLane001NotFoundAndBadInput", l1NotFoundAndBadInput},
 		scenario[*ctlWorker]{"TestControlBadInput", ctlBadInput},
 		scenario[*ctlWorker]{"TestFaultControlSentAtFarAhead", ctlSentAtFarAhead},
+		scenario[*ctlWorker]{"TestControlNotLive", ctlNotLive},
 	)
 }
 
@@ -714,20 +718,20 @@ func TestControlTimeoutAndBusy(t *testing.T) {
 // TestControlNotLive: ccbridge gets SIGTERM while a turn runs (the CLI
 // held with SIGSTOP, so the staged shutdown lasts): a prompt on stdio and
 // on the socket gets not_live, a retry is judged anew (not_live again,
-// not a duplicate), and nothing reaches the model.
-func TestControlNotLive(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{socket: true, env: []string{"CCBRIDGE_GRACE=300ms", "CCBRIDGE_TERM_GRACE=10s"}})
+// not a duplicate), and nothing reaches the model. It is
+// TestControlOneWorker's last scenario.
+func ctlNotLive(t *testing.T, w *ctlWorker) {
 	sock := w.dial()
 	s := w.stdinReq(ctlID("slow"), "SLOW "+token("slow"))
 	from := len(w.stdio.got)
 	ctlAck(t, w.stdio.request(s.String()), s, "ok", false)
 	w.streaming(from)
 	cont := ctlStopProc(t, w.cliPID())
+	logFrom := w.b.stderrLen()
 	if err := w.b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	w.b.waitStderr(`"msg":"shutting down"`)
+	w.b.waitStderrFrom(logFrom, `"msg":"shutting down"`)
 	tok := token("LATE")
 	for _, l := range []*ctlLane{w.stdio, sock} {
 		m := w.stdinReq(ctlID("late"), "too late "+tok)
