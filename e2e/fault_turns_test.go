@@ -126,11 +126,11 @@ func ipcFaultTurnsCancelQueued(t *testing.T, s *ipcSession) {
 
 // TestFaultTurnsIPCEndOfInput: the UI's input ends while a turn runs and
 // two prompts are queued: the CLI finishes them (merged), and each prompt
-// has its terminal message before ccbridge exits.
-func TestFaultTurnsIPCEndOfInput(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	_, lines := ipcBusy(t, b, "hello two", "hello three")
+// has its terminal message before ccbridge exits. It is
+// TestIPCOneSession's last scenario.
+func ipcFaultTurnsEndOfInput(t *testing.T, s *ipcSession) {
+	b := s.b
+	lines := ipcBusyIn(t, b, s.sid, "hello two", "hello three")
 	b.stdin.Close()
 	lines = append(lines, b.rest()...)
 	if ts := terminals(lines); len(ts) != 3 {
@@ -144,31 +144,40 @@ func TestFaultTurnsIPCEndOfInput(t *testing.T) {
 // TestFaultTurnsIPCKilled: kill -9 of the CLI mid-turn with two prompts
 // queued: one error each, whether the UI's input is still open, ended
 // before the kill, or ccbridge is shutting down (SIGTERM) when the CLI
-// dies.
+// dies. "input open" is in TestIPCChildKilled, "after the end of input"
+// the last scenario of TestIPCLineCap.
 func TestFaultTurnsIPCKilled(t *testing.T) {
 	t.Parallel()
-	for _, when := range []string{"after the end of input", "during shutdown"} {
-		t.Run(when, func(t *testing.T) {
-			t.Parallel()
-			b := startIPC(t)
-			_, lines := ipcBusy(t, b, "hello two", "hello three")
-			switch when {
-			case "after the end of input":
-				b.stdin.Close()
-			case "during shutdown":
-				// SIGTERM stops the CLI in stages: close its stdin, then
-				// signals. The kill comes first.
-				b.cmd.Process.Signal(syscall.SIGTERM)
-				b.waitStderr("shutting down")
-			}
-			killChild(t, b)
-			lines = append(lines, b.rest()...)
-			ts := terminals(lines)
-			want := "error/child_exited error/child_exited error/child_exited"
-			if strings.Join(ts, " ") != want {
-				t.Errorf("terminal messages %v, want %s", ts, want)
-			}
-		})
+	t.Run("during shutdown", func(t *testing.T) {
+		b := startIPC(t)
+		ipcFaultTurnsKilled("during shutdown")(t, &ipcSession{b: b, sid: expectSessionInit(t, b)})
+	})
+}
+
+// ipcFaultTurnsKilled is TestFaultTurnsIPCKilled with the UI's input ended
+// (when "after the end of input") or ccbridge shutting down (when "during
+// shutdown") before the kill, in session s, idle. ccbridge ends.
+func ipcFaultTurnsKilled(when string) func(t *testing.T, s *ipcSession) {
+	return func(t *testing.T, s *ipcSession) {
+		b := s.b
+		lines := ipcBusyIn(t, b, s.sid, "hello two", "hello three")
+		switch when {
+		case "after the end of input":
+			b.stdin.Close()
+		case "during shutdown":
+			// SIGTERM stops the CLI in stages: close its stdin, then
+			// signals. The kill comes first.
+			logFrom := b.stderrLen()
+			b.cmd.Process.Signal(syscall.SIGTERM)
+			b.waitStderrFrom(logFrom, "shutting down")
+		}
+		killChild(t, b)
+		lines = append(lines, b.rest()...)
+		ts := terminals(lines)
+		want := "error/child_exited error/child_exited error/child_exited"
+		if strings.Join(ts, " ") != want {
+			t.Errorf("terminal messages %v, want %s", ts, want)
+		}
 	}
 }
 

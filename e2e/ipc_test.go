@@ -29,14 +29,15 @@ type ipcSession struct {
 // TestIPCOneSession: the ipc scenarios that leave the session as they
 // found it (idle, in the same CLI), each a subtest named for the test it
 // was alone, in one ccbridge and one CLI session, turn after turn (see
-// inOneSession): one CLI start for twenty-four rules. The first is the
+// inOneSession): one CLI start for twenty-five rules. The first is the
 // session's first turn; the order keeps what one leaves in the working
 // directory out of the next one's way (PermissionMode removes its
 // written.txt and leaves no Write allowed, Write denied wants no
 // written.txt before Write allowed makes one). The broken MCP server is
 // TestIPCPermissionMode's; it is disabled there, and no other scenario
-// asks about MCP servers. TestIPCModelChange comes last: it changes the
-// model.
+// asks about MCP servers. TestIPCModelChange comes last but one: it
+// changes the model. TestFaultTurnsIPCEndOfInput, last, ends the input
+// and ccbridge with it.
 func TestIPCOneSession(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *ipcSession {
@@ -69,6 +70,7 @@ func TestIPCOneSession(t *testing.T) {
 		scenario[*ipcSession]{"TestFaultTurnsIPCCancelQueued", ipcFaultTurnsCancelQueued},
 		scenario[*ipcSession]{"TestSteerIPC", ipcSteer},
 		scenario[*ipcSession]{"TestIPCModelChange", ipcModelChange},
+		scenario[*ipcSession]{"TestFaultTurnsIPCEndOfInput", ipcFaultTurnsEndOfInput},
 	)
 }
 
@@ -1321,6 +1323,8 @@ func ipcBadInput(t *testing.T, s *ipcSession) {
 // session (see inOneSession). The cap is TestIPCAlignCLILineTooLong's
 // (--max-cli-line 100000); a 300 kB text's assistant and result lines,
 // which TestFaultToolongIPC is about, are over it as over tooLongCap.
+// TestFaultTurnsIPCKilled/after the end of input comes last: it ends the
+// input and kills the CLI, and ccbridge ends.
 func TestIPCLineCap(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *ipcSession {
@@ -1331,6 +1335,7 @@ func TestIPCLineCap(t *testing.T) {
 	inOneSession(t, open, ipcBind,
 		scenario[*ipcSession]{"TestIPCAlignCLILineTooLong", ipcAlignCLILineTooLong},
 		scenario[*ipcSession]{"TestFaultToolongIPC", ipcToolong},
+		scenario[*ipcSession]{"TestFaultTurnsIPCKilled/after the end of input", ipcFaultTurnsKilled("after the end of input")},
 	)
 }
 
