@@ -144,19 +144,12 @@ func ipcFaultTurnsEndOfInput(t *testing.T, s *ipcSession) {
 // TestFaultTurnsIPCKilled: kill -9 of the CLI mid-turn with two prompts
 // queued: one error each, whether the UI's input is still open, ended
 // before the kill, or ccbridge is shutting down (SIGTERM) when the CLI
-// dies. "input open" is in TestIPCChildKilled, "after the end of input"
-// the last scenario of TestIPCLineCap.
-func TestFaultTurnsIPCKilled(t *testing.T) {
-	t.Parallel()
-	t.Run("during shutdown", func(t *testing.T) {
-		b := startIPC(t)
-		ipcFaultTurnsKilled("during shutdown")(t, &ipcSession{b: b, sid: expectSessionInit(t, b)})
-	})
-}
-
-// ipcFaultTurnsKilled is TestFaultTurnsIPCKilled with the UI's input ended
-// (when "after the end of input") or ccbridge shutting down (when "during
-// shutdown") before the kill, in session s, idle. ccbridge ends.
+// dies. Each case is the scenario of a shared session: "input open" and
+// "during shutdown" (its last) in TestIPCChildKilled, "after the end of
+// input" the last of TestIPCLineCap. ipcFaultTurnsKilled is the two that
+// end ccbridge, with the UI's input ended (when "after the end of input")
+// or ccbridge shutting down (when "during shutdown") before the kill, in
+// session s, idle.
 func ipcFaultTurnsKilled(when string) func(t *testing.T, s *ipcSession) {
 	return func(t *testing.T, s *ipcSession) {
 		b := s.b

@@ -866,6 +866,7 @@ func ipcSessionCommands(t *testing.T, s *ipcSession) {
 
 	b.send(`{"type":"session_command","command":"reboot"}`)
 	expectError(t, b, "invalid_value", "command")
+	s.sid = s3 // the session ccbridge is in now, for the next scenario
 }
 
 // TestIPCStartFlags: the session flags ccbridge starts with. A new session
@@ -954,7 +955,9 @@ func TestIPCStartFlags(t *testing.T) {
 // ccbridge (see inOneSession): one CLI start, and one again after each
 // kill or resume, where each scenario alone started two. "first turn
 // streaming" is the session's first turn; TestIPCSessionCommands, which
-// leaves ccbridge in other sessions, the last. None lets a Bash run, whose
+// leaves ccbridge in another session (its id then the session's), the
+// last but one, before TestFaultTurnsIPCKilled/during shutdown, which ends
+// ccbridge. None lets a Bash run, whose
 // file two of them check is not there. --interrupt-timeout 2s is
 // TestFaultStdinIPCStoppedCLI/interrupt's; the others send no interrupt
 // message.
@@ -974,6 +977,7 @@ func TestIPCChildKilled(t *testing.T) {
 		scenario[*ipcSession]{"TestIPCSessionCommandMidTurn", ipcSessionCommandMidTurn},
 		scenario[*ipcSession]{"TestFaultStdinIPCStoppedCLI/interrupt", ipcStoppedCLIInterrupt},
 		scenario[*ipcSession]{"TestIPCSessionCommands", ipcSessionCommands},
+		scenario[*ipcSession]{"TestFaultTurnsIPCKilled/during shutdown", ipcFaultTurnsKilled("during shutdown")},
 	)
 }
 
