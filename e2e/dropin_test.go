@@ -19,12 +19,14 @@ import (
 // TestDropInOneSession: the drop-in scenarios that leave the session as
 // they found it (idle, in the same CLI), each a subtest named for the test
 // it was alone, in one ccbridge and one CLI, turn after turn (see
-// inOneSession): one CLI start for ten rules, then the end of input that
-// ended five of them (no line after the last result, exit 0). The first
-// is the session's first turn; Permission/deny wants no written.txt
-// before Permission/allow makes one; the ten MiB lines come last, as
-// every later turn would send them to the model again. The log level is
-// the default (info), which TestDropInKillerLinesDropped is about.
+// inOneSession): one CLI start for eleven rules, then the end of input
+// that ended five of them (no line after the last result, exit 0). The
+// first is the session's first turn; Permission/deny wants no written.txt
+// before Permission/allow makes one; TestDropInInputCorpus, whose host
+// lines the CLI reads without exiting but which may change its settings,
+// comes after the others but the ten MiB lines; those come last, as every
+// later turn would send them to the model again. The log level is the
+// default (info), which TestDropInKillerLinesDropped is about.
 func TestDropInOneSession(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *bridge { return startBridge(t, cliFlags, "CCBRIDGE_LOG_LEVEL=info") }
@@ -41,6 +43,7 @@ func TestDropInOneSession(t *testing.T) {
 		scenario[*bridge]{"TestFaultNoPayloadInWarnings/dropin", func(t *testing.T, b *bridge) {
 			noPayloadCheck(t, b, noPayloadDropIn, func() {})
 		}},
+		scenario[*bridge]{"TestDropInInputCorpus", dropInInputCorpus},
 		scenario[*bridge]{"TestDropInTenMiBLines", dropInTenMiBLines},
 		scenario[*bridge]{"end of input", dropInEndOfInput},
 	)
