@@ -317,42 +317,35 @@ func checkRPCEnded(t *testing.T, c *rpcConn, runs ...string) {
 
 // TestFaultTurnsACP: the UI's end of input and SIGTERM, while three
 // prompts are outstanding, each leave no prompt unanswered. (Three at
-// once, cancel and kill -9 of the CLI are in TestFaultTurnsACPOneSession.)
+// once, cancel, kill -9 of the CLI and the end of input are in
+// TestFaultTurnsACPOneSession.)
 func TestFaultTurnsACP(t *testing.T) {
 	t.Parallel()
-	for _, when := range []string{"end of input", "shutdown"} {
-		t.Run(when, func(t *testing.T) {
-			t.Parallel()
-			a := startACPRaw(t)
-			sid := a.newSession()
-			ids := []string{a.prompt(sid, "SLOW "+token("first")), a.prompt(sid, "hello two"), a.prompt(sid, "hello three")}
-			a.untilUpdate(sid, "agent_message_chunk")
-			switch when {
-			case "end of input":
-				a.b.stdin.Close()
-			case "shutdown":
-				a.b.cmd.Process.Signal(syscall.SIGTERM)
+	t.Run("shutdown", func(t *testing.T) {
+		a := startACPRaw(t)
+		sid := a.newSession()
+		ids := []string{a.prompt(sid, "SLOW "+token("first")), a.prompt(sid, "hello two"), a.prompt(sid, "hello three")}
+		a.untilUpdate(sid, "agent_message_chunk")
+		a.b.cmd.Process.Signal(syscall.SIGTERM)
+		answers := a.answers(ids)
+		a.b.stdin.Close()
+		a.rest()
+		for i, id := range ids {
+			if n := a.responses(id); n != 1 {
+				t.Errorf("prompt %d (id %s): %d responses, want 1 (answers %v)", i, id, n, answers)
 			}
-			answers := a.answers(ids)
-			a.b.stdin.Close()
-			a.rest()
-			for i, id := range ids {
-				if n := a.responses(id); n != 1 {
-					t.Errorf("prompt %d (id %s): %d responses, want 1 (answers %v)", i, id, n, answers)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
-// TestFaultTurnsACPOneSession: three of TestFaultTurnsACP's cases, each a
+// TestFaultTurnsACPOneSession: four of TestFaultTurnsACP's cases, each a
 // subtest named for it, one after the other in one session of one
 // ccbridge (see inOneSession): three prompts at once, answered end_turn
 // each; cancelled while they are outstanding, cancelled each; the CLI
 // killed while they are (its queued prompts then go to a new CLI); then
-// the end of input, after which every prompt of the three has exactly
-// one answer. One CLI start, and one after the kill, where the cases
-// alone started four.
+// the end of input while three more are, after which every prompt of the
+// four cases has exactly one answer. One CLI start, and one after the
+// kill, where the cases alone started five.
 func TestFaultTurnsACPOneSession(t *testing.T) {
 	t.Parallel()
 	type session struct {
@@ -389,12 +382,14 @@ func TestFaultTurnsACPOneSession(t *testing.T) {
 			killChild(t, s.a.b)
 			s.a.answers(ids)
 		}},
-		scenario[*session]{"end of input", func(t *testing.T, s *session) {
+		scenario[*session]{"TestFaultTurnsACP/end of input", func(t *testing.T, s *session) {
+			ids := busy(s)
 			s.a.b.stdin.Close()
+			answers := s.a.answers(ids)
 			s.a.rest()
 			for i, id := range s.ids {
 				if n := s.a.responses(id); n != 1 {
-					t.Errorf("prompt %d (id %s): %d responses, want 1", i, id, n)
+					t.Errorf("prompt %d (id %s): %d responses, want 1 (the last three's answers %v)", i, id, n, answers)
 				}
 			}
 		}},
