@@ -215,61 +215,15 @@ func rpcHeld(t *testing.T, c *rpcConn) (string, string, int) {
 // TestFaultTurnsRPC: three run.start sent at once give one run and two
 // -32001 answers; run.cancel of a held run ends it; the UI's end of input,
 // kill -9 of the CLI and SIGTERM each leave every run with exactly one
-// terminal run.status before ccbridge exits. ("three at once" is in
-// TestRPCOneSession, rpcFaultTurnsThreeAtOnce.) "cancel held", "kill"
-// (whose held run goes to a resumed CLI) and "end of input" run one after
-// the other in one ccbridge (see inOneSession): two CLI starts where they
-// took four. Each checks its runs on what the connection saw by its end;
-// after the end of input every run of the three is checked again on all
-// the connection saw. "shutdown" has a ccbridge of its own.
+// terminal run.status before ccbridge exits. "three at once" is in
+// TestRPCOneSession (rpcFaultTurnsThreeAtOnce); "cancel held", "kill"
+// (whose held run goes to a resumed CLI) and "end of input" end
+// TestRPCLineCap's session, one after the other. "shutdown" has a
+// ccbridge of its own.
 func TestFaultTurnsRPC(t *testing.T) {
 	t.Parallel()
-	fast := []string{"--grace", "300ms", "--term-grace", "300ms"}
-	type session struct {
-		c    *rpcConn
-		runs []string // every run of the scenarios before the end of input
-	}
-	open := func(t *testing.T) *session { return &session{c: startRPC(t, fast)} }
-	bind := func(s *session, t *testing.T) { s.c.t, s.c.b.t = t, t }
-	inOneSession(t, open, bind,
-		scenario[*session]{"cancel held", func(t *testing.T, s *session) {
-			c := s.c
-			r1, r2, pid := rpcHeld(t, c)
-			s.runs = append(s.runs, r1, r2)
-			c.result(c.call("run.cancel", `{"run_id":"`+r2+`"}`))
-			if n := count(c.seen, isRunStatus(r2, "cancelled")); n != 1 {
-				t.Errorf("%d run.status cancelled for the held %s", n, r2)
-			}
-			syscall.Kill(pid, syscall.SIGCONT)
-			r3, _, st := c.runText("hello three")
-			if st != "completed" {
-				t.Errorf("the run after the cancelled ones ended %s", st)
-			}
-			s.runs = append(s.runs, r3)
-			checkRPCEnded(t, c, r1, r2)
-		}},
-		scenario[*session]{"kill", func(t *testing.T, s *session) {
-			c := s.c
-			r1, r2, pid := rpcHeld(t, c)
-			s.runs = append(s.runs, r1, r2)
-			syscall.Kill(pid, syscall.SIGKILL)
-			if _, st := c.finishRun(r2); st != "completed" {
-				t.Errorf("the held run ended %s after the CLI was killed; want it sent to a resumed CLI", st)
-			}
-			checkRPCEnded(t, c, r1, r2)
-		}},
-		scenario[*session]{"end of input", func(t *testing.T, s *session) {
-			c := s.c
-			r1, r2, pid := rpcHeld(t, c)
-			c.b.stdin.Close()
-			syscall.Kill(pid, syscall.SIGCONT)
-			c.close()
-			checkRPCEnded(t, c, append(s.runs, r1, r2)...)
-		}},
-	)
 	t.Run("shutdown", func(t *testing.T) {
-		t.Parallel()
-		c := startRPC(t, fast)
+		c := startRPC(t, []string{"--grace", "300ms", "--term-grace", "300ms"})
 		r1, r2, _ := rpcHeld(t, c)
 		c.b.cmd.Process.Signal(syscall.SIGTERM)
 		// The UI's input stays open: ccbridge ends on its own.
@@ -284,8 +238,53 @@ func TestFaultTurnsRPC(t *testing.T) {
 	})
 }
 
-// checkRPCEnded checks that each run has exactly one terminal run.status
-// among every line the connection saw.
+// TestFaultTurnsRPC/cancel held: run.cancel of the held run ends it, once;
+// the next run completes. Its runs are checked on what the connection saw
+// by its end, and again after the end of input.
+func rpcFaultTurnsCancelHeld(t *testing.T, s *rpcSession) {
+	c := s.c
+	r1, r2, pid := rpcHeld(t, c)
+	s.runs = append(s.runs, r1, r2)
+	c.result(c.call("run.cancel", `{"run_id":"`+r2+`"}`))
+	if n := count(c.seen, isRunStatus(r2, "cancelled")); n != 1 {
+		t.Errorf("%d run.status cancelled for the held %s", n, r2)
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	r3, _, st := c.runText("hello three")
+	if st != "completed" {
+		t.Errorf("the run after the cancelled ones ended %s", st)
+	}
+	s.runs = append(s.runs, r3)
+	checkRPCEnded(t, c, r1, r2)
+}
+
+// TestFaultTurnsRPC/kill: kill -9 of the stopped CLI; the held run goes to
+// a resumed CLI and completes. Its runs are checked on what the connection
+// saw by its end, and again after the end of input.
+func rpcFaultTurnsKill(t *testing.T, s *rpcSession) {
+	c := s.c
+	r1, r2, pid := rpcHeld(t, c)
+	s.runs = append(s.runs, r1, r2)
+	syscall.Kill(pid, syscall.SIGKILL)
+	if _, st := c.finishRun(r2); st != "completed" {
+		t.Errorf("the held run ended %s after the CLI was killed; want it sent to a resumed CLI", st)
+	}
+	checkRPCEnded(t, c, r1, r2)
+}
+
+// TestFaultTurnsRPC/end of input: the UI's input ends while a run is held;
+// after ccbridge ended (and the dialect's rules were checked on every
+// line, rpcConn.close), each run of this session's fault scenarios has
+// exactly one terminal run.status.
+func rpcFaultTurnsEndOfInput(t *testing.T, s *rpcSession) {
+	c := s.c
+	r1, r2, pid := rpcHeld(t, c)
+	c.b.stdin.Close()
+	syscall.Kill(pid, syscall.SIGCONT)
+	c.close()
+	checkRPCEnded(t, c, append(s.runs, r1, r2)...)
+}
+
 // rpcFaultTurnsThreeAtOnce: three run.start at once: the first runs, the
 // other two are refused busy, and the first completes.
 func rpcFaultTurnsThreeAtOnce(t *testing.T, s *rpcSession) {

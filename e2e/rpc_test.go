@@ -31,6 +31,7 @@ import (
 type rpcSession struct {
 	c         *rpcConn
 	home, dir string
+	runs      []string // TestRPCLineCap: the runs of TestFaultTurnsRPC's scenarios
 }
 
 // TestRPCOneSession: the rpc scenarios that leave the connection as they
@@ -713,8 +714,10 @@ func alignStarts(c *rpcConn) int {
 
 // TestRPCLineCap: the rpc scenarios with a CLI line cap, each a
 // subtest named for the test it was alone, in one ccbridge and one CLI
-// (see inOneSession), then the end of input with the dialect's rules
-// checked on every line. The cap is TestRPCAlignCLILineTooLong's
+// (see inOneSession), then three of TestFaultTurnsRPC's cases (the CLI
+// stopped with a run held): cancel held, kill (a resumed CLI after it),
+// and the end of input with the dialect's rules checked on every line.
+// --grace and --term-grace 300ms are TestFaultTurnsRPC's. The cap is TestRPCAlignCLILineTooLong's
 // (--max-cli-line 100000: under it the text deltas still pass, which it
 // checks); the 300 kB lines of TestFaultToolongRPC are over it as over
 // tooLongCap. The log level is info, which TestFaultNoPayloadInWarnings/rpc
@@ -723,7 +726,7 @@ func alignStarts(c *rpcConn) int {
 func TestRPCLineCap(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *rpcSession {
-		return &rpcSession{c: startRPC(t, []string{"--max-cli-line", "100000"}, "CCBRIDGE_LOG_LEVEL=info")}
+		return &rpcSession{c: startRPC(t, []string{"--max-cli-line", "100000", "--grace", "300ms", "--term-grace", "300ms"}, "CCBRIDGE_LOG_LEVEL=info")}
 	}
 	bind := func(s *rpcSession, t *testing.T) { s.c.t, s.c.b.t = t, t }
 	inOneSession(t, open, bind,
@@ -732,7 +735,9 @@ func TestRPCLineCap(t *testing.T) {
 		scenario[*rpcSession]{"TestFaultNoPayloadInWarnings/rpc", func(t *testing.T, s *rpcSession) {
 			noPayloadCheck(t, s.c.b, noPayloadRPC, func() {})
 		}},
-		scenario[*rpcSession]{"end of input", func(t *testing.T, s *rpcSession) { s.c.close() }},
+		scenario[*rpcSession]{"TestFaultTurnsRPC/cancel held", rpcFaultTurnsCancelHeld},
+		scenario[*rpcSession]{"TestFaultTurnsRPC/kill", rpcFaultTurnsKill},
+		scenario[*rpcSession]{"TestFaultTurnsRPC/end of input", rpcFaultTurnsEndOfInput},
 	)
 }
 
