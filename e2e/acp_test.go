@@ -691,21 +691,55 @@ func tagged(r *acpRun, tag string) gjson.Result {
 	return r.events[i]
 }
 
+// TestACPAlignOneSession: TestACPAlignSessionListLongCWD and
+// TestACPAlignCLILineTooLong in one run of the client (one ccbridge with
+// --max-cli-line 100000 in a working directory of over 200 characters, one
+// session, one CLI), each a subtest named for the test it was alone: one
+// CLI start where they took two. The session's first prompt is
+// TestACPAlignSessionListLongCWD's, which the list gives as its title;
+// TestACPAlignCLILineTooLong's prompts follow, and it counts the text
+// streamed after that first prompt's answer. A second connection lists
+// the sessions once the first has closed.
+func TestACPAlignOneSession(t *testing.T) {
+	t.Parallel()
+	a := newAlignEnv(t)
+	long := filepath.Join(a.workdir, strings.Repeat("d", 120), strings.Repeat("e", 120))
+	if err := os.MkdirAll(long, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := a.run(fmt.Sprintf(`
+  const dir = %q;
+  const c = connect('a', ['--max-cli-line', '100000'], dir);
+  const sid = await newSession(c, dir);
+  out({ event: 'session', sid });
+  await prompt(c, sid, 'hello from a long cwd', 'prompt');
+  await prompt(c, sid, 'BIGTEXT 300000', 'big');
+  await prompt(c, sid, 'hello', 'after');
+  await c.close();
+  const d = connect('b');
+  await d.call('initialize', clientCaps);
+  await d.call('session/list', { cwd: dir }, 'list cwd');
+  await d.call('session/list', {}, 'list all');
+  await d.call('session/list', { cwd }, 'list parent');
+  await d.close();
+`, long))
+	t.Run("TestACPAlignSessionListLongCWD", func(t *testing.T) {
+		r.t = t
+		acpAlignSessionListLongCWD(t, a, r, long)
+	})
+	t.Run("TestACPAlignCLILineTooLong", func(t *testing.T) {
+		r.t = t
+		acpAlignCLILineTooLong(t, r)
+	})
+}
+
 // TestACPAlignCLILineTooLong: with --max-cli-line 100000, BIGTEXT
 // 300000 makes the CLI write an assistant line and a result line of about
 // 300 KB. Each is dropped and reported with _ccbridge/error; the text
 // still streams (its deltas are 64 KiB), the turn ends when the CLI is
-// idle, and the next prompt works.
-func TestACPAlignCLILineTooLong(t *testing.T) {
-	t.Parallel()
-	r := newAlignEnv(t).run(`
-  const c = connect('a', ['--max-cli-line', '100000']);
-  const sid = await newSession(c);
-  out({ event: 'session', sid });
-  await prompt(c, sid, 'BIGTEXT 300000', 'big');
-  await prompt(c, sid, 'hello', 'after');
-  await c.close();
-`)
+// idle, and the next prompt works. In TestACPAlignOneSession's run, after
+// the prompt tagged "prompt".
+func acpAlignCLILineTooLong(t *testing.T, r *acpRun) {
 	sid := r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "session" })[0].Get("sid").Str
 	errs := r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "ccbridge_error" })
 	if len(errs) == 0 {
@@ -718,13 +752,14 @@ func TestACPAlignCLILineTooLong(t *testing.T) {
 			t.Errorf("notification: %s", e.Raw)
 		}
 	}
-	big := tagged(r, "big")
+	big, before := tagged(r, "big"), tagged(r, "prompt")
 	if big.Get("result.stopReason").Str != "end_turn" {
 		t.Errorf("the prompt with the long lines: %s", big.Raw)
 	}
 	bigAt := r.index(func(e gjson.Result) bool { return e.Get("tag").Str == "big" })
 	if n := len(chunkText(r.filter(func(e gjson.Result) bool {
-		return e.Get("event").Str == "update" && e.Get("update.sessionUpdate").Str == "agent_message_chunk" && e.Get("at").Float() <= big.Get("at").Float()
+		return e.Get("event").Str == "update" && e.Get("update.sessionUpdate").Str == "agent_message_chunk" &&
+			e.Get("at").Float() > before.Get("at").Float() && e.Get("at").Float() <= big.Get("at").Float()
 	}))); n != 300000 {
 		t.Errorf("the long turn streamed %d bytes of text, want 300000", n)
 	}
@@ -870,28 +905,9 @@ func TestACPAlignCancelWhileReadingABigSession(t *testing.T) {
 
 // TestACPAlignSessionListLongCWD: session/list with a working directory of
 // more than 200 characters finds the session a real turn created there
-// (the CLI shortens that folder's name and adds a hash).
-func TestACPAlignSessionListLongCWD(t *testing.T) {
-	t.Parallel()
-	a := newAlignEnv(t)
-	long := filepath.Join(a.workdir, strings.Repeat("d", 120), strings.Repeat("e", 120))
-	if err := os.MkdirAll(long, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r := a.run(fmt.Sprintf(`
-  const dir = %q;
-  const c = connect('a', [], dir);
-  const sid = await newSession(c, dir);
-  out({ event: 'session', sid });
-  await prompt(c, sid, 'hello from a long cwd', 'prompt');
-  await c.close();
-  const d = connect('b');
-  await d.call('initialize', clientCaps);
-  await d.call('session/list', { cwd: dir }, 'list cwd');
-  await d.call('session/list', {}, 'list all');
-  await d.call('session/list', { cwd }, 'list parent');
-  await d.close();
-`, long))
+// (the CLI shortens that folder's name and adds a hash). In
+// TestACPAlignOneSession's run of a, whose session's cwd is long.
+func acpAlignSessionListLongCWD(t *testing.T, a *alignEnv, r *acpRun, long string) {
 	sid := r.filter(func(e gjson.Result) bool { return e.Get("event").Str == "session" })[0].Get("sid").Str
 	if got := tagged(r, "prompt").Get("result.stopReason").Str; got != "end_turn" {
 		t.Fatalf("the turn: %q", got)

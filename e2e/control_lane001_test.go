@@ -167,13 +167,54 @@ func l1Tools(l *ctlLane) int {
 	return n
 }
 
+// TestLane001OneWorker: the lane-001 scenarios that leave the worker as
+// they found it (idle, not paused, the same CLI), each a subtest named for
+// the test it was alone, in one ccbridge --ui control --control and one
+// CLI, one after the other (see inOneSession): one CLI start for five
+// rules. The run is --run-id l1Run (TestLane001PauseResume's, the seed's
+// flow A; TestLane001Cancel's flow B alone ran as grind-1703123456-99999,
+// TestLane001Dedupe and the socket's pause as the session id, which
+// TestLane001NotFoundAndBadInput checks is the default). The order:
+// TestLane001PauseResume first, as it checks the session's first STATE
+// and that iter goes from 0 to 2; the others count iter, steps.txt, the
+// STATE and ABORT lines and the log from their own start; the ones that
+// pause resume at their end. TestLane001EndWhilePaused comes last: it
+// ends the input, and ccbridge with it.
+func TestLane001OneWorker(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T) *ctlWorker {
+		return ctlStart(t, ctlOpts{socket: true, args: []string{"--run-id", l1Run, "--", "--allowedTools", "Bash"}})
+	}
+	bind := func(w *ctlWorker, t *testing.T) {
+		w.t, w.b.t, w.stdio.t = t, t, t
+		useFakeAPI(t, w.b.api)
+	}
+	inOneSession(t, open, bind,
+		scenario[*ctlWorker]{"TestLane001PauseResume", l1PauseResume},
+		scenario[*ctlWorker]{"TestLane001Cancel", l1Cancel},
+		scenario[*ctlWorker]{"TestLane001Dedupe", l1Dedupe},
+		scenario[*ctlWorker]{"TestLane001Socket/control", l1SocketControl},
+		scenario[*ctlWorker]{"TestLane001EndWhilePaused", l1EndWhilePaused},
+	)
+}
+
+// l1Iter is the iter of the latest STATE read on l: the run's turns so
+// far, where a scenario in a shared worker counts from.
+func l1Iter(l *ctlLane) int64 {
+	for i := len(l.got) - 1; i >= 0; i-- {
+		if get(l.got[i], "event").Str == "STATE" {
+			return get(l.got[i], "stack.0.iter").Int()
+		}
+	}
+	return 0
+}
+
 // TestLane001PauseResume is flow A on a running multi-step tool loop: after
 // pause the tool the model asks for next waits, no tool runs and the model
 // gets no request for 10 s, a prompt sent meanwhile waits too; resume
-// continues the same turn to its end, then the held prompt runs.
-func TestLane001PauseResume(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{args: []string{"--run-id", l1Run, "--", "--allowedTools", "Bash"}})
+// continues the same turn to its end, then the held prompt runs. It is
+// the worker's first scenario (see TestLane001OneWorker).
+func l1PauseResume(t *testing.T, w *ctlWorker) {
 	l := w.stdio
 	state := l.wait("the first STATE", l1IsEvent("STATE"))
 	l1Shape(t, "the first STATE", state, `{"schema":1,"topic":"loop:current","event":"STATE","run_id":"`+l1Run+`","updated_at":"*","stack":[{"id":"`+l1Run+`","mode":"*","iter":0,"model":"*","state":"idle"}]}`)
@@ -188,6 +229,7 @@ func TestLane001PauseResume(t *testing.T) {
 	l.wait("the first tool call", func(b []byte) bool { return typeOf(b) == "control.worker.tool" })
 
 	pause := l1Req("req-pause-001", "pause", l1Run, "auth-123", nil)
+	logFrom := w.b.stderrLen()
 	ack, res := l1Command(t, l, pause)
 	l1Shape(t, "A: ACK", ack, `{"schema":0,"topic":"loop:control","type":"ACK","request_id":"req-pause-001","command":"pause","target":{"run_id":"`+l1Run+`","issue_id":"auth-123"},"timestamp":"*","payload":{}}`)
 	l1Shape(t, "A: RESULT", res, `{"schema":0,"topic":"loop:control","type":"RESULT","request_id":"req-pause-001","command":"pause","target":{"run_id":"`+l1Run+`","issue_id":"auth-123"},"timestamp":"*","payload":{"status":"success","message":"*"}}`)
@@ -208,7 +250,7 @@ func TestLane001PauseResume(t *testing.T) {
 	// waits (the first, or, when its hook was answered before the pause,
 	// the second: the first sleeps a second, so it is still running).
 	n0 := l1Requests(t, tok)
-	w.b.waitStderr("a tool call waits for resume")
+	w.b.waitStderrFrom(logFrom, "a tool call waits for resume")
 	held := tok + "-held"
 	mh := w.stdinReq(ctlID("held"), "hello "+held)
 	if d := ctlAck(t, l.request(mh.String()), mh, "ok", false); !strings.Contains(d, "held") {
@@ -257,12 +299,12 @@ func TestLane001PauseResume(t *testing.T) {
 // TestLane001Cancel is flow B: cancel interrupts the running loop in band,
 // RESULT then ABORT, no further tool runs, and the next prompt works;
 // cancelling an idle run is invalid_state; a cancel while paused refuses
-// the held tool.
-func TestLane001Cancel(t *testing.T) {
-	t.Parallel()
-	const run = "grind-1703123456-99999"
-	w := ctlStart(t, ctlOpts{args: []string{"--run-id", run, "--", "--allowedTools", "Bash"}})
+// the held tool. Its iter, steps.txt and ABORT lines are counted from its
+// start (see TestLane001OneWorker).
+func l1Cancel(t *testing.T, w *ctlWorker) {
+	const run = l1Run
 	l := w.stdio
+	start, iter0, steps0 := len(l.got), l1Iter(l), l1StepsFile(w)
 
 	_, res := l1Command(t, l, l1Req("req-cancel-idle", "cancel", run, "", nil))
 	l1Status(t, "cancel while idle", res, "failure", "invalid_state")
@@ -270,19 +312,19 @@ func TestLane001Cancel(t *testing.T) {
 	tok := token("CANCEL")
 	m := w.stdinReq(ctlID("cancel"), "TOOLSTEPS "+tok)
 	ctlAck(t, l.request(m.String()), m, "ok", false)
-	l.wait("the first tool call", func(b []byte) bool { return typeOf(b) == "control.worker.tool" })
+	l.waitFrom(start, "the first tool call", func(b []byte) bool { return typeOf(b) == "control.worker.tool" })
 
 	ack, res := l1Command(t, l, l1Req("req-cancel-001", "cancel", run, "", nil))
 	l1Shape(t, "B: ACK", ack, `{"schema":0,"topic":"loop:control","type":"ACK","request_id":"req-cancel-001","command":"cancel","target":{"run_id":"`+run+`"},"timestamp":"*","payload":{}}`)
 	l1Shape(t, "B: RESULT", res, `{"schema":0,"topic":"loop:control","type":"RESULT","request_id":"req-cancel-001","command":"cancel","target":{"run_id":"`+run+`"},"timestamp":"*","payload":{"status":"success"}}`)
 	abort := l1After(l, "req-cancel-001", "the ABORT", l1IsEvent("ABORT"))
-	if ai, ri := l.waitFrom(0, "the ABORT", l1IsEvent("ABORT")), l.waitFrom(0, "the RESULT", l1Is("RESULT", "req-cancel-001")); ai < ri {
+	if ai, ri := l.waitFrom(start, "the ABORT", l1IsEvent("ABORT")), l.waitFrom(start, "the RESULT", l1Is("RESULT", "req-cancel-001")); ai < ri {
 		t.Errorf("the ABORT (line %d) came before the cancel's RESULT (line %d)", ai, ri)
 	}
 	l1Shape(t, "B: ABORT", abort, `{"schema":1,"topic":"loop:current","event":"ABORT","reason":"USER_CANCELLED","run_id":"`+run+`","stack":[]}`)
 	w.turn(m.id(), "cancelled")
 	time.Sleep(1500 * time.Millisecond) // the first step's sleep is over
-	if s := l1StepsFile(w); strings.Contains(s, "step-2") || strings.Contains(s, "step-3") {
+	if s := strings.TrimPrefix(l1StepsFile(w), steps0); strings.Contains(s, "step-2") || strings.Contains(s, "step-3") {
 		t.Errorf("a tool ran after cancel: steps.txt %q", s)
 	}
 
@@ -298,11 +340,11 @@ func TestLane001Cancel(t *testing.T) {
 	tok3 := token("CANCELP")
 	m3 := w.stdinReq(ctlID("cancelp"), "TOOLSTEPS "+tok3)
 	ctlAck(t, l.request(m3.String()), m3, "ok", false)
-	from := len(l.got)
+	from, logFrom := len(l.got), w.b.stderrLen()
 	_, res = l1Command(t, l, l1Req("req-pause-c", "pause", run, "", nil))
 	l1Status(t, "pause", res, "success", "")
 	l.waitFrom(from, "the held tool call", func(b []byte) bool { return typeOf(b) == "control.worker.tool" })
-	w.b.waitStderr("a tool call waits for resume")
+	w.b.waitStderrFrom(logFrom, "a tool call waits for resume")
 	_, res = l1Command(t, l, l1Req("req-cancel-p", "cancel", run, "", nil))
 	l1Status(t, "cancel while paused", res, "success", "")
 	l1After(l, "req-cancel-p", "the ABORT", l1IsEvent("ABORT"))
@@ -311,8 +353,8 @@ func TestLane001Cancel(t *testing.T) {
 	if s := l1StepsFile(w); s != before {
 		t.Errorf("the held tool ran after cancel: steps.txt %q, was %q", s, before)
 	}
-	l.wait("an idle STATE after the cancel", func(b []byte) bool {
-		return get(b, "event").Str == "STATE" && get(b, "stack.0.state").Str == "idle" && get(b, "stack.0.iter").Int() == 3
+	l.waitFrom(start, "an idle STATE after the cancel", func(b []byte) bool {
+		return get(b, "event").Str == "STATE" && get(b, "stack.0.state").Str == "idle" && get(b, "stack.0.iter").Int() == iter0+3
 	})
 }
 
@@ -403,24 +445,25 @@ func l1NotFoundAndBadInput(t *testing.T, w *ctlWorker) {
 }
 
 // TestLane001Dedupe: a request id that completed gets its cached RESULT
-// again and runs nothing twice; one in flight gets duplicate.
-func TestLane001Dedupe(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{socket: true, args: []string{"--", "--allowedTools", "Bash"}})
+// again and runs nothing twice; one in flight gets duplicate. Its STATE
+// and ABORT lines are counted from its start; it resumes at its end (see
+// TestLane001OneWorker).
+func l1Dedupe(t *testing.T, w *ctlWorker) {
 	l := w.stdio
+	start := len(l.got)
 	sock := w.dial()
-	pause := l1Req("req-dup-pause", "pause", w.sid, "", nil)
+	pause := l1Req("req-dup-pause", "pause", l1Run, "", nil)
 	_, first := l1Command(t, l, pause)
 	l1Status(t, "pause", first, "success", "")
 	_, again := l1Command(t, sock, pause)
 	if get(again, "payload").Raw != get(first, "payload").Raw {
 		t.Errorf("a completed duplicate: RESULT %s, want the cached %s", again, first)
 	}
-	_, res := l1Command(t, l, l1Req("req-dup-resume", "resume", w.sid, "", nil))
+	_, res := l1Command(t, l, l1Req("req-dup-resume", "resume", l1Run, "", nil))
 	l1Status(t, "resume", res, "success", "")
 	l1After(l, "req-dup-resume", "the STATE after resume", l1IsEvent("STATE"))
 	// Not run twice: one STATE says paused, the resume's comes after it.
-	if n := l1Count(l, func(b []byte) bool { return get(b, "event").Str == "STATE" && get(b, "stack.0.state").Str == "paused" }); n != 1 {
+	if n := count(l.got[start:], func(b []byte) bool { return get(b, "event").Str == "STATE" && get(b, "stack.0.state").Str == "paused" }); n != 1 {
 		t.Errorf("%d STATE paused lines on stdio after a duplicate pause, want 1", n)
 	}
 
@@ -428,10 +471,11 @@ func TestLane001Dedupe(t *testing.T) {
 	// which a stopped CLI cannot give.
 	tok := token("DUP")
 	m := w.stdinReq(ctlID("dup"), "TOOLSTEPS "+tok)
+	from := len(l.got)
 	ctlAck(t, l.request(m.String()), m, "ok", false)
-	l.wait("the first tool call", func(b []byte) bool { return typeOf(b) == "control.worker.tool" })
+	l.waitFrom(from, "the first tool call", func(b []byte) bool { return typeOf(b) == "control.worker.tool" })
 	cont := ctlStopProc(t, w.cliPID())
-	cancel := l1Req("req-dup-cancel", "cancel", w.sid, "", nil)
+	cancel := l1Req("req-dup-cancel", "cancel", l1Run, "", nil)
 	l.send(cancel)
 	l.wait("the cancel's ACK", l1Is("ACK", "req-dup-cancel"))
 	_, dup := l1Command(t, sock, cancel)
@@ -444,23 +488,16 @@ func TestLane001Dedupe(t *testing.T) {
 	l1Status(t, "the cancel, completed", res, "success", "")
 	w.turn(m.id(), "cancelled")
 	// A last command and its STATE: every line before it has been read.
-	_, res = l1Command(t, l, l1Req("req-dup-last", "pause", w.sid, "", nil))
+	_, res = l1Command(t, l, l1Req("req-dup-last", "pause", l1Run, "", nil))
 	l1Status(t, "the last pause", res, "success", "")
 	l1After(l, "req-dup-last", "the last STATE", l1IsEvent("STATE"))
-	if n := l1Count(l, l1IsEvent("ABORT")); n != 1 {
+	if n := count(l.got[start:], l1IsEvent("ABORT")); n != 1 {
 		t.Errorf("%d ABORT lines for one cancel sent three times", n)
 	}
-}
-
-// l1Count counts the lines read on l for which pred holds.
-func l1Count(l *ctlLane, pred func([]byte) bool) int {
-	n := 0
-	for _, b := range l.got {
-		if pred(b) {
-			n++
-		}
-	}
-	return n
+	// The worker as it was found: not paused.
+	_, res = l1Command(t, l, l1Req("req-dup-unpause", "resume", l1Run, "", nil))
+	l1Status(t, "the resume at the end", res, "success", "")
+	l1After(l, "req-dup-unpause", "the STATE after the resume", l1IsEvent("STATE"))
 }
 
 // TestLane001PausePersisted: with --state-dir a paused run stays paused
@@ -514,15 +551,14 @@ func TestLane001PausePersisted(t *testing.T) {
 	}
 }
 
-// TestLane001Socket: lane 001 on --control beside --ui control (the first
-// lane-001 line subscribes the connection to loop:current, STATE first),
-// and beside --ui ipc, whose worker cannot be paused (invalid_state).
-func TestLane001Socket(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{socket: true})
+// TestLane001Socket/control: lane 001 on --control beside --ui control
+// (the first lane-001 line subscribes the connection to loop:current,
+// STATE first). It resumes at its end (see TestLane001OneWorker).
+func l1SocketControl(t *testing.T, w *ctlWorker) {
+	start := len(w.stdio.got)
 	sock := w.dial()
 	from := len(sock.got)
-	_, res := l1Command(t, sock, l1Req("req-sock-pause", "pause", w.sid, "", nil))
+	_, res := l1Command(t, sock, l1Req("req-sock-pause", "pause", l1Run, "", nil))
 	l1Status(t, "pause on the socket", res, "success", "")
 	first := sock.got[sock.waitFrom(from, "the first STATE", l1IsEvent("STATE"))]
 	if get(first, "stack.0.state").Str != "idle" {
@@ -533,27 +569,37 @@ func TestLane001Socket(t *testing.T) {
 		t.Errorf("the socket's STATE after pause: %s", after)
 	}
 	// stdio sees the event too.
-	w.stdio.wait("the stdio STATE paused", func(b []byte) bool { return get(b, "stack.0.state").Str == "paused" })
+	w.stdio.waitFrom(start, "the stdio STATE paused", func(b []byte) bool { return get(b, "stack.0.state").Str == "paused" })
 
-	ipc := ctlStart(t, ctlOpts{ui: "ipc", socket: true})
-	isock := ipc.dial()
-	_, res = l1Command(t, isock, l1Req("req-ipc-pause", "pause", ipc.sid, "", nil))
+	// The worker as it was found: not paused.
+	_, res = l1Command(t, sock, l1Req("req-sock-unpause", "resume", l1Run, "", nil))
+	l1Status(t, "the resume at the end", res, "success", "")
+	l1After(sock, "req-sock-unpause", "the STATE after the resume", l1IsEvent("STATE"))
+}
+
+// TestLane001Socket/ipc: lane 001 on --control beside --ui ipc, whose
+// worker cannot be paused (invalid_state), on a connection of its own. It
+// runs in TestControlSocketIPC's ccbridge; beside --ui control it is
+// TestLane001OneWorker's TestLane001Socket/control.
+func l1SocketIPC(t *testing.T, w *ctlWorker) {
+	isock := w.dial()
+	_, res := l1Command(t, isock, l1Req("req-ipc-pause", "pause", w.sid, "", nil))
 	l1Status(t, "pause beside ipc", res, "failure", "invalid_state")
 }
 
 // TestLane001EndWhilePaused: the UI's input ends while a tool and a
 // prompt are held: ccbridge still ends at once, the held prompt's turn is
-// reported lost, the held tool never runs, and the run is DONE.
-func TestLane001EndWhilePaused(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{args: []string{"--", "--allowedTools", "Bash"}})
+// reported lost, the held tool never runs, and the run is DONE. It is the
+// worker's last scenario (see TestLane001OneWorker).
+func l1EndWhilePaused(t *testing.T, w *ctlWorker) {
 	l := w.stdio
 	tok := token("ENDP")
 	m0 := w.stdinReq(ctlID("endrun"), "TOOLSTEPS "+tok)
+	logFrom := w.b.stderrLen()
 	ctlAck(t, l.request(m0.String()), m0, "ok", false)
-	_, res := l1Command(t, l, l1Req("req-end-pause", "pause", w.sid, "", nil))
+	_, res := l1Command(t, l, l1Req("req-end-pause", "pause", l1Run, "", nil))
 	l1Status(t, "pause", res, "success", "")
-	w.b.waitStderr("a tool call waits for resume")
+	w.b.waitStderrFrom(logFrom, "a tool call waits for resume")
 	held := token("ENDHELD")
 	m := w.stdinReq(ctlID("endp"), "hello "+held)
 	ctlAck(t, l.request(m.String()), m, "ok", false)
@@ -570,7 +616,7 @@ func TestLane001EndWhilePaused(t *testing.T) {
 		t.Errorf("the held prompt's turn: %s", turn)
 	}
 	done := l.wait("DONE", l1IsEvent("DONE"))
-	l1Shape(t, "DONE", done, `{"schema":1,"topic":"loop:current","event":"DONE","reason":"COMPLETED","run_id":"`+w.sid+`","updated_at":"*","stack":[]}`)
+	l1Shape(t, "DONE", done, `{"schema":1,"topic":"loop:current","event":"DONE","reason":"COMPLETED","run_id":"`+l1Run+`","updated_at":"*","stack":[]}`)
 	if l1StepsFile(w) != steps {
 		t.Errorf("a held tool ran: steps.txt %q, was %q", l1StepsFile(w), steps)
 	}

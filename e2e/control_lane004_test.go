@@ -391,126 +391,141 @@ func l4Listed(t *testing.T, resp gjson.Result, id string) gjson.Result {
 // turn/completed; seqs one apart), turn/interrupt of a slow answer
 // (interrupted, and the next turn works), thread/list and thread/read
 // (preview, the turns' texts), thread/resume of the earlier thread (its
-// next turn carries its history).
+// next turn carries its history). The two lanes, each a subtest, run one
+// after the other in one worker (ccbridge --ui control --control, see
+// inOneSession): one CLI start fewer than a worker each. The socket's
+// comes first, so that stdio has sent no lane-004 line yet when the
+// socket's checks that it got none; each lane's threads are its own, and
+// each checks its whole stream (stdio's holds no lane-004 line of the
+// socket's turns: the socket's last check).
 func TestLane004Methods(t *testing.T) {
 	t.Parallel()
-	for _, lane := range []string{"stdio", "socket"} {
-		t.Run(lane, func(t *testing.T) {
-			t.Parallel()
-			w := l4Start(t, ctlOpts{socket: lane == "socket"})
-			c := l4Stdio(w)
-			if lane == "socket" {
-				c = l4Dial(t, w)
-			}
-			cwd := mustReal(t, w.b.dir)
+	open := func(t *testing.T) *ctlWorker { return l4Start(t, ctlOpts{socket: true}) }
+	bind := func(w *ctlWorker, t *testing.T) {
+		w.t, w.b.t, w.stdio.t = t, t, t
+		useFakeAPI(t, w.b.api)
+	}
+	inOneSession(t, open, bind,
+		scenario[*ctlWorker]{"socket", l4Methods("socket")},
+		scenario[*ctlWorker]{"stdio", l4Methods("stdio")},
+	)
+}
 
-			// thread/start: a new thread, announced.
-			from := len(c.got)
-			r := c.call(ctlID("start"), "thread/start", map[string]any{})
-			th := l4OK(t, "thread/start", r, "thread/start").Get("thread")
-			a := th.Get("id").Str
-			if _, err := uuid.Parse(a); err != nil || a == w.sid {
-				t.Fatalf("thread/start's thread.id %q is not a new UUID (%v): %s", a, err, r)
-			}
-			if th.Get("cwd").Str != cwd || th.Get("preview").Str != "" || th.Get("modelProvider").Str != "anthropic" || th.Get("createdAt").Int() <= 0 {
-				t.Errorf("thread/start's thread: %s (cwd %s)", th.Raw, cwd)
-			}
-			st := c.got[c.waitFrom(from, "thread/started", l4IsEvent("thread/started", ""))]
-			if get(st, "payload.params.thread.id").Str != a || l4Seq(st) <= l4Seq(r) {
-				t.Errorf("thread/started (receipt seq %d): %.400s", l4Seq(r), st)
-			}
+// l4Methods is TestLane004Methods on one lane of worker w.
+func l4Methods(lane string) func(t *testing.T, w *ctlWorker) {
+	return func(t *testing.T, w *ctlWorker) {
+		c := l4Stdio(w)
+		if lane == "socket" {
+			c = l4Dial(t, w)
+		}
+		cwd := mustReal(t, w.b.dir)
 
-			// turn/start on it: the CLI runs under the thread's id.
-			tokA := token("HELLO")
-			textA := "hello " + tokA
-			turnA, f, to := c.turn(a, textA)
-			l4CheckTurn(t, "turn/start", c.workerLines(f, to), a, turnA, l4Mock, "completed")
-			ctlPromptCount(t, tokA, 1)
+		// thread/start: a new thread, announced.
+		from := len(c.got)
+		r := c.call(ctlID("start"), "thread/start", map[string]any{})
+		th := l4OK(t, "thread/start", r, "thread/start").Get("thread")
+		a := th.Get("id").Str
+		if _, err := uuid.Parse(a); err != nil || a == w.sid {
+			t.Fatalf("thread/start's thread.id %q is not a new UUID (%v): %s", a, err, r)
+		}
+		if th.Get("cwd").Str != cwd || th.Get("preview").Str != "" || th.Get("modelProvider").Str != "anthropic" || th.Get("createdAt").Int() <= 0 {
+			t.Errorf("thread/start's thread: %s (cwd %s)", th.Raw, cwd)
+		}
+		st := c.got[c.waitFrom(from, "thread/started", l4IsEvent("thread/started", ""))]
+		if get(st, "payload.params.thread.id").Str != a || l4Seq(st) <= l4Seq(r) {
+			t.Errorf("thread/started (receipt seq %d): %.400s", l4Seq(r), st)
+		}
 
-			list := l4OK(t, "thread/list", c.call(ctlID("list"), "thread/list", nil), "thread/list")
-			if e := l4Listed(t, list, a); e.Get("preview").Str != textA || e.Get("cwd").Str != cwd || e.Get("name").Type != gjson.Null {
-				t.Errorf("thread/list's entry for %s: %s", a, e.Raw)
-			}
-			read := l4OK(t, "thread/read", c.call(ctlID("read"), "thread/read", map[string]any{"threadId": a, "includeTurns": true}), "thread/read")
-			users, agents := l4Turns(read)
-			if read.Get("thread.id").Str != a || read.Get("thread.preview").Str != textA ||
-				!slices.Equal(users, []string{textA}) || !slices.Equal(agents, []string{l4Mock}) {
-				t.Errorf("thread/read with turns: users %q, agents %q: %.1500s", users, agents, read.Raw)
-			}
-			if id := read.Get("thread.turns.0.id").Str; id != turnA {
-				t.Errorf("thread/read's turn id %s, turn/start's %s", id, turnA)
-			}
-			read = l4OK(t, "thread/read", c.call(ctlID("read"), "thread/read", map[string]any{"thread_id": a}), "thread/read")
-			if read.Get("thread.turns").Exists() || read.Get("thread.id").Str != a {
-				t.Errorf("thread/read without include_turns: %s", read.Raw)
-			}
+		// turn/start on it: the CLI runs under the thread's id.
+		tokA := token("HELLO")
+		textA := "hello " + tokA
+		turnA, f, to := c.turn(a, textA)
+		l4CheckTurn(t, "turn/start", c.workerLines(f, to), a, turnA, l4Mock, "completed")
+		ctlPromptCount(t, tokA, 1)
 
-			// A second thread; a slow answer interrupted, then a turn.
-			from = len(c.got)
-			b := l4OK(t, "thread/start", c.call(ctlID("start"), "thread/start", nil), "thread/start").Get("thread.id").Str
-			if b == a || uuid.Validate(b) != nil {
-				t.Fatalf("the second thread/start gave %q (the first %s)", b, a)
-			}
-			c.waitFrom(from, "the second thread/started", func(l []byte) bool {
-				return l4IsEvent("thread/started", "")(l) && get(l, "payload.params.thread.id").Str == b
-			})
-			from = len(c.got)
-			r = c.call(ctlID("slow"), "turn/start", l4Text(b, "SLOW "+token("slow")))
-			slow := l4OK(t, "turn/start SLOW", r, "turn/start").Get("turn.id").Str
-			c.waitFrom(from, "a delta of the slow turn", l4IsEvent("item/agentMessage/delta", slow))
-			start := time.Now()
-			ir := c.call(ctlID("int"), "turn/interrupt", map[string]any{"threadId": b, "turnId": slow})
-			l4Interrupted(t, c, from, b, slow, ir, start)
-			tokC := token("NEXT")
-			turnC, f, to := c.turn(b, "next "+tokC)
-			l4CheckTurn(t, "the turn after the interrupt", c.workerLines(f, to), b, turnC, l4Mock, "completed")
+		list := l4OK(t, "thread/list", c.call(ctlID("list"), "thread/list", nil), "thread/list")
+		if e := l4Listed(t, list, a); e.Get("preview").Str != textA || e.Get("cwd").Str != cwd || e.Get("name").Type != gjson.Null {
+			t.Errorf("thread/list's entry for %s: %s", a, e.Raw)
+		}
+		read := l4OK(t, "thread/read", c.call(ctlID("read"), "thread/read", map[string]any{"threadId": a, "includeTurns": true}), "thread/read")
+		users, agents := l4Turns(read)
+		if read.Get("thread.id").Str != a || read.Get("thread.preview").Str != textA ||
+			!slices.Equal(users, []string{textA}) || !slices.Equal(agents, []string{l4Mock}) {
+			t.Errorf("thread/read with turns: users %q, agents %q: %.1500s", users, agents, read.Raw)
+		}
+		if id := read.Get("thread.turns.0.id").Str; id != turnA {
+			t.Errorf("thread/read's turn id %s, turn/start's %s", id, turnA)
+		}
+		read = l4OK(t, "thread/read", c.call(ctlID("read"), "thread/read", map[string]any{"thread_id": a}), "thread/read")
+		if read.Get("thread.turns").Exists() || read.Get("thread.id").Str != a {
+			t.Errorf("thread/read without include_turns: %s", read.Raw)
+		}
 
-			// thread/resume of the first thread: its next turn has its history.
-			res := l4OK(t, "thread/resume", c.call(ctlID("resume"), "thread/resume", map[string]any{"threadId": a}), "thread/resume")
-			if res.Get("thread.id").Str != a {
-				t.Errorf("thread/resume's thread: %s", res.Raw)
-			}
-			tokD := token("AGAIN")
-			turnD, f, to := c.turn(a, "again "+tokD)
-			l4CheckTurn(t, "the resumed thread's turn", c.workerLines(f, to), a, turnD, l4Mock, "completed")
-			if !seenByModel(t, tokD, tokA) || seenByModel(t, tokD, tokC) {
-				t.Errorf("the resumed thread's prompt does not carry that thread's history alone")
-			}
-			read = l4OK(t, "thread/read", c.call(ctlID("read"), "thread/read", map[string]any{"threadId": a, "include_turns": true}), "thread/read")
-			users, agents = l4Turns(read)
-			if !slices.Equal(users, []string{textA, "again " + tokD}) || !slices.Equal(agents, []string{l4Mock, l4Mock}) {
-				t.Errorf("thread/read of the resumed thread: users %q, agents %q", users, agents)
-			}
-			// A title in b's session file (as /rename writes it) is its name.
-			fileB := clifiles.SessionFile(filepath.Join(w.b.home, ".claude"), cwd, b)
-			if fh, err := os.OpenFile(fileB, os.O_APPEND|os.O_WRONLY, 0); err != nil {
-				t.Errorf("opening %s's session file: %v", b, err)
-			} else {
-				fh.WriteString(`{"type":"custom-title","customTitle":"Named thread","sessionId":"` + b + `"}` + "\n")
-				fh.Close()
-			}
-			list = l4OK(t, "thread/list", c.call(ctlID("list"), "thread/list", map[string]any{"limit": 10}), "thread/list")
-			if n := l4Listed(t, list, b).Get("name"); n.Str != "Named thread" {
-				t.Errorf("thread/list: %s has name %s, want the session file's title", b, n.Raw)
-			}
-			if p := l4Listed(t, list, a).Get("preview").Str; p != "again "+tokD {
-				t.Errorf("thread/list: %s has preview %q", a, p)
-			}
-			if p := l4Listed(t, list, b).Get("preview").Str; p != "next "+tokC {
-				t.Errorf("thread/list: %s has preview %q", b, p)
-			}
+		// A second thread; a slow answer interrupted, then a turn.
+		from = len(c.got)
+		b := l4OK(t, "thread/start", c.call(ctlID("start"), "thread/start", nil), "thread/start").Get("thread.id").Str
+		if b == a || uuid.Validate(b) != nil {
+			t.Fatalf("the second thread/start gave %q (the first %s)", b, a)
+		}
+		c.waitFrom(from, "the second thread/started", func(l []byte) bool {
+			return l4IsEvent("thread/started", "")(l) && get(l, "payload.params.thread.id").Str == b
+		})
+		from = len(c.got)
+		r = c.call(ctlID("slow"), "turn/start", l4Text(b, "SLOW "+token("slow")))
+		slow := l4OK(t, "turn/start SLOW", r, "turn/start").Get("turn.id").Str
+		c.waitFrom(from, "a delta of the slow turn", l4IsEvent("item/agentMessage/delta", slow))
+		start := time.Now()
+		ir := c.call(ctlID("int"), "turn/interrupt", map[string]any{"threadId": b, "turnId": slow})
+		l4Interrupted(t, c, from, b, slow, ir, start)
+		tokC := token("NEXT")
+		turnC, f, to := c.turn(b, "next "+tokC)
+		l4CheckTurn(t, "the turn after the interrupt", c.workerLines(f, to), b, turnC, l4Mock, "completed")
 
-			l4Consecutive(t, lane+": the whole stream", c.got)
-			c.checkShapes()
-			if lane == "socket" {
-				// stdio sent no lane-004 line: it follows no stream.
-				for _, l := range w.stdio.got {
-					if l4IsWorker(l) {
-						t.Errorf("stdio got a lane-004 line without asking: %.300s", l)
-					}
+		// thread/resume of the first thread: its next turn has its history.
+		res := l4OK(t, "thread/resume", c.call(ctlID("resume"), "thread/resume", map[string]any{"threadId": a}), "thread/resume")
+		if res.Get("thread.id").Str != a {
+			t.Errorf("thread/resume's thread: %s", res.Raw)
+		}
+		tokD := token("AGAIN")
+		turnD, f, to := c.turn(a, "again "+tokD)
+		l4CheckTurn(t, "the resumed thread's turn", c.workerLines(f, to), a, turnD, l4Mock, "completed")
+		if !seenByModel(t, tokD, tokA) || seenByModel(t, tokD, tokC) {
+			t.Errorf("the resumed thread's prompt does not carry that thread's history alone")
+		}
+		read = l4OK(t, "thread/read", c.call(ctlID("read"), "thread/read", map[string]any{"threadId": a, "include_turns": true}), "thread/read")
+		users, agents = l4Turns(read)
+		if !slices.Equal(users, []string{textA, "again " + tokD}) || !slices.Equal(agents, []string{l4Mock, l4Mock}) {
+			t.Errorf("thread/read of the resumed thread: users %q, agents %q", users, agents)
+		}
+		// A title in b's session file (as /rename writes it) is its name.
+		fileB := clifiles.SessionFile(filepath.Join(w.b.home, ".claude"), cwd, b)
+		if fh, err := os.OpenFile(fileB, os.O_APPEND|os.O_WRONLY, 0); err != nil {
+			t.Errorf("opening %s's session file: %v", b, err)
+		} else {
+			fh.WriteString(`{"type":"custom-title","customTitle":"Named thread","sessionId":"` + b + `"}` + "\n")
+			fh.Close()
+		}
+		list = l4OK(t, "thread/list", c.call(ctlID("list"), "thread/list", map[string]any{"limit": 10}), "thread/list")
+		if n := l4Listed(t, list, b).Get("name"); n.Str != "Named thread" {
+			t.Errorf("thread/list: %s has name %s, want the session file's title", b, n.Raw)
+		}
+		if p := l4Listed(t, list, a).Get("preview").Str; p != "again "+tokD {
+			t.Errorf("thread/list: %s has preview %q", a, p)
+		}
+		if p := l4Listed(t, list, b).Get("preview").Str; p != "next "+tokC {
+			t.Errorf("thread/list: %s has preview %q", b, p)
+		}
+
+		l4Consecutive(t, lane+": the whole stream", c.got)
+		c.checkShapes()
+		if lane == "socket" {
+			// stdio sent no lane-004 line: it follows no stream.
+			for _, l := range w.stdio.got {
+				if l4IsWorker(l) {
+					t.Errorf("stdio got a lane-004 line without asking: %.300s", l)
 				}
 			}
-		})
+		}
 	}
 }
 

@@ -516,16 +516,19 @@ func ctlNoAnswers(t *testing.T, lane string, lines [][]byte, ids []string) {
 // TestControlOneWorker: the control scenarios that leave the worker as
 // they found it (idle, not paused, the same CLI), each a subtest named for
 // the test it was alone, in one ccbridge --ui control --control and one
-// CLI, one after the other (see inOneSession): one CLI start for six
+// CLI, one after the other (see inOneSession): one CLI start for seven
 // rules. Each dials its own connections; what one checks of the stdio
 // lane is about its own request ids, except TestControlBadInput's last
 // check, that no turn on stdio has more than one request. The limits
 // (--stdin-hard-limit 1000, --max-line 100000) are TestControlBadInput's;
-// the others send no line near them.
+// the others send no line near them. The grace periods
+// (CCBRIDGE_GRACE=300ms, CCBRIDGE_TERM_GRACE=10s) are TestControlNotLive's,
+// for its shutdown; it comes last, as it ends ccbridge.
 func TestControlOneWorker(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *ctlWorker {
-		return ctlStart(t, ctlOpts{socket: true, args: []string{"--stdin-hard-limit", "1000", "--max-line", "100000"}})
+		return ctlStart(t, ctlOpts{socket: true, args: []string{"--stdin-hard-limit", "1000", "--max-line", "100000"},
+			env: []string{"CCBRIDGE_GRACE=300ms", "CCBRIDGE_TERM_GRACE=10s"}})
 	}
 	bind := func(w *ctlWorker, t *testing.T) {
 		w.t, w.b.t, w.stdio.t = t, t, t
@@ -538,6 +541,7 @@ func TestControlOneWorker(t *testing.T) {
 		scenario[*ctlWorker]{"TestLane001NotFoundAndBadInput", l1NotFoundAndBadInput},
 		scenario[*ctlWorker]{"TestControlBadInput", ctlBadInput},
 		scenario[*ctlWorker]{"TestFaultControlSentAtFarAhead", ctlSentAtFarAhead},
+		scenario[*ctlWorker]{"TestControlNotLive", ctlNotLive},
 	)
 }
 
@@ -715,20 +719,20 @@ func TestControlTimeoutAndBusy(t *testing.T) {
 // TestControlNotLive: ccbridge gets SIGTERM while a turn runs (the CLI
 // held with SIGSTOP, so the staged shutdown lasts): a prompt on stdio and
 // on the socket gets not_live, a retry is judged anew (not_live again,
-// not a duplicate), and nothing reaches the model.
-func TestControlNotLive(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{socket: true, env: []string{"CCBRIDGE_GRACE=300ms", "CCBRIDGE_TERM_GRACE=10s"}})
+// not a duplicate), and nothing reaches the model. It is
+// TestControlOneWorker's last scenario.
+func ctlNotLive(t *testing.T, w *ctlWorker) {
 	sock := w.dial()
 	s := w.stdinReq(ctlID("slow"), "SLOW "+token("slow"))
 	from := len(w.stdio.got)
 	ctlAck(t, w.stdio.request(s.String()), s, "ok", false)
 	w.streaming(from)
 	cont := ctlStopProc(t, w.cliPID())
+	logFrom := w.b.stderrLen()
 	if err := w.b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	w.b.waitStderr(`"msg":"shutting down"`)
+	w.b.waitStderrFrom(logFrom, `"msg":"shutting down"`)
 	tok := token("LATE")
 	for _, l := range []*ctlLane{w.stdio, sock} {
 		m := w.stdinReq(ctlID("late"), "too late "+tok)
@@ -1038,7 +1042,9 @@ func TestControlInternalError(t *testing.T) {
 // capabilities, its acks and nothing else, the UI never sees a control
 // line; a prompt, an interrupt of the UI's turn, a prompt with interrupt
 // true, not_found, rejected, bad input, one request id from 10
-// controllers at once; and not_live once SIGTERM began the shutdown.
+// controllers at once; and not_live once SIGTERM began the shutdown. A
+// subtest first, in the same ccbridge, is TestLane001Socket's ipc half:
+// one CLI start fewer than a worker of its own.
 func TestControlSocketIPC(t *testing.T) {
 	t.Parallel()
 	path := ctlSocketPath(t)
@@ -1060,6 +1066,15 @@ func TestControlSocketIPC(t *testing.T) {
 		t.Errorf("the control socket that replaced the stale one: %v, mode %v", err, fi.Mode())
 	}
 	sock, other := w.dial(), w.dial()
+
+	// Lane 001 on a connection of its own: a worker of ipc cannot be
+	// paused. Nothing of it reaches the UI or the other connections (the
+	// checks at the end).
+	t.Run("TestLane001Socket/ipc", func(st *testing.T) {
+		w.t = st
+		defer func() { w.t = t }()
+		l1SocketIPC(st, w)
+	})
 
 	// A prompt from the controller: the UI sees its turn.
 	tok := token("IPCMULTI")
@@ -1226,10 +1241,8 @@ func TestControlSocketRegularFile(t *testing.T) {
 // keeps its stream-json stdio: a controller's prompt reaches the model
 // once (a retry is a duplicate), the host sees that turn's result and
 // none of the lane's lines, and an interrupt from the controller ends the
-// host's own slow turn.
-func TestControlSocketStream(t *testing.T) {
-	t.Parallel()
-	w := ctlStart(t, ctlOpts{ui: "stream", socket: true})
+// host's own slow turn. It runs in TestStreamOneSession's ccbridge.
+func ctlSocketStream(t *testing.T, w *ctlWorker) {
 	b := w.b
 	sock := w.dial()
 
@@ -1259,9 +1272,6 @@ func TestControlSocketStream(t *testing.T) {
 	if r := res[len(res)-1]; !strings.HasPrefix(gjson.GetBytes(r, "terminal_reason").Str, "aborted") {
 		t.Errorf("the host's turn after the controller's interrupt: %.400s", r)
 	}
-	b.stdin.Close()
-	b.rest()
-	b.wait()
 }
 
 // TestFaultControlSentAtFarAhead (defect 6): lane 000 requests whose

@@ -19,12 +19,14 @@ import (
 // TestDropInOneSession: the drop-in scenarios that leave the session as
 // they found it (idle, in the same CLI), each a subtest named for the test
 // it was alone, in one ccbridge and one CLI, turn after turn (see
-// inOneSession): one CLI start for ten rules, then the end of input that
-// ended five of them (no line after the last result, exit 0). The first
-// is the session's first turn; Permission/deny wants no written.txt
-// before Permission/allow makes one; the ten MiB lines come last, as
-// every later turn would send them to the model again. The log level is
-// the default (info), which TestDropInKillerLinesDropped is about.
+// inOneSession): one CLI start for eleven rules, then the end of input
+// that ended five of them (no line after the last result, exit 0). The
+// first is the session's first turn; Permission/deny wants no written.txt
+// before Permission/allow makes one; TestDropInInputCorpus, whose host
+// lines the CLI reads without exiting but which may change its settings,
+// comes after the others but the ten MiB lines; those come last, as every
+// later turn would send them to the model again. The log level is the
+// default (info), which TestDropInKillerLinesDropped is about.
 func TestDropInOneSession(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *bridge { return startBridge(t, cliFlags, "CCBRIDGE_LOG_LEVEL=info") }
@@ -41,6 +43,7 @@ func TestDropInOneSession(t *testing.T) {
 		scenario[*bridge]{"TestFaultNoPayloadInWarnings/dropin", func(t *testing.T, b *bridge) {
 			noPayloadCheck(t, b, noPayloadDropIn, func() {})
 		}},
+		scenario[*bridge]{"TestDropInInputCorpus", dropInInputCorpus},
 		scenario[*bridge]{"TestDropInTenMiBLines", dropInTenMiBLines},
 		scenario[*bridge]{"end of input", dropInEndOfInput},
 	)
@@ -314,13 +317,33 @@ func dropInTenMiBLines(t *testing.T, b *bridge) {
 	}
 }
 
+// TestStreamOneSession: the `--ui stream` scenarios, each a subtest named
+// for the test it was alone, in one ccbridge --ui stream --control and one
+// CLI, one after the other (see inOneSession): one CLI start where they
+// took two. TestDropInUIStream comes last: the CLI exits 1 at the end of
+// input after an interrupted turn (TestControlSocketStream's last), 0
+// after a turn that succeeded. The end of input then ends both: no line
+// after the last result, exit 0 (TestDropInUIStream's checks).
+func TestStreamOneSession(t *testing.T) {
+	t.Parallel()
+	open := func(t *testing.T) *ctlWorker { return ctlStart(t, ctlOpts{ui: "stream", socket: true}) }
+	bind := func(w *ctlWorker, t *testing.T) {
+		w.t, w.b.t = t, t
+		useFakeAPI(t, w.b.api)
+	}
+	inOneSession(t, open, bind,
+		scenario[*ctlWorker]{"TestControlSocketStream", ctlSocketStream},
+		scenario[*ctlWorker]{"TestDropInUIStream", func(t *testing.T, w *ctlWorker) { dropInUIStream(t, w.b) }},
+		scenario[*ctlWorker]{"end of input", func(t *testing.T, w *ctlWorker) { dropInEndOfInput(t, w.b) }},
+	)
+}
+
 // TestDropInUIStream: `ccbridge --ui stream` gives the CLI the stream
 // dialect's arguments itself (stream-json both ways, permission prompts
 // over stdio, partial messages), and otherwise behaves as drop-in mode: a
-// Write asked for and allowed, the turn's result, exit 0 at EOF.
-func TestDropInUIStream(t *testing.T) {
-	t.Parallel()
-	b := startBridge(t, []string{"--ui", "stream"})
+// Write asked for and allowed, the turn's result (and exit 0 at EOF: see
+// TestStreamOneSession).
+func dropInUIStream(t *testing.T, b *bridge) {
 	b.prompt("Please WRITEFILE now")
 	lines := b.until("the permission request", isCanUseTool)
 	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(b.childPID()) + "/cmdline")
@@ -346,13 +369,6 @@ func TestDropInUIStream(t *testing.T) {
 	}
 	if data, err := os.ReadFile(path); err != nil || string(data) != "hello world\n" || !fileIn(path, b.dir, "written.txt") {
 		t.Errorf("the allowed Write left %q (%v) at %s, want it in %s", data, err, path, b.dir)
-	}
-	b.stdin.Close()
-	if rest := b.rest(); len(rest) != 0 {
-		t.Errorf("lines after the last result and EOF: %d", len(rest))
-	}
-	if code := b.wait(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
 	}
 }
 

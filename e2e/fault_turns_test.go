@@ -126,11 +126,11 @@ func ipcFaultTurnsCancelQueued(t *testing.T, s *ipcSession) {
 
 // TestFaultTurnsIPCEndOfInput: the UI's input ends while a turn runs and
 // two prompts are queued: the CLI finishes them (merged), and each prompt
-// has its terminal message before ccbridge exits.
-func TestFaultTurnsIPCEndOfInput(t *testing.T) {
-	t.Parallel()
-	b := startIPC(t)
-	_, lines := ipcBusy(t, b, "hello two", "hello three")
+// has its terminal message before ccbridge exits. It is
+// TestIPCOneSession's last scenario.
+func ipcFaultTurnsEndOfInput(t *testing.T, s *ipcSession) {
+	b := s.b
+	lines := ipcBusyIn(t, b, s.sid, "hello two", "hello three")
 	b.stdin.Close()
 	lines = append(lines, b.rest()...)
 	if ts := terminals(lines); len(ts) != 3 {
@@ -144,31 +144,33 @@ func TestFaultTurnsIPCEndOfInput(t *testing.T) {
 // TestFaultTurnsIPCKilled: kill -9 of the CLI mid-turn with two prompts
 // queued: one error each, whether the UI's input is still open, ended
 // before the kill, or ccbridge is shutting down (SIGTERM) when the CLI
-// dies.
-func TestFaultTurnsIPCKilled(t *testing.T) {
-	t.Parallel()
-	for _, when := range []string{"after the end of input", "during shutdown"} {
-		t.Run(when, func(t *testing.T) {
-			t.Parallel()
-			b := startIPC(t)
-			_, lines := ipcBusy(t, b, "hello two", "hello three")
-			switch when {
-			case "after the end of input":
-				b.stdin.Close()
-			case "during shutdown":
-				// SIGTERM stops the CLI in stages: close its stdin, then
-				// signals. The kill comes first.
-				b.cmd.Process.Signal(syscall.SIGTERM)
-				b.waitStderr("shutting down")
-			}
-			killChild(t, b)
-			lines = append(lines, b.rest()...)
-			ts := terminals(lines)
-			want := "error/child_exited error/child_exited error/child_exited"
-			if strings.Join(ts, " ") != want {
-				t.Errorf("terminal messages %v, want %s", ts, want)
-			}
-		})
+// dies. Each case is the scenario of a shared session: "input open" and
+// "during shutdown" (its last) in TestIPCChildKilled, "after the end of
+// input" the last of TestIPCLineCap. ipcFaultTurnsKilled is the two that
+// end ccbridge, with the UI's input ended (when "after the end of input")
+// or ccbridge shutting down (when "during shutdown") before the kill, in
+// session s, idle.
+func ipcFaultTurnsKilled(when string) func(t *testing.T, s *ipcSession) {
+	return func(t *testing.T, s *ipcSession) {
+		b := s.b
+		lines := ipcBusyIn(t, b, s.sid, "hello two", "hello three")
+		switch when {
+		case "after the end of input":
+			b.stdin.Close()
+		case "during shutdown":
+			// SIGTERM stops the CLI in stages: close its stdin, then
+			// signals. The kill comes first.
+			logFrom := b.stderrLen()
+			b.cmd.Process.Signal(syscall.SIGTERM)
+			b.waitStderrFrom(logFrom, "shutting down")
+		}
+		killChild(t, b)
+		lines = append(lines, b.rest()...)
+		ts := terminals(lines)
+		want := "error/child_exited error/child_exited error/child_exited"
+		if strings.Join(ts, " ") != want {
+			t.Errorf("terminal messages %v, want %s", ts, want)
+		}
 	}
 }
 
@@ -213,60 +215,76 @@ func rpcHeld(t *testing.T, c *rpcConn) (string, string, int) {
 // TestFaultTurnsRPC: three run.start sent at once give one run and two
 // -32001 answers; run.cancel of a held run ends it; the UI's end of input,
 // kill -9 of the CLI and SIGTERM each leave every run with exactly one
-// terminal run.status before ccbridge exits. ("three at once" is in
-// TestRPCOneSession, rpcFaultTurnsThreeAtOnce.)
+// terminal run.status before ccbridge exits. "three at once" is in
+// TestRPCOneSession (rpcFaultTurnsThreeAtOnce); "cancel held", "kill"
+// (whose held run goes to a resumed CLI) and "end of input" end
+// TestRPCLineCap's session, one after the other. "shutdown" has a
+// ccbridge of its own.
 func TestFaultTurnsRPC(t *testing.T) {
 	t.Parallel()
-	fast := []string{"--grace", "300ms", "--term-grace", "300ms"}
-	t.Run("cancel held", func(t *testing.T) {
-		t.Parallel()
-		c := startRPC(t, fast)
-		r1, r2, pid := rpcHeld(t, c)
-		c.result(c.call("run.cancel", `{"run_id":"`+r2+`"}`))
-		if n := count(c.seen, isRunStatus(r2, "cancelled")); n != 1 {
-			t.Errorf("%d run.status cancelled for the held %s", n, r2)
+	t.Run("shutdown", func(t *testing.T) {
+		c := startRPC(t, []string{"--grace", "300ms", "--term-grace", "300ms"})
+		r1, r2, _ := rpcHeld(t, c)
+		c.b.cmd.Process.Signal(syscall.SIGTERM)
+		// The UI's input stays open: ccbridge ends on its own.
+		for {
+			if _, err := c.read(rpcWait); err != nil {
+				break
+			}
 		}
-		syscall.Kill(pid, syscall.SIGCONT)
-		if _, _, st := c.runText("hello three"); st != "completed" {
-			t.Errorf("the run after the cancelled ones ended %s", st)
-		}
-		c.close()
+		c.b.wait()
+		c.checkRules()
 		checkRPCEnded(t, c, r1, r2)
 	})
-	for _, when := range []string{"end of input", "kill", "shutdown"} {
-		t.Run(when, func(t *testing.T) {
-			t.Parallel()
-			c := startRPC(t, fast)
-			r1, r2, pid := rpcHeld(t, c)
-			switch when {
-			case "end of input":
-				c.b.stdin.Close()
-				syscall.Kill(pid, syscall.SIGCONT)
-				c.close()
-			case "kill":
-				syscall.Kill(pid, syscall.SIGKILL)
-				if _, st := c.finishRun(r2); st != "completed" {
-					t.Errorf("the held run ended %s after the CLI was killed; want it sent to a resumed CLI", st)
-				}
-				c.close()
-			case "shutdown":
-				c.b.cmd.Process.Signal(syscall.SIGTERM)
-				// The UI's input stays open: ccbridge ends on its own.
-				for {
-					if _, err := c.read(rpcWait); err != nil {
-						break
-					}
-				}
-				c.b.wait()
-				c.checkRules()
-			}
-			checkRPCEnded(t, c, r1, r2)
-		})
-	}
 }
 
-// checkRPCEnded checks that each run has exactly one terminal run.status
-// among every line the connection saw.
+// TestFaultTurnsRPC/cancel held: run.cancel of the held run ends it, once;
+// the next run completes. Its runs are checked on what the connection saw
+// by its end, and again after the end of input.
+func rpcFaultTurnsCancelHeld(t *testing.T, s *rpcSession) {
+	c := s.c
+	r1, r2, pid := rpcHeld(t, c)
+	s.runs = append(s.runs, r1, r2)
+	c.result(c.call("run.cancel", `{"run_id":"`+r2+`"}`))
+	if n := count(c.seen, isRunStatus(r2, "cancelled")); n != 1 {
+		t.Errorf("%d run.status cancelled for the held %s", n, r2)
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	r3, _, st := c.runText("hello three")
+	if st != "completed" {
+		t.Errorf("the run after the cancelled ones ended %s", st)
+	}
+	s.runs = append(s.runs, r3)
+	checkRPCEnded(t, c, r1, r2)
+}
+
+// TestFaultTurnsRPC/kill: kill -9 of the stopped CLI; the held run goes to
+// a resumed CLI and completes. Its runs are checked on what the connection
+// saw by its end, and again after the end of input.
+func rpcFaultTurnsKill(t *testing.T, s *rpcSession) {
+	c := s.c
+	r1, r2, pid := rpcHeld(t, c)
+	s.runs = append(s.runs, r1, r2)
+	syscall.Kill(pid, syscall.SIGKILL)
+	if _, st := c.finishRun(r2); st != "completed" {
+		t.Errorf("the held run ended %s after the CLI was killed; want it sent to a resumed CLI", st)
+	}
+	checkRPCEnded(t, c, r1, r2)
+}
+
+// TestFaultTurnsRPC/end of input: the UI's input ends while a run is held;
+// after ccbridge ended (and the dialect's rules were checked on every
+// line, rpcConn.close), each run of this session's fault scenarios has
+// exactly one terminal run.status.
+func rpcFaultTurnsEndOfInput(t *testing.T, s *rpcSession) {
+	c := s.c
+	r1, r2, pid := rpcHeld(t, c)
+	c.b.stdin.Close()
+	syscall.Kill(pid, syscall.SIGCONT)
+	c.close()
+	checkRPCEnded(t, c, append(s.runs, r1, r2)...)
+}
+
 // rpcFaultTurnsThreeAtOnce: three run.start at once: the first runs, the
 // other two are refused busy, and the first completes.
 func rpcFaultTurnsThreeAtOnce(t *testing.T, s *rpcSession) {
@@ -298,42 +316,35 @@ func checkRPCEnded(t *testing.T, c *rpcConn, runs ...string) {
 
 // TestFaultTurnsACP: the UI's end of input and SIGTERM, while three
 // prompts are outstanding, each leave no prompt unanswered. (Three at
-// once, cancel and kill -9 of the CLI are in TestFaultTurnsACPOneSession.)
+// once, cancel, kill -9 of the CLI and the end of input are in
+// TestFaultTurnsACPOneSession.)
 func TestFaultTurnsACP(t *testing.T) {
 	t.Parallel()
-	for _, when := range []string{"end of input", "shutdown"} {
-		t.Run(when, func(t *testing.T) {
-			t.Parallel()
-			a := startACPRaw(t)
-			sid := a.newSession()
-			ids := []string{a.prompt(sid, "SLOW "+token("first")), a.prompt(sid, "hello two"), a.prompt(sid, "hello three")}
-			a.untilUpdate(sid, "agent_message_chunk")
-			switch when {
-			case "end of input":
-				a.b.stdin.Close()
-			case "shutdown":
-				a.b.cmd.Process.Signal(syscall.SIGTERM)
+	t.Run("shutdown", func(t *testing.T) {
+		a := startACPRaw(t)
+		sid := a.newSession()
+		ids := []string{a.prompt(sid, "SLOW "+token("first")), a.prompt(sid, "hello two"), a.prompt(sid, "hello three")}
+		a.untilUpdate(sid, "agent_message_chunk")
+		a.b.cmd.Process.Signal(syscall.SIGTERM)
+		answers := a.answers(ids)
+		a.b.stdin.Close()
+		a.rest()
+		for i, id := range ids {
+			if n := a.responses(id); n != 1 {
+				t.Errorf("prompt %d (id %s): %d responses, want 1 (answers %v)", i, id, n, answers)
 			}
-			answers := a.answers(ids)
-			a.b.stdin.Close()
-			a.rest()
-			for i, id := range ids {
-				if n := a.responses(id); n != 1 {
-					t.Errorf("prompt %d (id %s): %d responses, want 1 (answers %v)", i, id, n, answers)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
-// TestFaultTurnsACPOneSession: three of TestFaultTurnsACP's cases, each a
+// TestFaultTurnsACPOneSession: four of TestFaultTurnsACP's cases, each a
 // subtest named for it, one after the other in one session of one
 // ccbridge (see inOneSession): three prompts at once, answered end_turn
 // each; cancelled while they are outstanding, cancelled each; the CLI
 // killed while they are (its queued prompts then go to a new CLI); then
-// the end of input, after which every prompt of the three has exactly
-// one answer. One CLI start, and one after the kill, where the cases
-// alone started four.
+// the end of input while three more are, after which every prompt of the
+// four cases has exactly one answer. One CLI start, and one after the
+// kill, where the cases alone started five.
 func TestFaultTurnsACPOneSession(t *testing.T) {
 	t.Parallel()
 	type session struct {
@@ -370,12 +381,14 @@ func TestFaultTurnsACPOneSession(t *testing.T) {
 			killChild(t, s.a.b)
 			s.a.answers(ids)
 		}},
-		scenario[*session]{"end of input", func(t *testing.T, s *session) {
+		scenario[*session]{"TestFaultTurnsACP/end of input", func(t *testing.T, s *session) {
+			ids := busy(s)
 			s.a.b.stdin.Close()
+			answers := s.a.answers(ids)
 			s.a.rest()
 			for i, id := range s.ids {
 				if n := s.a.responses(id); n != 1 {
-					t.Errorf("prompt %d (id %s): %d responses, want 1", i, id, n)
+					t.Errorf("prompt %d (id %s): %d responses, want 1 (the last three's answers %v)", i, id, n, answers)
 				}
 			}
 		}},

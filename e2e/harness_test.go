@@ -393,7 +393,19 @@ func (b *bridge) wait() int {
 // waitStderr waits until ccbridge's stderr (its log) holds s.
 func (b *bridge) waitStderr(s string) {
 	b.t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.stderr.String(), s); time.Sleep(10 * time.Millisecond) {
+	b.waitStderrFrom(0, s)
+}
+
+// stderrLen is how many bytes ccbridge's stderr holds so far: a mark for
+// waitStderrFrom.
+func (b *bridge) stderrLen() int { return len(b.stderr.String()) }
+
+// waitStderrFrom waits until ccbridge's stderr after its first from bytes
+// holds s: a line logged after that mark (in a shared session, not one an
+// earlier scenario caused).
+func (b *bridge) waitStderrFrom(from int, s string) {
+	b.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.stderr.String()[from:], s); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			b.t.Fatalf("ccbridge did not log %q within 30 s", s)
 		}

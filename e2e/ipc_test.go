@@ -29,14 +29,15 @@ type ipcSession struct {
 // TestIPCOneSession: the ipc scenarios that leave the session as they
 // found it (idle, in the same CLI), each a subtest named for the test it
 // was alone, in one ccbridge and one CLI session, turn after turn (see
-// inOneSession): one CLI start for twenty-four rules. The first is the
+// inOneSession): one CLI start for twenty-five rules. The first is the
 // session's first turn; the order keeps what one leaves in the working
 // directory out of the next one's way (PermissionMode removes its
 // written.txt and leaves no Write allowed, Write denied wants no
 // written.txt before Write allowed makes one). The broken MCP server is
 // TestIPCPermissionMode's; it is disabled there, and no other scenario
-// asks about MCP servers. TestIPCModelChange comes last: it changes the
-// model.
+// asks about MCP servers. TestIPCModelChange comes last but one: it
+// changes the model. TestFaultTurnsIPCEndOfInput, last, ends the input
+// and ccbridge with it.
 func TestIPCOneSession(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *ipcSession {
@@ -69,6 +70,7 @@ func TestIPCOneSession(t *testing.T) {
 		scenario[*ipcSession]{"TestFaultTurnsIPCCancelQueued", ipcFaultTurnsCancelQueued},
 		scenario[*ipcSession]{"TestSteerIPC", ipcSteer},
 		scenario[*ipcSession]{"TestIPCModelChange", ipcModelChange},
+		scenario[*ipcSession]{"TestFaultTurnsIPCEndOfInput", ipcFaultTurnsEndOfInput},
 	)
 }
 
@@ -864,6 +866,7 @@ func ipcSessionCommands(t *testing.T, s *ipcSession) {
 
 	b.send(`{"type":"session_command","command":"reboot"}`)
 	expectError(t, b, "invalid_value", "command")
+	s.sid = s3 // the session ccbridge is in now, for the next scenario
 }
 
 // TestIPCStartFlags: the session flags ccbridge starts with. A new session
@@ -952,7 +955,9 @@ func TestIPCStartFlags(t *testing.T) {
 // ccbridge (see inOneSession): one CLI start, and one again after each
 // kill or resume, where each scenario alone started two. "first turn
 // streaming" is the session's first turn; TestIPCSessionCommands, which
-// leaves ccbridge in other sessions, the last. None lets a Bash run, whose
+// leaves ccbridge in another session (its id then the session's), the
+// last but one, before TestFaultTurnsIPCKilled/during shutdown, which ends
+// ccbridge. None lets a Bash run, whose
 // file two of them check is not there. --interrupt-timeout 2s is
 // TestFaultStdinIPCStoppedCLI/interrupt's; the others send no interrupt
 // message.
@@ -972,6 +977,7 @@ func TestIPCChildKilled(t *testing.T) {
 		scenario[*ipcSession]{"TestIPCSessionCommandMidTurn", ipcSessionCommandMidTurn},
 		scenario[*ipcSession]{"TestFaultStdinIPCStoppedCLI/interrupt", ipcStoppedCLIInterrupt},
 		scenario[*ipcSession]{"TestIPCSessionCommands", ipcSessionCommands},
+		scenario[*ipcSession]{"TestFaultTurnsIPCKilled/during shutdown", ipcFaultTurnsKilled("during shutdown")},
 	)
 }
 
@@ -1321,6 +1327,8 @@ func ipcBadInput(t *testing.T, s *ipcSession) {
 // session (see inOneSession). The cap is TestIPCAlignCLILineTooLong's
 // (--max-cli-line 100000); a 300 kB text's assistant and result lines,
 // which TestFaultToolongIPC is about, are over it as over tooLongCap.
+// TestFaultTurnsIPCKilled/after the end of input comes last: it ends the
+// input and kills the CLI, and ccbridge ends.
 func TestIPCLineCap(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *ipcSession {
@@ -1331,6 +1339,7 @@ func TestIPCLineCap(t *testing.T) {
 	inOneSession(t, open, ipcBind,
 		scenario[*ipcSession]{"TestIPCAlignCLILineTooLong", ipcAlignCLILineTooLong},
 		scenario[*ipcSession]{"TestFaultToolongIPC", ipcToolong},
+		scenario[*ipcSession]{"TestFaultTurnsIPCKilled/after the end of input", ipcFaultTurnsKilled("after the end of input")},
 	)
 }
 

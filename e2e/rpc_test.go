@@ -31,17 +31,21 @@ import (
 type rpcSession struct {
 	c         *rpcConn
 	home, dir string
+	runs      []string // TestRPCLineCap: the runs of TestFaultTurnsRPC's scenarios
 }
 
 // TestRPCOneSession: the rpc scenarios that leave the connection as they
 // found it (no run, the same CLI), each a subtest named for the test it
 // was alone, in one ccbridge and one CLI, run after run (see
-// inOneSession): one CLI start for eight rules, then the end of input that
+// inOneSession): one CLI start for nine rules, then the end of input that
 // ended each of them, with the dialect's rules checked on every line the
 // connection saw (rpcConn.close). Each scenario sends its own initialize
-// (a UI may send it again; the UI capabilities are the same, none). The
-// working directory's long path is TestRPCAlignSessionListLongCWD's;
-// --permission-mode default is TestSteerRPC's (and the CLI's default).
+// (a UI may send it again; the UI capabilities are the same, none, but
+// TestRPCPermissions', which comes last so that no other runs with them;
+// no scenario before it writes written.txt or bash_touched.txt, which it
+// looks for). The working directory's long path is
+// TestRPCAlignSessionListLongCWD's; --permission-mode default is
+// TestSteerRPC's and TestRPCPermissions' (the CLI's default).
 func TestRPCOneSession(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *rpcSession {
@@ -65,6 +69,7 @@ func TestRPCOneSession(t *testing.T) {
 		scenario[*rpcSession]{"TestFaultNoPayloadInWarnings/rpc-debug", func(t *testing.T, s *rpcSession) {
 			noPayloadCheck(t, s.c.b, noPayloadRPCDebug, func() {})
 		}},
+		scenario[*rpcSession]{"TestRPCPermissions", rpcPermissions},
 		scenario[*rpcSession]{"end of input", func(t *testing.T, s *rpcSession) { s.c.close() }},
 	)
 }
@@ -264,10 +269,8 @@ func TestRPCShellExec(t *testing.T) {
 // TestRPCPermissions: ui.confirm.request allowed and denied, a wrongly
 // shaped answer, an answer to a settled request, and a request cancelled
 // with its run.
-func TestRPCPermissions(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	c := startRPC(t, []string{"--cwd", dir})
+func rpcPermissions(t *testing.T, s *rpcSession) {
+	c, dir := s.c, s.dir
 	c.initialize(`{"supports_confirm":true,"supports_pick":true,"supports_prompt":true}`)
 
 	// Allow.
@@ -341,7 +344,6 @@ func TestRPCPermissions(t *testing.T) {
 	if _, _, status := c.runText("hello after"); status != rpc.StatusCompleted {
 		t.Errorf("run after the cancel: %s", status)
 	}
-	c.close()
 }
 
 // TestRPCQuestionsAndQueries: AskUserQuestion through ui.pick.request
@@ -712,8 +714,10 @@ func alignStarts(c *rpcConn) int {
 
 // TestRPCLineCap: the rpc scenarios with a CLI line cap, each a
 // subtest named for the test it was alone, in one ccbridge and one CLI
-// (see inOneSession), then the end of input with the dialect's rules
-// checked on every line. The cap is TestRPCAlignCLILineTooLong's
+// (see inOneSession), then three of TestFaultTurnsRPC's cases (the CLI
+// stopped with a run held): cancel held, kill (a resumed CLI after it),
+// and the end of input with the dialect's rules checked on every line.
+// --grace and --term-grace 300ms are TestFaultTurnsRPC's. The cap is TestRPCAlignCLILineTooLong's
 // (--max-cli-line 100000: under it the text deltas still pass, which it
 // checks); the 300 kB lines of TestFaultToolongRPC are over it as over
 // tooLongCap. The log level is info, which TestFaultNoPayloadInWarnings/rpc
@@ -722,7 +726,7 @@ func alignStarts(c *rpcConn) int {
 func TestRPCLineCap(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *rpcSession {
-		return &rpcSession{c: startRPC(t, []string{"--max-cli-line", "100000"}, "CCBRIDGE_LOG_LEVEL=info")}
+		return &rpcSession{c: startRPC(t, []string{"--max-cli-line", "100000", "--grace", "300ms", "--term-grace", "300ms"}, "CCBRIDGE_LOG_LEVEL=info")}
 	}
 	bind := func(s *rpcSession, t *testing.T) { s.c.t, s.c.b.t = t, t }
 	inOneSession(t, open, bind,
@@ -731,7 +735,9 @@ func TestRPCLineCap(t *testing.T) {
 		scenario[*rpcSession]{"TestFaultNoPayloadInWarnings/rpc", func(t *testing.T, s *rpcSession) {
 			noPayloadCheck(t, s.c.b, noPayloadRPC, func() {})
 		}},
-		scenario[*rpcSession]{"end of input", func(t *testing.T, s *rpcSession) { s.c.close() }},
+		scenario[*rpcSession]{"TestFaultTurnsRPC/cancel held", rpcFaultTurnsCancelHeld},
+		scenario[*rpcSession]{"TestFaultTurnsRPC/kill", rpcFaultTurnsKill},
+		scenario[*rpcSession]{"TestFaultTurnsRPC/end of input", rpcFaultTurnsEndOfInput},
 	)
 }
 

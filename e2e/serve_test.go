@@ -481,10 +481,9 @@ func svSeqs(lines [][]byte) []uint64 {
 // thread/resume of the first thread (its next turn runs in it and
 // thread/read has both turns), turn/interrupt during the SLOW answer
 // (turn/completed interrupted); the status and list endpoints; every line
-// of the stream in the seed's shape, seqs one apart.
-func TestServeMethods(t *testing.T) {
-	t.Parallel()
-	s := svStart(t, svOpts{workers: []string{l4Worker}})
+// of the stream in the seed's shape, seqs one apart. It is
+// TestServeOneWorker's first scenario: it checks the worker as it starts.
+func svMethods(t *testing.T, s *svServer) {
 	cwd := mustReal(t, s.dirs[l4Worker])
 	st := s.status(l4Worker)
 	sid := st.Get("status.thread_id").Str
@@ -706,15 +705,41 @@ func TestServeErrors(t *testing.T) {
 	}
 }
 
+// TestServeOneWorker: TestServeMethods, TestServeDedupe and
+// TestServeReconnect, each a subtest named for the test it was alone, one
+// after the other in one serve and one worker (see inOneSession): the
+// worker's first CLI start once where they took three. The model is the
+// test's own (TestServeDedupe counts its requests; its scenario is the
+// default one --fake-model gives). TestServeMethods comes first: it checks
+// the worker's status and stream as they start (seq 0, then 1), and ends
+// on its own thread, which the others take from the status. A stream
+// opened without a cursor is live only (docs/protocol/worker.md), and
+// TestServeDedupe counts the turn/started lines on its stream after the
+// seq the status gave at its start too; TestServeReconnect compares three
+// streams opened at one moment, and reads the events of its own turn.
+func TestServeOneWorker(t *testing.T) {
+	t.Parallel()
+	api := fakeAPI(t)
+	open := func(t *testing.T) *svServer { return svStart(t, svOpts{workers: []string{l4Worker}, external: true}) }
+	bind := func(s *svServer, t *testing.T) {
+		s.t = t
+		useFakeAPI(t, api)
+	}
+	inOneSession(t, open, bind,
+		scenario[*svServer]{"TestServeMethods", svMethods},
+		scenario[*svServer]{"TestServeDedupe", svDedupe},
+		scenario[*svServer]{"TestServeReconnect", svReconnect},
+	)
+}
+
 // TestServeDedupe: one turn/start POSTed 1,000 times one after the other,
 // then another 50 times by each of 20 clients at once (each its own
 // connections): every answer 200 and byte-identical, the receipt once on
 // the stream, one turn/started, and the model (the test's own, so that
 // its requests can be counted) got exactly one request for the prompt.
-func TestServeDedupe(t *testing.T) {
-	t.Parallel()
-	s := svStart(t, svOpts{workers: []string{l4Worker}, external: true})
-	sid := s.status(l4Worker).Get("status.thread_id").Str
+func svDedupe(t *testing.T, s *svServer) {
+	st := s.status(l4Worker)
+	sid, seq0 := st.Get("status.thread_id").Str, st.Get("latest_seq").Uint()
 	c := s.stream(l4Worker, "", "")
 	url := s.base + "/" + l4Worker + "/requests"
 
@@ -806,7 +831,7 @@ func TestServeDedupe(t *testing.T) {
 		t.Fatalf("%d answers for 20 × 50 POSTs", len(bodies))
 	}
 	once("20 × 50 concurrent", id2, tok2, bodies)
-	if k := count(c.got, l4IsEvent("turn/started", "")); k != 2 {
+	if k := count(c.got, func(l []byte) bool { return l4Seq(l) > seq0 && l4IsEvent("turn/started", "")(l) }); k != 2 {
 		t.Errorf("%d turn/started on the stream for two requests", k)
 	}
 	c.checkShapes()
@@ -818,9 +843,7 @@ func TestServeDedupe(t *testing.T) {
 // each read before and after is exactly what a client that stayed read up
 // to the turn's end (interrupted meanwhile), byte for byte, in order, none
 // twice.
-func TestServeReconnect(t *testing.T) {
-	t.Parallel()
-	s := svStart(t, svOpts{workers: []string{l4Worker}})
+func svReconnect(t *testing.T, s *svServer) {
 	sid := s.status(l4Worker).Get("status.thread_id").Str
 	obs := s.stream(l4Worker, "", "")
 	s1 := s.stream(l4Worker, "", "")
