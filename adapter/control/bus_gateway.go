@@ -292,7 +292,10 @@ func (g *Gateway) consume(ctx context.Context, worker string, cursor uint64) (je
 			InactiveThreshold: time.Minute,
 		})
 		if err == nil {
-			it, err := c.Messages(jetstream.PullMaxMessages(256))
+			// Heartbeats every second: a pull request lost in the
+			// cluster is noticed (two missed) and the consumer made
+			// again within two seconds, not the default's ten.
+			it, err := c.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(time.Second))
 			if err == nil {
 				return it, nil
 			}
