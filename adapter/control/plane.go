@@ -434,7 +434,6 @@ func (c *planeConn) Handle(line []byte) {
 // is answered on the socket too.
 type screenTarget interface{ ScreenAnswer(requestID string) []byte }
 
-
 // Follower writes lane 004's stream to one peer, on a goroutine of its
 // own (Lane004.Follow).
 type Follower struct {
