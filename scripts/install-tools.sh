@@ -43,11 +43,24 @@ fi
 # The wrapper package's postinstall links the native binary over
 # bin/claude.exe; where install scripts did not run, use the platform
 # package's binary directly.
+# Once, in a cold run of the test command, both checks failed right after
+# npm finished and the same binary ran a minute later: each check is
+# tried three times, a second apart, and a last failure shows the file
+# and what the binary said.
+runs() {
+  local i
+  for i in 1 2 3; do
+    "$1" --version >/dev/null 2>&1 && return 0
+    sleep 1
+  done
+  return 1
+}
 cli="$PWD/$tools/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
-if ! "$cli" --version >/dev/null 2>&1; then
+if ! runs "$cli"; then
   for candidate in "$PWD/$tools"/node_modules/@anthropic-ai/claude-code-linux-*/claude; do
-    if "$candidate" --version >/dev/null 2>&1; then cli=$candidate; break; fi
+    if runs "$candidate"; then cli=$candidate; break; fi
   done
 fi
-"$cli" --version >/dev/null 2>&1 || { echo "the Claude Code CLI did not install: $cli" >&2; exit 1; }
+"$cli" --version >/dev/null 2>"$tools/cli-version.err" || {
+  echo "the Claude Code CLI did not install: $cli" >&2; ls -l "$cli" >&2; cat "$tools/cli-version.err" >&2; exit 1; }
 echo "$cli"
