@@ -503,13 +503,18 @@ func TestBusLane004(t *testing.T) {
 		// process, HOME and folder, through both gateways in turn: the
 		// scenarios written for stdio (l4Errors, l4Steer) and the thread
 		// methods (busThreads), driven over HTTP by busDriven.
-		t.Run(wid, func(t *testing.T) {
-			t.Parallel()
+		// The two run at once from goroutines of this test, not as
+		// parallel subtests: those would wait for a slot among the
+		// package's other parallel tests (-parallel).
+		var both sync.WaitGroup
+		both.Add(2)
+		go t.Run(wid, func(t *testing.T) {
+			defer both.Done()
 			useFakeAPI(t, w.api)
 			busMethods(t, busDriven(t, w, wid, thread, g1, g2))
 		})
-		t.Run("bus-w2", func(t *testing.T) {
-			t.Parallel()
+		go t.Run("bus-w2", func(t *testing.T) {
+			defer both.Done()
 			w2 := busStartWorker(t, "bus-w2", cl.url(0))
 			for _, g := range []*svServer{g1, g2} {
 				busEventually(t, 20*time.Second, "both workers in GET …/workers", func() string {
@@ -522,6 +527,7 @@ func TestBusLane004(t *testing.T) {
 			}
 			busMethods(t, busDriven(t, w2, "bus-w2", w2.sid, g2, g1))
 		})
+		both.Wait()
 	})
 
 	t.Run("worker restart", func(t *testing.T) {
@@ -929,7 +935,6 @@ func TestBusLane004Auth(t *testing.T) {
 	} {
 		if tc.workers {
 			t.Run("worker with "+tc.what, func(t *testing.T) {
-				t.Parallel()
 				start := time.Now()
 				b := startBridge(t, append([]string{"--ui", "control", "--worker-id", "bus-auth", "--bus", url}, tc.args...))
 				code := b.wait()
@@ -937,7 +942,6 @@ func TestBusLane004Auth(t *testing.T) {
 			})
 		}
 		t.Run("gateway with "+tc.what, func(t *testing.T) {
-			t.Parallel()
 			start := time.Now()
 			g := svStart(t, svOpts{external: true, mayExit: true, args: append([]string{"--bus", url}, tc.args...)})
 			if g.base != "" {
@@ -947,7 +951,6 @@ func TestBusLane004Auth(t *testing.T) {
 		})
 	}
 	t.Run("the right nkey and CA", func(t *testing.T) {
-		t.Parallel()
 		g := svStart(t, svOpts{external: true, args: []string{"--bus", url, "--bus-nkey", right, "--bus-ca", ca}})
 		if code, _, b := g.do(http.MethodGet, "", "", nil); code != http.StatusOK || !gjson.GetBytes(b, "workers").IsArray() {
 			t.Errorf("GET …/workers through a gateway with the right nkey: HTTP %d: %s", code, b)

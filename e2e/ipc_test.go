@@ -29,23 +29,18 @@ type ipcSession struct {
 // TestIPCOneSession: the ipc scenarios that leave the session as they
 // found it (idle, in the same CLI), each a subtest named for the test it
 // was alone, in one ccbridge and one CLI session, turn after turn (see
-// inOneSession): one CLI start for twenty-five rules. The first is the
+// inOneSession); TestIPCOneSessionFaults runs the others in a second one,
+// at the same time: two CLI starts for twenty-five rules, and neither
+// half the end-to-end run's last test to finish. The first is the
 // session's first turn; the order keeps what one leaves in the working
 // directory out of the next one's way (PermissionMode removes its
 // written.txt and leaves no Write allowed, Write denied wants no
 // written.txt before Write allowed makes one). The broken MCP server is
 // TestIPCPermissionMode's; it is disabled there, and no other scenario
-// asks about MCP servers. TestIPCModelChange comes last but one: it
-// changes the model. TestFaultTurnsIPCEndOfInput, last, ends the input
-// and ccbridge with it.
+// asks about MCP servers.
 func TestIPCOneSession(t *testing.T) {
 	t.Parallel()
-	open := func(t *testing.T) *ipcSession {
-		t.Helper()
-		b := startIPC(t, "--", "--mcp-config", `{"mcpServers":{"broken":{"command":"/nonexistent/ccbridge-e2e-mcp"}}}`)
-		return &ipcSession{b: b, sid: expectSessionInit(t, b)}
-	}
-	inOneSession(t, open, ipcBind,
+	inOneSession(t, ipcOpen, ipcBind,
 		scenario[*ipcSession]{"TestIPCTextWithThinking", ipcTextWithThinking},
 		scenario[*ipcSession]{"TestIPCPermissionMode", ipcPermissionMode},
 		scenario[*ipcSession]{"TestIPCWrite/denied", ipcWrite(false)},
@@ -62,6 +57,16 @@ func TestIPCOneSession(t *testing.T) {
 		scenario[*ipcSession]{"TestIPCAPIError", ipcAPIError},
 		scenario[*ipcSession]{"TestIPCImageAttachment", ipcImageAttachment},
 		scenario[*ipcSession]{"TestIPCQueuedAndIdle", ipcQueuedAndIdle},
+	)
+}
+
+// TestIPCOneSessionFaults: the rest of TestIPCOneSession's scenarios, bad
+// input and turns under faults, in a session of their own.
+// TestIPCModelChange comes last but one: it changes the model.
+// TestFaultTurnsIPCEndOfInput, last, ends the input and ccbridge with it.
+func TestIPCOneSessionFaults(t *testing.T) {
+	t.Parallel()
+	inOneSession(t, ipcOpen, ipcBind,
 		scenario[*ipcSession]{"TestIPCBadInput", ipcBadInput},
 		scenario[*ipcSession]{"TestIPCAlignResumeRefusedBeforeAnyChild", ipcAlignResumeRefusedBeforeAnyChild},
 		scenario[*ipcSession]{"TestIPCInvalidUTF8IsParseError", ipcInvalidUTF8IsParseError},
@@ -72,6 +77,13 @@ func TestIPCOneSession(t *testing.T) {
 		scenario[*ipcSession]{"TestIPCModelChange", ipcModelChange},
 		scenario[*ipcSession]{"TestFaultTurnsIPCEndOfInput", ipcFaultTurnsEndOfInput},
 	)
+}
+
+// ipcOpen starts the ccbridge --ui ipc the scenarios share.
+func ipcOpen(t *testing.T) *ipcSession {
+	t.Helper()
+	b := startIPC(t, "--", "--mcp-config", `{"mcpServers":{"broken":{"command":"/nonexistent/ccbridge-e2e-mcp"}}}`)
+	return &ipcSession{b: b, sid: expectSessionInit(t, b)}
 }
 
 // ipcBind points the session's helpers, and fakeAPI, at test t (see
