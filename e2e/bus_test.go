@@ -899,20 +899,7 @@ func TestBusLane004Auth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: busFreePort(t), JetStream: true, StoreDir: t.TempDir(),
-		NoLog: true, NoSigs: true, Nkeys: []*server.NkeyUser{{Nkey: pub}}, TLS: true, TLSConfig: tc, TLSTimeout: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(20 * time.Second) {
-		t.Fatal("the NATS server did not start")
-	}
-	t.Cleanup(func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	url := fmt.Sprintf("nats://127.0.0.1:%d", srv.Addr().(*net.TCPAddr).Port)
+	url := busStartServer(t, &server.Options{Nkeys: []*server.NkeyUser{{Nkey: pub}}, TLS: true, TLSConfig: tc, TLSTimeout: 2})
 
 	// refused checks an exit with code 2 within 10 s of the start, and
 	// stderr saying why.

@@ -185,11 +185,7 @@ func TestLane001OneWorker(t *testing.T) {
 	open := func(t *testing.T) *ctlWorker {
 		return ctlStart(t, ctlOpts{socket: true, args: []string{"--run-id", l1Run, "--", "--allowedTools", "Bash"}})
 	}
-	bind := func(w *ctlWorker, t *testing.T) {
-		w.t, w.b.t, w.stdio.t = t, t, t
-		useFakeAPI(t, w.b.api)
-	}
-	inOneSession(t, open, bind,
+	inOneSession(t, open, ctlBind,
 		scenario[*ctlWorker]{"TestLane001PauseResume", l1PauseResume},
 		scenario[*ctlWorker]{"TestLane001Cancel", l1Cancel},
 		scenario[*ctlWorker]{"TestLane001Dedupe", l1Dedupe},

@@ -401,11 +401,7 @@ func l4Listed(t *testing.T, resp gjson.Result, id string) gjson.Result {
 func TestLane004Methods(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T) *ctlWorker { return l4Start(t, ctlOpts{socket: true}) }
-	bind := func(w *ctlWorker, t *testing.T) {
-		w.t, w.b.t, w.stdio.t = t, t, t
-		useFakeAPI(t, w.b.api)
-	}
-	inOneSession(t, open, bind,
+	inOneSession(t, open, ctlBind,
 		scenario[*ctlWorker]{"socket", l4Methods("socket")},
 		scenario[*ctlWorker]{"stdio", l4Methods("stdio")},
 	)
@@ -544,11 +540,7 @@ func TestLane004OneWorker(t *testing.T) {
 	open := func(t *testing.T) *ctlWorker {
 		return l4Start(t, ctlOpts{socket: true, args: []string{"--permission-mode", "default", "--interrupt-timeout", "1s"}})
 	}
-	bind := func(w *ctlWorker, t *testing.T) {
-		w.t, w.b.t, w.stdio.t = t, t, t
-		useFakeAPI(t, w.b.api)
-	}
-	inOneSession(t, open, bind,
+	inOneSession(t, open, ctlBind,
 		scenario[*ctlWorker]{"TestLane004Errors/stdio", l4Errors("stdio")},
 		scenario[*ctlWorker]{"TestLane004Errors/socket", l4Errors("socket")},
 		scenario[*ctlWorker]{"TestLane004Dedupe", l4Dedupe},

@@ -99,6 +99,13 @@ func ctlStart(t *testing.T, o ctlOpts) *ctlWorker {
 	return w
 }
 
+// ctlBind points a shared worker's helpers, and fakeAPI, at test t (see
+// inOneSession).
+func ctlBind(w *ctlWorker, t *testing.T) {
+	w.t, w.b.t, w.stdio.t = t, t, t
+	useFakeAPI(t, w.b.api)
+}
+
 // ctlSocketPath is a fresh socket path, short enough for the system's
 // limit (t.TempDir's names can be long).
 func ctlSocketPath(t *testing.T) string {
@@ -530,11 +537,7 @@ func TestControlOneWorker(t *testing.T) {
 		return ctlStart(t, ctlOpts{socket: true, args: []string{"--stdin-hard-limit", "1000", "--max-line", "100000"},
 			env: []string{"CCBRIDGE_GRACE=300ms", "CCBRIDGE_TERM_GRACE=10s"}})
 	}
-	bind := func(w *ctlWorker, t *testing.T) {
-		w.t, w.b.t, w.stdio.t = t, t, t
-		useFakeAPI(t, w.b.api)
-	}
-	inOneSession(t, open, bind,
+	inOneSession(t, open, ctlBind,
 		scenario[*ctlWorker]{"TestControlStdioAndSocketResults", ctlStdioAndSocketResults},
 		scenario[*ctlWorker]{"TestControlInterrupts", ctlInterrupts},
 		scenario[*ctlWorker]{"TestControlDedupe", ctlDedupe},
