@@ -128,7 +128,9 @@ func svStart(t *testing.T, o svOpts) *svServer {
 		t.Fatal(err)
 	}
 	addr := make(chan string, 1)
+	read := make(chan struct{}) // closed at stderr's end
 	go func() {
+		defer close(read)
 		defer r.Close()
 		br := bufio.NewReaderSize(r, 1<<16)
 		for {
@@ -179,6 +181,12 @@ func svStart(t *testing.T, o svOpts) *svServer {
 		s.base = strings.TrimSuffix(a, "/") + svPath
 	case <-s.exited:
 		if o.mayExit {
+			// What it said before it exited, to its end (within a
+			// while: a child may hold stderr open).
+			select {
+			case <-read:
+			case <-time.After(5 * time.Second):
+			}
 			return s
 		}
 		t.Fatalf("ccbridge serve exited with %d before serving:\n%s", s.code, tail(s.stderr.String(), 4000))

@@ -35,7 +35,7 @@ type busStore struct {
 	finishing sync.WaitGroup // claims being written over (appendEvents)
 
 	mu     sync.Mutex
-	revs   map[string]uint64 // claims this process holds: key → revision
+	held   busClaims[uint64] // the claims this process holds: their revisions
 	latest uint64            // the last seq in the stream
 	closed bool
 }
@@ -52,8 +52,7 @@ func openBusStore(b *Bus, worker string, retain int) (*busStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--bus: worker %s's stream: %w", worker, b.withRefusal(err))
 	}
-	return &busStore{b: b, worker: worker, instance: nuid.Next(), st: st, events: busEvents(worker), name: busStream(worker),
-		revs: make(map[string]uint64)}, nil
+	return &busStore{b: b, worker: worker, instance: nuid.Next(), st: st, events: busEvents(worker), name: busStream(worker)}, nil
 }
 
 func (s *busStore) ctx() (context.Context, context.CancelFunc) {
@@ -69,7 +68,7 @@ func (s *busStore) Begin(k Key, now time.Time) (Entry, bool, error) {
 	case err != nil:
 		return Entry{}, false, err
 	case e == nil:
-		s.hold(key, rev)
+		s.held.hold(key, rev)
 		return Entry{}, true, nil
 	}
 	return s.settle(ctx, key, k.RequestID, e)
@@ -117,12 +116,12 @@ func (s *busStore) settle(ctx context.Context, key, requestID string, e jetstrea
 		if _, err := s.b.receipts.Update(ctx, key, m.Data, e.Revision()); err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return Entry{}, false, s.b.busErr(err)
 		}
-		s.drop(key)
+		s.held.drop(key)
 		return Entry{Outcome: Outcome{Detail: string(m.Data), At: m.Time}, Since: m.Time}, false, nil
 	case !errors.Is(err, jetstream.ErrMsgNotFound):
 		return Entry{}, false, s.b.busErr(err)
 	}
-	s.hold(key, e.Revision())
+	s.held.hold(key, e.Revision())
 	if owner == s.instance {
 		return Entry{InFlight: true, Since: e.Created()}, false, nil
 	}
@@ -131,29 +130,39 @@ func (s *busStore) settle(ctx context.Context, key, requestID string, e jetstrea
 	return Entry{Outcome: Outcome{Result: "in_flight_at_stop"}, Since: e.Created()}, false, nil
 }
 
-func (s *busStore) hold(key string, rev uint64) {
-	s.mu.Lock()
-	s.revs[key] = rev
-	s.mu.Unlock()
+// busClaims are the claims a process holds on the bus, by key, with
+// what it keeps of each. Safe for concurrent use.
+type busClaims[V any] struct {
+	mu sync.Mutex
+	m  map[string]V
 }
 
-func (s *busStore) drop(key string) {
-	s.mu.Lock()
-	delete(s.revs, key)
-	s.mu.Unlock()
+func (c *busClaims[V]) hold(key string, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]V)
+	}
+	c.m[key] = v
 }
 
-func (s *busStore) rev(key string) (uint64, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.revs[key]
-	return r, ok
+func (c *busClaims[V]) get(key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[key]
+	return v, ok
+}
+
+func (c *busClaims[V]) drop(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, key)
 }
 
 // Finish writes the receipt over the claim this process holds.
 func (s *busStore) Finish(k Key, o Outcome) error {
 	key := busReceiptKey(s.worker, k.RequestID)
-	rev, ok := s.rev(key)
+	rev, ok := s.held.get(key)
 	if !ok {
 		return ErrNoEntry
 	}
@@ -162,7 +171,7 @@ func (s *busStore) Finish(k Key, o Outcome) error {
 	if _, err := s.b.receipts.Update(ctx, key, []byte(o.Detail), rev); err != nil {
 		return s.b.busErr(err)
 	}
-	s.drop(key)
+	s.held.drop(key)
 	return nil
 }
 
@@ -170,11 +179,11 @@ func (s *busStore) Release(k Key) error {
 	key := busReceiptKey(s.worker, k.RequestID)
 	ctx, cancel := s.ctx()
 	defer cancel()
-	rev, ok := s.rev(key)
+	rev, ok := s.held.get(key)
 	if !ok {
 		return nil
 	}
-	s.drop(key)
+	s.held.drop(key)
 	return s.b.busErr(s.b.receipts.Delete(ctx, key, jetstream.LastRevision(rev)))
 }
 
@@ -282,7 +291,7 @@ func (s *busStore) appendEvents(lines []logEntry, _ int, fin *receiptFinish) err
 	// who finds the claim still in flight (Begin, the gateways): the
 	// claim is written over after the answer, not before it.
 	key := busReceiptKey(s.worker, fin.key.RequestID)
-	rev, ok := s.rev(key)
+	rev, ok := s.held.get(key)
 	if !ok {
 		return ErrNoEntry
 	}
@@ -296,7 +305,7 @@ func (s *busStore) appendEvents(lines []logEntry, _ int, fin *receiptFinish) err
 			s.b.log.Warn("bus: a receipt is in the stream, its claim not written over (a retry settles it from the stream)",
 				"request_id", fin.key.RequestID, "err", s.b.busErr(err))
 		}
-		s.drop(key)
+		s.held.drop(key)
 	}()
 	return nil
 }

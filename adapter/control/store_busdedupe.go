@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,8 +32,7 @@ type busDedupe struct {
 	worker   string
 	instance string
 
-	mu     sync.Mutex
-	claims map[string]busDedupeClaim // the claims this process holds
+	held busClaims[busDedupeClaim] // the claims this process holds
 }
 
 // busDedupeClaim is a claim this process holds: its revision, and the
@@ -48,7 +46,7 @@ type busDedupeClaim struct {
 // openBusDedupe opens worker's dedupe store in the bucket (made by the
 // first worker that finds it missing).
 func openBusDedupe(b *Bus, kv jetstream.KeyValue, worker string, cfg StoreConfig) *busDedupe {
-	return &busDedupe{b: b, kv: kv, cfg: cfg.withDefaults(), worker: worker, instance: nuid.Next(), claims: make(map[string]busDedupeClaim)}
+	return &busDedupe{b: b, kv: kv, cfg: cfg.withDefaults(), worker: worker, instance: nuid.Next()}
 }
 
 // key is k's key in the bucket: the worker, the lane, then each field as
@@ -74,20 +72,20 @@ func (s *busDedupe) Begin(k Key, now time.Time) (Entry, bool, error) {
 		case err != nil:
 			return Entry{}, false, err
 		case e == nil:
-			s.hold(key, rev, nil)
+			s.held.hold(key, busDedupeClaim{rev, nil})
 			return Entry{}, true, nil
 		}
 		if owner, inFlight := busClaim(e.Value()); inFlight {
 			if owner == s.instance {
-				c, _ := s.claim(key)
+				c, _ := s.held.get(key)
 				if c.pending == nil {
-					s.hold(key, e.Revision(), nil)
+					s.held.hold(key, busDedupeClaim{e.Revision(), nil})
 					return Entry{InFlight: true, Since: e.Created()}, false, nil
 				}
 				// Done, its outcome not yet on the bus: write it now.
 				o := *c.pending
 				if err := s.write(ctx, key, o, e.Revision()); err == nil {
-					s.drop(key)
+					s.held.drop(key)
 				}
 				return Entry{Outcome: o, Since: o.At}, false, nil
 			}
@@ -119,7 +117,7 @@ func (s *busDedupe) Begin(k Key, now time.Time) (Entry, bool, error) {
 		case err != nil:
 			return Entry{}, false, s.b.busErr(err)
 		}
-		s.hold(key, rev, nil)
+		s.held.hold(key, busDedupeClaim{rev, nil})
 		return Entry{}, true, nil
 	}
 	return Entry{}, false, errClaimChanged
@@ -130,7 +128,7 @@ func (s *busDedupe) Begin(k Key, now time.Time) (Entry, bool, error) {
 // claim: a retry gets it, and writes it then.
 func (s *busDedupe) Finish(k Key, o Outcome) error {
 	key := s.key(k)
-	c, ok := s.claim(key)
+	c, ok := s.held.get(key)
 	if !ok {
 		return ErrNoEntry
 	}
@@ -138,10 +136,10 @@ func (s *busDedupe) Finish(k Key, o Outcome) error {
 	ctx, cancel := context.WithTimeout(context.Background(), busTimeout)
 	defer cancel()
 	if err := s.write(ctx, key, o, c.rev); err != nil {
-		s.hold(key, c.rev, &o)
+		s.held.hold(key, busDedupeClaim{c.rev, &o})
 		return s.b.busErr(err)
 	}
-	s.drop(key)
+	s.held.drop(key)
 	return nil
 }
 
@@ -177,33 +175,14 @@ func decodeBusOutcome(v []byte) (Outcome, bool) {
 
 func (s *busDedupe) Release(k Key) error {
 	key := s.key(k)
-	c, ok := s.claim(key)
+	c, ok := s.held.get(key)
 	if !ok {
 		return nil
 	}
-	s.drop(key)
+	s.held.drop(key)
 	ctx, cancel := context.WithTimeout(context.Background(), busTimeout)
 	defer cancel()
 	return s.b.busErr(s.kv.Delete(ctx, key, jetstream.LastRevision(c.rev)))
-}
-
-func (s *busDedupe) hold(key string, rev uint64, pending *Outcome) {
-	s.mu.Lock()
-	s.claims[key] = busDedupeClaim{rev, pending}
-	s.mu.Unlock()
-}
-
-func (s *busDedupe) claim(key string) (busDedupeClaim, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.claims[key]
-	return c, ok
-}
-
-func (s *busDedupe) drop(key string) {
-	s.mu.Lock()
-	delete(s.claims, key)
-	s.mu.Unlock()
 }
 
 func (s *busDedupe) NextSeq(string) (uint64, error) {
