@@ -168,6 +168,7 @@ export class Composer {
     const caret = this.prompt.selectionEnd ?? this.prompt.value.length;
     const at = /(^|\s)@([^\s@]*)$/.exec(this.prompt.value.slice(0, caret));
     if (at && this.opts.files) return this.suggestFiles(caret - at[2].length - 1, caret, at[2]);
+    this.asked++; // no @-mention now: file suggestions still coming open nothing
     this.mention = null;
     const m = /^\/([^\s/]*)$/.exec(this.prompt.value);
     const before = this.matches[this.active];
