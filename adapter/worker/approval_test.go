@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -494,8 +495,16 @@ func TestPTYReadyText(t *testing.T) {
 	var r result
 	h.w.ControlInject([]byte("hello"), false, r.done)
 	h.at(ptySettle)
+	// The placeholder still shows: the paste has not reached the box, and
+	// a return now could come before it. None is sent until it shows.
+	if h.in.String() != "\x1b[200~hello\x1b[201~" {
+		t.Fatalf("typed %q before the paste showed, want the paste alone", h.in.String())
+	}
+	h.draw("\x1b[1;1H\x1b[2K > hello")
+	h.at(ptySample)
+	h.at(ptySample)
 	if !strings.HasSuffix(h.in.String(), "\x1b[201~\r") {
-		t.Fatalf("typed %q, want the paste and a return", h.in.String())
+		t.Fatalf("typed %q, want the paste and a return once it showed", h.in.String())
 	}
 	// The return became a new line in the box: the screen changed.
 	h.draw("\x1b[1;1H\x1b[2K > hello\r\n   ")
@@ -511,6 +520,31 @@ func TestPTYReadyText(t *testing.T) {
 	h.at(ptySample)
 	if r.res != lane000.OK || r.n != 1 {
 		t.Fatalf("%s (%d), want ok once Gemini works", r.res, r.n)
+	}
+}
+
+// A paste the program never shows (its placeholder stays) still gets its
+// return, ptyPasteShown after ptySettle; the placeholder after it does
+// not ack it, the screen not having moved since.
+func TestPTYReadyTextPasteNeverShown(t *testing.T) {
+	h := newPTYHarness(t)
+	h.w.prof = profiles["gemini"]
+	h.draw("\x1b[2J\x1b[1;1H >   Type your message or @path/to/file")
+	h.at(ptySample)
+	h.at(h.w.pc.StableAfter)
+	h.state(control.WorkerIdle)
+	var r result
+	h.w.ControlInject([]byte("hello"), false, r.done)
+	h.at(ptySettle)
+	for waited := time.Duration(0); waited < ptyPasteShown-ptySample; waited += ptySample {
+		h.at(ptySample)
+		if strings.Contains(h.in.String(), "\r") {
+			t.Fatalf("a return %v after the settle, before ptyPasteShown: %q", waited+ptySample, h.in.String())
+		}
+	}
+	h.at(2 * ptySample)
+	if !strings.HasSuffix(h.in.String(), "\x1b[201~\r") || r.n != 0 {
+		t.Fatalf("typed %q, acked %d: want the return, no ack", h.in.String(), r.n)
 	}
 }
 

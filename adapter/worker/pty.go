@@ -72,6 +72,12 @@ const (
 	// empty prompt ignores an extra one); ptyCRTries bounds the sends.
 	ptyCRRetry = 750 * time.Millisecond
 	ptyCRTries = 3
+	// ptyPasteShown bounds the wait, after ptySettle, for a program with
+	// ready texts (its empty input box's placeholder) to show the paste
+	// before the first return: one sent while the placeholder still shows
+	// can reach it before the paste does (on a loaded machine), and the
+	// placeholder seen after it would ack an input the program never took.
+	ptyPasteShown = time.Second
 	// ptyStopWithin bounds the stop of a program whose controller is
 	// gone: end of input, then SIGTERM, then SIGKILL.
 	ptyStopWithin = 3 * time.Second
@@ -183,6 +189,7 @@ type ptyInput struct {
 	crAt      time.Time // the next return, or the give-up time after the last one
 	crGen     uint64    // the screen's generation when the last was sent
 	firstCR   time.Time // the first return
+	pastedAt  time.Time
 	tries     int
 	// giveUp: an input still queued then (its interrupt never brought the
 	// worker to idle) is given up, as the lane's ack said timeout.
@@ -448,7 +455,8 @@ func (w *ptyWorker) next() {
 	w.queue = w.queue[1:]
 	w.inj = in
 	p.Write(bracketed(in.text))
-	in.crAt = w.loop.Now().Add(ptySettle)
+	in.pastedAt = w.loop.Now()
+	in.crAt = in.pastedAt.Add(ptySettle)
 }
 
 // submit writes the carriage return (again, while the screen has not
@@ -476,6 +484,12 @@ func (w *ptyWorker) submit(in *ptyInput, now time.Time) {
 	}
 	if in.tries > 0 {
 		w.log.Info("pty worker: the screen did not move after the carriage return; sending it again", "try", in.tries+1)
+	}
+	if in.tries == 0 && len(w.prof.Ready) > 0 && w.prof.ready(w.rows) && now.Before(in.pastedAt.Add(ptySettle+ptyPasteShown)) {
+		// The placeholder still shows: the paste is not on the screen
+		// yet. Look again at the next sample.
+		in.crAt = now.Add(ptySample)
+		return
 	}
 	if in.tries == 0 {
 		in.firstCR = now

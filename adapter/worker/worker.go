@@ -163,11 +163,13 @@ func (c *ControlUI) Run(ctx context.Context, uiIn io.Reader, uiOut io.Writer, si
 	// may follow its stream before any request.
 	w.w4.active = c.Control.Worker004 || c.Control.Bus.On() || plane.Log004().Latest() > 0
 	w.endLostTurns()
-	if c.Hook != nil {
-		c.Hook(Lane004{Lane: plane.Lane004(), Log: plane.Log004(), Status: w.status004})
-	}
+	// On the bus before the hook: ccbridge serve --bus answers for its
+	// workers once the hook has run.
 	if err := plane.ServeBus(w.status004); err != nil {
 		return 2, fmt.Errorf("--bus: %w", err)
+	}
+	if c.Hook != nil {
+		c.Hook(Lane004{Lane: plane.Lane004(), Log: plane.Log004(), Status: w.status004})
 	}
 	if err := plane.Listen(); err != nil {
 		return 2, err
