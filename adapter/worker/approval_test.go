@@ -485,13 +485,20 @@ func TestFindApprovalGemini(t *testing.T) {
 // not enough: while the input box shows neither its placeholder nor a
 // working text (the return became a new line in the box) the return is
 // sent again, and the input is acked once the box is empty.
-func TestPTYReadyText(t *testing.T) {
+// geminiIdle is a pty worker of the gemini profile, idle at its empty
+// input box (its placeholder showing).
+func geminiIdle(t *testing.T) *ptyHarness {
 	h := newPTYHarness(t)
 	h.w.prof = profiles["gemini"]
 	h.draw("\x1b[2J\x1b[1;1H >   Type your message or @path/to/file")
 	h.at(ptySample)
 	h.at(h.w.pc.StableAfter)
 	h.state(control.WorkerIdle)
+	return h
+}
+
+func TestPTYReadyText(t *testing.T) {
+	h := geminiIdle(t)
 	var r result
 	h.w.ControlInject([]byte("hello"), false, r.done)
 	h.at(ptySettle)
@@ -527,12 +534,7 @@ func TestPTYReadyText(t *testing.T) {
 // return, ptyPasteShown after ptySettle; the placeholder after it does
 // not ack it, the screen not having moved since.
 func TestPTYReadyTextPasteNeverShown(t *testing.T) {
-	h := newPTYHarness(t)
-	h.w.prof = profiles["gemini"]
-	h.draw("\x1b[2J\x1b[1;1H >   Type your message or @path/to/file")
-	h.at(ptySample)
-	h.at(h.w.pc.StableAfter)
-	h.state(control.WorkerIdle)
+	h := geminiIdle(t)
 	var r result
 	h.w.ControlInject([]byte("hello"), false, r.done)
 	h.at(ptySettle)
