@@ -42,12 +42,8 @@ var geminiPath = regexp.MustCompile(`^/(v1|v1beta|v1alpha)/models/([^/:]+):([A-Z
 func analyzeGemini(body []byte, model string, stream bool) requestInfo {
 	info := requestInfo{model: model, stream: stream}
 	contents := gjson.GetBytes(body, "contents").Array()
-	promptIdx := -1
-	for i := len(contents) - 1; i >= 0 && promptIdx < 0; i-- {
-		if t, ok := geminiPrompt(contents[i]); ok {
-			info.prompt, promptIdx = t, i
-		}
-	}
+	var promptIdx int
+	info.prompt, promptIdx = lastPrompt(contents, geminiPrompt)
 	for _, c := range contents {
 		c.Get("parts").ForEach(func(_, p gjson.Result) bool {
 			if p.Get("inlineData").Exists() && c.Get("role").Str != "model" {

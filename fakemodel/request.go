@@ -87,16 +87,13 @@ func analyze(body []byte) requestInfo {
 		cwd:    findCwd(body),
 	}
 	msgs := gjson.GetBytes(body, "messages").Array()
-	promptIdx := -1
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Get("role").String() != "user" {
-			continue
+	var promptIdx int
+	info.prompt, promptIdx = lastPrompt(msgs, func(m gjson.Result) (string, bool) {
+		if m.Get("role").String() != "user" {
+			return "", false
 		}
-		if t, ok := promptText(msgs[i].Get("content")); ok {
-			info.prompt, promptIdx = t, i
-			break
-		}
-	}
+		return promptText(m.Get("content"))
+	})
 	// The step is the number of assistant turns after the prompt: runs of
 	// assistant messages, so a response split over several messages still
 	// counts once. Messages with other roles ("system") are transparent.
@@ -288,4 +285,16 @@ func (r *Rule) match(info *requestInfo, re *regexp.Regexp) (arg string, ok bool)
 		}
 	}
 	return arg, true
+}
+
+// lastPrompt returns the prompt of a conversation (Messages, Responses or
+// Gemini API) and its index: the last item prompt finds one in; -1 when
+// none does.
+func lastPrompt(items []gjson.Result, prompt func(gjson.Result) (string, bool)) (string, int) {
+	for i := len(items) - 1; i >= 0; i-- {
+		if t, ok := prompt(items[i]); ok {
+			return t, i
+		}
+	}
+	return "", -1
 }

@@ -35,12 +35,8 @@ func analyzeResponses(body []byte) requestInfo {
 		stream: gjson.GetBytes(body, "stream").Bool(),
 	}
 	items := gjson.GetBytes(body, "input").Array()
-	promptIdx := -1
-	for i := len(items) - 1; i >= 0 && promptIdx < 0; i-- {
-		if t, ok := responsesPrompt(items[i]); ok {
-			info.prompt, promptIdx = t, i
-		}
-	}
+	var promptIdx int
+	info.prompt, promptIdx = lastPrompt(items, responsesPrompt)
 	for _, it := range items {
 		if it.Get("type").Str != "message" || it.Get("role").Str != "user" {
 			continue
