@@ -40,6 +40,19 @@ func stopCLI(t *testing.T, pid int) {
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
 }
 
+// ipcStdinStalled runs one turn in b's ipc session, then stops the CLI
+// (stopCLI) and sends a prompt of bigPrompt bytes, until the CLI's stdin
+// is full (stdinFull); it returns the CLI's pid.
+func ipcStdinStalled(t *testing.T, b *bridge) int {
+	t.Helper()
+	complete(t, turn(t, b, "hello"))
+	cli := b.childPID()
+	stopCLI(t, cli)
+	b.send(userMessage(strings.Repeat("x", bigPrompt)))
+	stdinFull(t, cli)
+	return cli
+}
+
 // stdinFull waits until the stdin pipe of process pid holds all it can:
 // whoever writes to it must now wait for pid to read.
 func stdinFull(t *testing.T, pid int) {
@@ -83,11 +96,7 @@ func TestFaultStdinIPCStoppedCLI(t *testing.T) {
 		t.Parallel()
 		b := startIPC(t, "--grace", "1s", "--term-grace", "1s")
 		expectSessionInit(t, b)
-		complete(t, turn(t, b, "hello"))
-		cli := b.childPID()
-		stopCLI(t, cli)
-		b.send(userMessage(strings.Repeat("x", bigPrompt)))
-		stdinFull(t, cli)
+		cli := ipcStdinStalled(t, b)
 		start := time.Now()
 		b.cmd.Process.Signal(syscall.SIGTERM)
 		var lines [][]byte
@@ -131,11 +140,7 @@ func init() { ipcStoppedCLIInterrupt = ipcStoppedCLIInterruptLinux }
 // is gone, and the session goes on.
 func ipcStoppedCLIInterruptLinux(t *testing.T, s *ipcSession) {
 	b, sid := s.b, s.sid
-	complete(t, turn(t, b, "hello"))
-	cli := b.childPID()
-	stopCLI(t, cli)
-	b.send(userMessage(strings.Repeat("x", bigPrompt)))
-	stdinFull(t, cli)
+	cli := ipcStdinStalled(t, b)
 	start := time.Now()
 	b.send(`{"type":"interrupt"}`)
 	var lines [][]byte

@@ -40,7 +40,7 @@ type ipcSession struct {
 // asks about MCP servers.
 func TestIPCOneSession(t *testing.T) {
 	t.Parallel()
-	inOneSession(t, ipcOpen, ipcBind,
+	inOneSession(t, ipcOpen("--", "--mcp-config", ipcBrokenMCP), ipcBind,
 		scenario[*ipcSession]{"TestIPCTextWithThinking", ipcTextWithThinking},
 		scenario[*ipcSession]{"TestIPCPermissionMode", ipcPermissionMode},
 		scenario[*ipcSession]{"TestIPCWrite/denied", ipcWrite(false)},
@@ -66,7 +66,7 @@ func TestIPCOneSession(t *testing.T) {
 // TestFaultTurnsIPCEndOfInput, last, ends the input and ccbridge with it.
 func TestIPCOneSessionFaults(t *testing.T) {
 	t.Parallel()
-	inOneSession(t, ipcOpen, ipcBind,
+	inOneSession(t, ipcOpen("--", "--mcp-config", ipcBrokenMCP), ipcBind,
 		scenario[*ipcSession]{"TestIPCBadInput", ipcBadInput},
 		scenario[*ipcSession]{"TestIPCAlignResumeRefusedBeforeAnyChild", ipcAlignResumeRefusedBeforeAnyChild},
 		scenario[*ipcSession]{"TestIPCInvalidUTF8IsParseError", ipcInvalidUTF8IsParseError},
@@ -79,11 +79,17 @@ func TestIPCOneSessionFaults(t *testing.T) {
 	)
 }
 
-// ipcOpen starts the ccbridge --ui ipc the scenarios share.
-func ipcOpen(t *testing.T) *ipcSession {
-	t.Helper()
-	b := startIPC(t, "--", "--mcp-config", `{"mcpServers":{"broken":{"command":"/nonexistent/ccbridge-e2e-mcp"}}}`)
-	return &ipcSession{b: b, sid: expectSessionInit(t, b)}
+// ipcBrokenMCP is the MCP server TestIPCPermissionMode finds broken.
+const ipcBrokenMCP = `{"mcpServers":{"broken":{"command":"/nonexistent/ccbridge-e2e-mcp"}}}`
+
+// ipcOpen opens a shared session (inOneSession): ccbridge --ui ipc with
+// args, and the session it announced.
+func ipcOpen(args ...string) func(t *testing.T) *ipcSession {
+	return func(t *testing.T) *ipcSession {
+		t.Helper()
+		b := startIPC(t, args...)
+		return &ipcSession{b: b, sid: expectSessionInit(t, b)}
+	}
 }
 
 // ipcBind points the session's helpers, and fakeAPI, at test t (see
@@ -975,12 +981,7 @@ func TestIPCStartFlags(t *testing.T) {
 // message.
 func TestIPCChildKilled(t *testing.T) {
 	t.Parallel()
-	open := func(t *testing.T) *ipcSession {
-		t.Helper()
-		b := startIPC(t, "--interrupt-timeout", "2s")
-		return &ipcSession{b: b, sid: expectSessionInit(t, b)}
-	}
-	inOneSession(t, open, ipcBind,
+	inOneSession(t, ipcOpen("--interrupt-timeout", "2s"), ipcBind,
 		scenario[*ipcSession]{"TestIPCChildKilledOtherTimes/first turn streaming", ipcKilledFirstTurnStreaming},
 		scenario[*ipcSession]{"TestIPCChildKilledMidTurn", ipcChildKilledMidTurn},
 		scenario[*ipcSession]{"TestIPCChildKilledOtherTimes/with a queued prompt", ipcKilledWithAQueuedPrompt},
@@ -1343,12 +1344,7 @@ func ipcBadInput(t *testing.T, s *ipcSession) {
 // input and kills the CLI, and ccbridge ends.
 func TestIPCLineCap(t *testing.T) {
 	t.Parallel()
-	open := func(t *testing.T) *ipcSession {
-		t.Helper()
-		b := startIPC(t, "--max-cli-line", "100000")
-		return &ipcSession{b: b, sid: expectSessionInit(t, b)}
-	}
-	inOneSession(t, open, ipcBind,
+	inOneSession(t, ipcOpen("--max-cli-line", "100000"), ipcBind,
 		scenario[*ipcSession]{"TestIPCAlignCLILineTooLong", ipcAlignCLILineTooLong},
 		scenario[*ipcSession]{"TestFaultToolongIPC", ipcToolong},
 		scenario[*ipcSession]{"TestFaultTurnsIPCKilled/after the end of input", ipcFaultTurnsKilled("after the end of input")},
