@@ -75,18 +75,13 @@ func TestPerfBus(t *testing.T) {
 	body := func(id string) []byte {
 		return []byte(`{"request":{"request_id":"` + id + `","method":"thread/list"}}`)
 	}
-	type row struct {
-		name    string
-		clients int
-		load    perfServeLoad
-	}
 	type fan struct {
 		name        string
 		subscribers int
 		events      uint64
 		wall        time.Duration
 	}
-	var rows []row
+	var rows []perfLoadCase
 	var fans []fan
 	for _, target := range targets {
 		t.Run(target.name, func(t *testing.T) {
@@ -129,7 +124,7 @@ func TestPerfBus(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", lc.what, err)
 				}
-				rows = append(rows, row{target.name + ": " + lc.what, lc.clients, l})
+				rows = append(rows, perfLoadCase{target.name + ": " + lc.what, lc.clients, l})
 			}
 			// The fan-out: every event from the first, read by 1, then
 			// by 20 subscribers at once.
@@ -156,16 +151,10 @@ func TestPerfBus(t *testing.T) {
 		})
 	}
 	p := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
-	us := func(ns int64) float64 { return float64(ns) / 1e3 }
 	p("lane 004 receipts through the bus: %d requests a case, after %d not counted; started %s UTC, %s in all; load average before %s, after %s (nproc %d)",
 		n, perfServeClients*perfServeWarmup, started.UTC().Format("15:04:05"), time.Since(started).Round(time.Second), loadBefore, loadAvg(), runtime.NumCPU())
 	p("")
-	p("| case | clients | requests/s | median µs | p99 µs | max µs |")
-	p("|---|---:|---:|---:|---:|---:|")
-	for _, r := range rows {
-		p("| %s | %d | %.0f | %.0f | %.0f | %.0f |", r.name, r.clients, r.load.rate(),
-			us(percentile(r.load.lat, 0.5)), us(percentile(r.load.lat, 0.99)), us(r.load.lat[len(r.load.lat)-1]))
-	}
+	perfLoadTable(p, rows)
 	p("")
 	p("| stream from the start | subscribers | events each | wall ms | events/s, all subscribers |")
 	p("|---|---:|---:|---:|---:|")

@@ -185,6 +185,25 @@ func newPerfServeClient() *http.Client {
 	}}
 }
 
+// perfLoadCase is a measured case of requests, as a table shows it.
+type perfLoadCase struct {
+	name    string
+	clients int
+	load    perfServeLoad
+}
+
+// perfLoadTable prints cases as a Markdown table through p: rate,
+// median, p99 and max latency.
+func perfLoadTable(p func(format string, a ...any), cases []perfLoadCase) {
+	us := func(ns int64) float64 { return float64(ns) / 1e3 }
+	p("| case | clients | requests/s | median µs | p99 µs | max µs |")
+	p("|---|---:|---:|---:|---:|---:|")
+	for _, c := range cases {
+		p("| %s | %d | %.0f | %.0f | %.0f | %.0f |", c.name, c.clients, c.load.rate(),
+			us(percentile(c.load.lat, 0.5)), us(percentile(c.load.lat, 0.99)), us(c.load.lat[len(c.load.lat)-1]))
+	}
+}
+
 // perfServeLoad is one case of part 1: n requests from some clients.
 type perfServeLoad struct {
 	n    int
@@ -456,12 +475,7 @@ func TestPerfServe(t *testing.T) {
 		}
 		return nil
 	}
-	type loadCase struct {
-		name    string
-		clients int
-		load    perfServeLoad
-	}
-	var loads []loadCase
+	var loads []perfLoadCase
 	for _, lc := range []struct {
 		name    string
 		clients int
@@ -480,7 +494,7 @@ func TestPerfServe(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s, %d clients: %v", lc.name, lc.clients, err)
 		}
-		loads = append(loads, loadCase{lc.name, lc.clients, l})
+		loads = append(loads, perfLoadCase{lc.name, lc.clients, l})
 	}
 
 	// 2. The stream: fill w2's log with turns, then read it all from
@@ -553,7 +567,6 @@ func TestPerfServe(t *testing.T) {
 
 	// The report.
 	mb := func(kib int64) float64 { return float64(kib) * 1024 / 1e6 }
-	us := func(ns int64) float64 { return float64(ns) / 1e3 }
 	var r strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&r, format+"\n", a...) }
 	p("")
@@ -565,12 +578,7 @@ func TestPerfServe(t *testing.T) {
 	p("%d requests a case (each client one at a time), after %d fresh ones not counted; thread/list lists %d thread(s).", n, perfServeClients*perfServeWarmup, listed)
 	p("Latency: request written → receipt read, at the client.")
 	p("")
-	p("| case | clients | requests/s | median µs | p99 µs | max µs |")
-	p("|---|---:|---:|---:|---:|---:|")
-	for _, lc := range loads {
-		p("| %s | %d | %.0f | %.0f | %.0f | %.0f |", lc.name, lc.clients, lc.load.rate(),
-			us(percentile(lc.load.lat, 0.5)), us(percentile(lc.load.lat, 0.99)), us(lc.load.lat[len(lc.load.lat)-1]))
-	}
+	perfLoadTable(p, loads)
 	p("")
 	p("Stream: the SSE path (event log → HTTP) on retained events. w2's log filled by %d turns of the fake model's", turns)
 	p("fallback answer (%s, %.1f turns/s): %d events, %.2f MB of SSE a subscriber; then GET …/w2/stream?after=0", fillTime.Round(100*time.Millisecond), float64(turns)/fillTime.Seconds(), last, float64(streamBytes)/1e6)
