@@ -9,10 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/tidwall/gjson"
 
 	"github.com/ccbridge/ccbridge/internal/jsonw"
-	"github.com/ccbridge/ccbridge/mapping/lane000"
 	"github.com/ccbridge/ccbridge/mapping/lane004"
 	"github.com/ccbridge/ccbridge/mapping/lanes"
 )
@@ -112,12 +110,7 @@ func (cp *Plane) busControl(m *nats.Msg) {
 		receipt, _, _ := cp.lane004.Request(m.Data, nil)
 		p.Send(receipt)
 	default:
-		if s, ok := cp.screen.(screenTarget); ok && gjson.GetBytes(m.Data, "type").Str == lane000.TypeScreenRequest {
-			id := gjson.GetBytes(m.Data, "request_id").Str
-			cp.submit(func() { p.Send(s.ScreenAnswer(id)) })
-			return
-		}
-		cp.lane.Handle(m.Data, p.Send)
+		cp.handle000(m.Data, p.Send)
 	}
 }
 

@@ -421,17 +421,24 @@ func (c *planeConn) Handle(line []byte) {
 			c.out.Send(receipt)
 		}
 	default:
-		if s, ok := c.cp.screen.(screenTarget); ok && gjson.GetBytes(line, "type").Str == lane000.TypeScreenRequest {
-			id := gjson.GetBytes(line, "request_id").Str
-			c.cp.submit(func() { c.out.Send(s.ScreenAnswer(id)) })
-			return
-		}
-		c.cp.lane.Handle(line, c.out.Send)
+		c.cp.handle000(line, c.out.Send)
 	}
 }
 
+// handle000 answers a line of lane 000 through send: a screen request
+// of a worker with a screen on the session's loop, any other line by the
+// lane.
+func (cp *Plane) handle000(line []byte, send func([]byte)) {
+	if s, ok := cp.screen.(screenTarget); ok && gjson.GetBytes(line, "type").Str == lane000.TypeScreenRequest {
+		id := gjson.GetBytes(line, "request_id").Str
+		cp.submit(func() { send(s.ScreenAnswer(id)) })
+		return
+	}
+	cp.lane.Handle(line, send)
+}
+
 // screenTarget is a worker with a screen (--pty): screen.request
-// is answered on the socket too.
+// is answered on the socket and the bus too.
 type screenTarget interface{ ScreenAnswer(requestID string) []byte }
 
 // Follower writes lane 004's stream to one peer, on a goroutine of its
