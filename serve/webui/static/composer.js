@@ -168,7 +168,7 @@ export class Composer {
     const caret = this.prompt.selectionEnd ?? this.prompt.value.length;
     const at = /(^|\s)@([^\s@]*)$/.exec(this.prompt.value.slice(0, caret));
     if (at && this.opts.files) return this.suggestFiles(caret - at[2].length - 1, caret, at[2]);
-    this.asked++; // no @-mention now: file suggestions still coming open nothing
+    this.asked++; // no @-mention: answers still coming open nothing
     this.mention = null;
     const m = /^\/([^\s/]*)$/.exec(this.prompt.value);
     const before = this.matches[this.active];
@@ -178,13 +178,13 @@ export class Composer {
   }
 
   // suggestFiles asks the CLI for the paths that complete the @-mention
-  // between start and end (query: the text after the "@"); an answer that
-  // comes after a newer question is dropped.
-  // The CLI builds its file index on the first question and answers
-  // nothing but the top level until it has (a second or two), so an
-  // empty answer is asked again a few times.
+  // between start and end (query: the text after "@"); an answer after a
+  // newer question is dropped. Until the CLI has built its file index (a
+  // second or two) it answers the top level only: an empty answer is
+  // asked again a few times.
   async suggestFiles(start, end, query) {
     const n = ++this.asked;
+    if (this.mention) this.mention = { start, end }; // an older menu's pick fits the mention as typed now
     let paths = [];
     for (let tries = 0; ; tries++) {
       try {
