@@ -278,19 +278,31 @@ func (r *ptwRun) scrollback() []string {
 // shown reports whether a control.worker.screen row or a scrollback line
 // so far holds s.
 func (r *ptwRun) shown(s string) bool {
-	for _, l := range r.all() {
-		switch l.Get("type").Str {
-		case lane000.TypeWorkerScreen:
-			for _, row := range l.Get("lines").Array() {
-				if strings.Contains(row.Get("text").Str, s) {
-					return true
-				}
+	return slices.ContainsFunc(r.all(), func(l gjson.Result) bool { return showsText(l, s) })
+}
+
+// waitShown waits until s shows in a control.worker.screen or scrollback
+// line: the agent may still be drawing it when the worker is idle (its
+// screen still for StableAfter on a loaded machine).
+func (r *ptwRun) waitShown(s string) {
+	r.t.Helper()
+	r.wait(0, strconv.Quote(s)+" on the screen", func(l gjson.Result) bool { return showsText(l, s) })
+}
+
+// showsText reports whether line l is a control.worker.screen or
+// scrollback line with s in one of its rows.
+func showsText(l gjson.Result, s string) bool {
+	switch l.Get("type").Str {
+	case lane000.TypeWorkerScreen:
+		for _, row := range l.Get("lines").Array() {
+			if strings.Contains(row.Get("text").Str, s) {
+				return true
 			}
-		case lane000.TypeWorkerScrollback:
-			for _, row := range l.Get("lines").Array() {
-				if strings.Contains(row.Str, s) {
-					return true
-				}
+		}
+	case lane000.TypeWorkerScrollback:
+		for _, row := range l.Get("lines").Array() {
+			if strings.Contains(row.Str, s) {
+				return true
 			}
 		}
 	}
@@ -388,9 +400,7 @@ func TestPTYWorkerBasic(t *testing.T) {
 	r.wantAck("the prompt once idle", r.stdin(id, prompt, false), "ok", false)
 	r.idleAfterAck()
 	r.wantPrompts(prompt)
-	if !r.shown("answer to: " + prompt) {
-		t.Errorf("the answer is in no control.worker.screen or scrollback line:\n%s", r.dump())
-	}
+	r.waitShown("answer to: " + prompt)
 	if !r.shown("> " + prompt) {
 		t.Errorf("the echoed prompt is in no control.worker.screen line:\n%s", r.dump())
 	}
@@ -415,7 +425,8 @@ func TestPTYWorkerNoEcho(t *testing.T) {
 	r.wantAck("a prompt without echo", r.stdin(r.id("noecho"), "secret words", false), "ok", false)
 	r.idleAfterAck()
 	r.wantPrompts("secret words")
-	if !r.shown("answer to: secret words") || r.shown("> secret") {
+	r.waitShown("answer to: secret words")
+	if r.shown("> secret") {
 		t.Errorf("want the answer shown and not the prompt:\n%s", r.dump())
 	}
 }
@@ -525,9 +536,7 @@ func TestPTYWorkerCRResent(t *testing.T) {
 	}
 	r.idleAfterAck()
 	r.wantPrompts("return lost")
-	if !r.shown("answer to: return lost") {
-		t.Errorf("no answer shown:\n%s", r.dump())
-	}
+	r.waitShown("answer to: return lost")
 }
 
 // TestPTYWorkerTimeouts: a program that hangs after a submission, and
@@ -638,9 +647,7 @@ func TestPTYWorkerLargePaste(t *testing.T) {
 		t.Fatalf("the logged prompt (%d bytes) differs from the input (%d bytes) at byte %d: got %.80q, want %.80q",
 			len(got[0]), len(want), i, got[0][i:], want[i:])
 	}
-	if !r.shown("answer to: 00000 the quick brown fox") {
-		t.Errorf("no answer shown")
-	}
+	r.waitShown("answer to: 00000 the quick brown fox")
 }
 
 // TestPTYWorkerKilled: the program killed with SIGKILL: the worker is
