@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -273,12 +274,30 @@ loop:
 // object of the JSON value v, at any depth, and whether there is one. The
 // name comes as a path from v: the names of the objects above it and the
 // indexes of the arrays, joined with ".". Names are compared unescaped,
-// as a parser reads them ("a" and "\u0061" are one name). JSON readers
+// as a parser reads them ("a" and "\u0061" are one name; a byte that is
+// not UTF-8 reads as U+FFFD, as encoding/json and a UTF-8 decoder read
+// it). JSON readers
 // differ in which of two members they keep (gjson the first, JSON.parse
 // the last), so a value read here and passed on may mean another thing
 // there unless it has none. v must be valid JSON.
 func DuplicateKey(v string) (string, bool) {
 	return duplicateKey(v, "")
+}
+
+// validName replaces each byte of name that is not part of a UTF-8
+// sequence with U+FFFD, one for each byte, as encoding/json unquotes.
+func validName(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); {
+		r, n := utf8.DecodeRuneInString(name[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(name[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // smallObject is how many members an object may have before
@@ -309,6 +328,9 @@ func duplicateKey(v, path string) (string, bool) {
 		var names []string
 		var set map[string]bool
 		walk(v, func(key, raw string) bool {
+			if !utf8.ValidString(key) {
+				key = validName(key)
+			}
 			switch {
 			case set != nil:
 				found = set[key]
