@@ -10,7 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cli=$(scripts/install-tools.sh)
-CGO_ENABLED=0 go build -o bin/ccbridge .
+# -trimpath, as the release and the test command build it: they share
+# the compiled packages in the build cache.
+CGO_ENABLED=0 go build -trimpath -o bin/ccbridge .
 home=$(mktemp -d)
 project=$(mktemp -d)
 # The cleanup ignores a second Ctrl-C: SIGINT reaches the whole process

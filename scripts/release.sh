@@ -33,8 +33,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # The release tool, built once; it refuses a bad version or target before
-# anything is built.
-go build -o "$work/release" ./internal/release
+# anything is built. Static and -trimpath, as ccbridge is below: the two
+# builds share the standard library's compiled packages.
+CGO_ENABLED=0 go build -trimpath -o "$work/release" ./internal/release
 "$work/release" check -version "$version" -targets "$targets"
 command -v npm >/dev/null || { echo "release: npm is needed for the npm packages" >&2; exit 1; }
 
