@@ -635,6 +635,9 @@ func TestPTYWorkerLargePaste(t *testing.T) {
 	r.waitState(0, "idle")
 	r.wantAck("a 100 KiB prompt", r.stdin(r.id("big"), content, false), "ok", false)
 	r.idleAfterAck()
+	// The screen may be idle before the agent has logged the submission
+	// (a loaded machine): its log is waited for.
+	r.waitPrompts(1)
 	got := r.prompts()
 	if len(got) != 1 {
 		t.Fatalf("the agent logged %d prompts, want 1", len(got))
