@@ -47,9 +47,8 @@ import (
 // defaultParallel is how many tests of this package run at once when
 // -parallel is not given. The tests spend most of their time waiting (for
 // the CLI to start, for the fake model's paced streams), so more than the
-// GOMAXPROCS that go test's default would give: with 4 the package kept
-// about 1.3 of 2 cores busy, with 6 about 1.6 (docs/testing.md).
-const defaultParallel = 6
+// GOMAXPROCS that go test's default would give.
+const defaultParallel = 4
 
 var (
 	// repoRoot is the module's root folder, the parent of e2e/.
