@@ -321,8 +321,8 @@ func (s *busStore) publish(ctx context.Context, subject string, e logEntry) erro
 }
 
 // busSettleDelay is how long a published receipt waits before its claim
-// is written over, with every other one published meanwhile
-// (busSettleMax at most); busSettleMax is the most written over at once.
+// is written over, with every other one published meanwhile; once
+// busSettleMax wait, they are written over without waiting longer.
 // A claim's write-over is a replicated write of the receipts bucket: done
 // at once after each answer, it met the next request's claim at the
 // bucket's leader (about a fifth of a fresh request's time on a
@@ -346,11 +346,11 @@ func (s *busStore) settleLater(p busSettle) {
 	s.pending = append(s.pending, p)
 	n := len(s.pending)
 	s.pmu.Unlock()
-	switch {
-	case n >= busSettleMax:
+	switch n {
+	case busSettleMax: // those beyond wait for this one to take them
 		s.finishing.Add(1)
 		go s.settlePending()
-	case n == 1:
+	case 1:
 		s.finishing.Add(1)
 		time.AfterFunc(busSettleDelay, s.settlePending)
 	}
