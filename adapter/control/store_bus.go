@@ -486,10 +486,9 @@ func (s *busStore) settlePending() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.b.receipts.Update(ctx, p.key, []byte(p.receipt), p.rev)
-			if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			if _, err := s.writeOver(ctx, p.key, []byte(p.receipt), p.rev); err != nil {
 				s.b.log.Warn("bus: a receipt is in the stream, its claim not written over (a retry settles it from the stream)",
-					"request_id", p.requestID, "err", s.b.busErr(err))
+					"request_id", p.requestID, "err", err)
 			}
 			s.held.drop(p.key)
 		}()
